@@ -1,0 +1,5 @@
+//! Integration tests of tracewatt-net's topology builders and routing algorithms (one binary).
+
+mod builders;
+mod common;
+mod routing;

@@ -1,0 +1,279 @@
+//! The low-power link state machine (Energy Efficient Ethernet / On-Off links), one per link
+//! direction (`independent`) or one per link (`paired`):
+//!
+//! ```text
+//! ACTIVE --(idle_timeout with no traffic)--> SLEEPING (sleep_time, active power)
+//!   --> LPI (low power; a refresh of refresh_time at active power every refresh_period)
+//!   --(a packet is ready)--> WAKING (wake_time, active power; the packet and all behind it wait)
+//!   --> ACTIVE
+//! ```
+//!
+//! A packet that arrives while the link is still SLEEPING waits for the sleep to complete and
+//! then for the wake, as real PHYs do (the transition into LPI cannot be aborted). In `paired`
+//! mode a link is idle only when both directions are, and a wake wakes both (what 1000BASE-T and
+//! 10GBASE-T's symmetric LPI does); `independent` lets each direction sleep alone (TraceRP).
+//!
+//! The machine is evaluated lazily: the fabric reports every transmission and asks, before one,
+//! when it may start. Everything between two transmissions follows from the timing alone, so no
+//! timer events exist and the state durations are exact.
+
+use crate::timeline::Timeline;
+use serde::{Deserialize, Serialize};
+use tracewatt_core::Ps;
+use tracewatt_net::fabric::LinkObserver;
+use tracewatt_net::ChannelId;
+
+/// What a link does when idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Never sleeps: the baseline.
+    AlwaysOn,
+    /// Sleeps after `idle_timeout` without traffic; `idle_timeout = 0` sleeps right after each
+    /// packet.
+    Timeout,
+}
+
+/// Whether the two directions of a link sleep alone or together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    Independent,
+    Paired,
+}
+
+/// Timing of one link class's state machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkTiming {
+    pub policy: Policy,
+    pub idle_timeout_ps: Ps,
+    pub sleep_time_ps: Ps,
+    pub wake_time_ps: Ps,
+    /// 0 disables refresh.
+    pub refresh_period_ps: Ps,
+    pub refresh_time_ps: Ps,
+}
+
+/// Power of the port that drives a link direction (a switch port or a NIC port).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PortPower {
+    pub active_w: f64,
+    pub lpi_w: f64,
+}
+
+/// Time spent in each state by one state machine, and its transitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct UnitState {
+    /// End of the last transmission (or wake) on any of the unit's channels; may lie ahead of
+    /// the current time while a transmission is under way.
+    busy_until: Ps,
+    /// End of the last wake-up.
+    wake_until: Ps,
+    sleep_ps: Ps,
+    lpi_ps: Ps,
+    wake_ps: Ps,
+    refresh_ps: Ps,
+    refreshes: u64,
+    wakes: u64,
+}
+
+/// Per link direction results.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LinkReport {
+    /// State durations of the state machine this direction belongs to.
+    pub sleep_ps: Ps,
+    pub lpi_ps: Ps,
+    pub wake_ps: Ps,
+    pub refreshes: u64,
+    /// Wakes this direction's packets triggered.
+    pub wakes: u64,
+    /// Total delay wakes added to this direction's packets.
+    pub wake_delay_ps: Ps,
+    /// Energy of the port driving this direction.
+    pub energy_j: f64,
+}
+
+/// The state machines of every link direction of a machine.
+#[derive(Debug)]
+pub struct LinkPower {
+    timing: Vec<LinkTiming>,
+    units: Vec<UnitState>,
+    /// Channels of each unit (one, or a link's two directions).
+    members: Vec<[u32; 2]>,
+    unit_of: Vec<u32>,
+    port: Vec<PortPower>,
+    /// Timeline component of each channel's port.
+    component: Vec<usize>,
+    wakes_by: Vec<u64>,
+    wake_delay_ps: Vec<Ps>,
+    timeline: Timeline,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl LinkPower {
+    /// `reverse[c]` is the opposite direction of channel `c`; `timing[c]`, `port[c]` and
+    /// `component[c]` describe channel `c` (the two directions of a link must share a timing in
+    /// `paired` mode; the lower channel's is used).
+    pub fn new(
+        control: Control,
+        reverse: &[ChannelId],
+        timing: Vec<LinkTiming>,
+        port: Vec<PortPower>,
+        component: Vec<usize>,
+        timeline: Timeline,
+    ) -> Self {
+        let n = reverse.len();
+        let mut unit_of = vec![NONE; n];
+        let mut members = Vec::new();
+        let mut unit_timing = Vec::new();
+        for c in 0..n {
+            if unit_of[c] != NONE {
+                continue;
+            }
+            let u = members.len() as u32;
+            unit_of[c] = u;
+            let mut m = [c as u32, NONE];
+            if control == Control::Paired {
+                let r = reverse[c] as usize;
+                if r != c && unit_of[r] == NONE {
+                    unit_of[r] = u;
+                    m[1] = r as u32;
+                }
+            }
+            members.push(m);
+            unit_timing.push(timing[c]);
+        }
+        Self {
+            units: vec![UnitState::default(); members.len()],
+            timing: unit_timing,
+            members,
+            unit_of,
+            port,
+            component,
+            wakes_by: vec![0; n],
+            wake_delay_ps: vec![0; n],
+            timeline,
+        }
+    }
+
+    /// Accounts an idle stretch [idle_since, until) that ends with a wake-up request at `until`
+    /// (`wake = true`) or with the end of the run; returns when the wake completes.
+    fn idle(&mut self, u: usize, idle_since: Ps, until: Ps, wake: bool) -> Ps {
+        let t = self.timing[u];
+        let gap = until - idle_since;
+        if t.policy == Policy::AlwaysOn || gap <= t.idle_timeout_ps {
+            return until;
+        }
+        let sleep_start = idle_since + t.idle_timeout_ps;
+        let lpi_start = sleep_start + t.sleep_time_ps;
+        let st = &mut self.units[u];
+        if !wake {
+            // End of run: whatever part of the sleep and LPI fits.
+            st.sleep_ps += t.sleep_time_ps.min(until - sleep_start);
+            let lpi_end = until.max(lpi_start);
+            self.lpi(u, lpi_start, lpi_end);
+            return until;
+        }
+        // A sleep in progress completes before the wake can begin.
+        let wake_start = until.max(lpi_start);
+        let wake_end = wake_start + t.wake_time_ps;
+        st.sleep_ps += t.sleep_time_ps;
+        st.wake_ps += t.wake_time_ps;
+        st.wakes += 1;
+        self.lpi(u, lpi_start, wake_start);
+        wake_end
+    }
+
+    /// Accounts an LPI stretch [start, end) with its refreshes and its timeline saving.
+    fn lpi(&mut self, u: usize, start: Ps, end: Ps) {
+        if end <= start {
+            return;
+        }
+        let t = self.timing[u];
+        let len = end - start;
+        let n = len.checked_div(t.refresh_period_ps).unwrap_or(0);
+        let refresh = (n * t.refresh_time_ps).min(len);
+        let st = &mut self.units[u];
+        st.lpi_ps += len;
+        st.refreshes += n;
+        st.refresh_ps += refresh;
+        // The saving spread evenly over the stretch (refreshes at active power are netted out).
+        let low_fraction = (len - refresh) as f64 / len as f64;
+        for c in self.members[u] {
+            if c == NONE {
+                continue;
+            }
+            let p = self.port[c as usize];
+            self.timeline.add(
+                self.component[c as usize],
+                start,
+                end,
+                -(p.active_w - p.lpi_w) * low_fraction,
+            );
+        }
+    }
+
+    /// Closes every state machine at the end of the run and reports per channel; also returns the
+    /// timeline of port-power *changes* relative to always-on (add the always-on power per bin).
+    pub fn finish(mut self, end: Ps) -> (Vec<LinkReport>, Timeline) {
+        for u in 0..self.units.len() {
+            let since = self.units[u].busy_until;
+            if since < end {
+                self.idle(u, since, end, false);
+            }
+        }
+        let total_s = end as f64 * 1e-12;
+        let reports = (0..self.unit_of.len())
+            .map(|c| {
+                let st = self.units[self.unit_of[c] as usize];
+                let p = self.port[c];
+                let low_s = (st.lpi_ps - st.refresh_ps) as f64 * 1e-12;
+                LinkReport {
+                    sleep_ps: st.sleep_ps,
+                    lpi_ps: st.lpi_ps,
+                    wake_ps: st.wake_ps,
+                    refreshes: st.refreshes,
+                    wakes: self.wakes_by[c],
+                    wake_delay_ps: self.wake_delay_ps[c],
+                    energy_j: p.active_w * (total_s - low_s) + p.lpi_w * low_s,
+                }
+            })
+            .collect();
+        (reports, self.timeline)
+    }
+
+    /// Number of state machines (link directions, or links in `paired` mode).
+    pub fn units(&self) -> usize {
+        self.units.len()
+    }
+}
+
+impl LinkObserver for LinkPower {
+    fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
+        let u = self.unit_of[ch as usize] as usize;
+        let st = self.units[u];
+        if now < st.busy_until {
+            // The other direction of a paired link is transmitting or waking the link: it is
+            // (or is becoming) active, so only an ongoing wake delays us.
+            let start = now.max(st.wake_until);
+            self.wake_delay_ps[ch as usize] += start - now;
+            return start;
+        }
+        let start = self.idle(u, st.busy_until, now, true);
+        if start > now {
+            self.wakes_by[ch as usize] += 1;
+            self.wake_delay_ps[ch as usize] += start - now;
+            let st = &mut self.units[u];
+            st.wake_until = start;
+            st.busy_until = start;
+        }
+        start
+    }
+
+    fn on_transmit(&mut self, ch: ChannelId, _start: Ps, end: Ps, _bytes: u32) {
+        let u = self.unit_of[ch as usize] as usize;
+        let st = &mut self.units[u];
+        st.busy_until = st.busy_until.max(end);
+    }
+}

@@ -1,0 +1,202 @@
+//! The link state machine against hand calculations. Timing used throughout: idle_timeout 10 us,
+//! sleep_time 2 us, wake_time 3 us; ports draw 4 W active and 1 W in LPI.
+
+use tracewatt_core::time::PS_PER_US as US;
+use tracewatt_net::fabric::LinkObserver;
+use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortPower, Timeline};
+
+fn timing(policy: Policy, refresh_period_us: u64, refresh_time_us: u64) -> LinkTiming {
+    LinkTiming {
+        policy,
+        idle_timeout_ps: 10 * US,
+        sleep_time_ps: 2 * US,
+        wake_time_ps: 3 * US,
+        refresh_period_ps: refresh_period_us * US,
+        refresh_time_ps: refresh_time_us * US,
+    }
+}
+
+/// One link: channel 0 and channel 1 are its two directions.
+fn link(control: Control, t: LinkTiming) -> LinkPower {
+    let port = PortPower {
+        active_w: 4.0,
+        lpi_w: 1.0,
+    };
+    LinkPower::new(
+        control,
+        &[1, 0],
+        vec![t; 2],
+        vec![port; 2],
+        vec![0, 0],
+        Timeline::new(1, 0, 1024),
+    )
+}
+
+/// Asks to send on `ch` at `now`, transmits for 1 us, returns the start.
+fn send(lp: &mut LinkPower, ch: u32, now_us: u64) -> u64 {
+    let start = lp.earliest_start(ch, now_us * US);
+    lp.on_transmit(ch, start, start + US, 100);
+    start
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-12
+}
+
+#[test]
+fn a_packet_within_the_timeout_is_not_delayed() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    assert_eq!(send(&mut lp, 0, 0), 0);
+    assert_eq!(send(&mut lp, 0, 11), 11 * US); // idle 10 us exactly: still active
+    let (r, _) = lp.finish(12 * US);
+    assert_eq!(
+        (r[0].wakes, r[0].sleep_ps, r[0].lpi_ps, r[0].wake_delay_ps),
+        (0, 0, 0, 0)
+    );
+    assert!(close(r[0].energy_j, 4.0 * 12e-6));
+}
+
+#[test]
+fn a_packet_during_sleeping_waits_for_the_sleep_then_the_wake() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0); // busy until 1 us; sleeps at 11 us, LPI from 13 us
+    assert_eq!(send(&mut lp, 0, 12), 16 * US); // sleep ends 13, wake 13..16
+    let (r, _) = lp.finish(17 * US);
+    assert_eq!(r[0].wakes, 1);
+    assert_eq!(r[0].wake_delay_ps, 4 * US);
+    assert_eq!(
+        (r[0].sleep_ps, r[0].lpi_ps, r[0].wake_ps),
+        (2 * US, 0, 3 * US)
+    );
+    assert!(close(r[0].energy_j, 4.0 * 17e-6)); // never in LPI: all at active power
+}
+
+#[test]
+fn a_packet_in_lpi_pays_one_wake_and_lpi_saves_power() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0);
+    assert_eq!(send(&mut lp, 0, 30), 33 * US); // LPI 13..30, wake 30..33
+    let (r, _) = lp.finish(40 * US);
+    assert_eq!(
+        (r[0].sleep_ps, r[0].lpi_ps, r[0].wake_ps, r[0].wakes),
+        (2 * US, 17 * US, 3 * US, 1)
+    );
+    // 23 us at 4 W + 17 us at 1 W.
+    assert!(
+        close(r[0].energy_j, 4.0 * 23e-6 + 1.0 * 17e-6),
+        "{}",
+        r[0].energy_j
+    );
+}
+
+#[test]
+fn refreshes_in_lpi_are_counted_and_cost_active_power() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 5, 1));
+    send(&mut lp, 0, 0);
+    send(&mut lp, 0, 30); // LPI 13..30 = 17 us: 3 refreshes of 1 us
+    let (r, _) = lp.finish(40 * US);
+    assert_eq!(r[0].refreshes, 3);
+    assert!(
+        close(r[0].energy_j, 4.0 * 26e-6 + 1.0 * 14e-6),
+        "{}",
+        r[0].energy_j
+    );
+}
+
+#[test]
+fn the_run_ends_in_lpi_without_a_wake() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0);
+    let (r, _) = lp.finish(100 * US); // sleep 11..13, LPI 13..100
+    assert_eq!(
+        (r[0].sleep_ps, r[0].lpi_ps, r[0].wakes),
+        (2 * US, 87 * US, 0)
+    );
+    assert!(close(r[0].energy_j, 4.0 * 13e-6 + 1.0 * 87e-6));
+    // The other direction never sent: LPI from 12 us (idle from 0).
+    assert_eq!(r[1].lpi_ps, 88 * US);
+}
+
+#[test]
+fn the_run_ends_while_sleeping() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0);
+    let (r, _) = lp.finish(12 * US); // sleep started at 11 us
+    assert_eq!((r[0].sleep_ps, r[0].lpi_ps), (US, 0));
+}
+
+#[test]
+fn zero_timeout_sleeps_after_every_packet_but_not_between_back_to_back_ones() {
+    let mut t = timing(Policy::Timeout, 0, 0);
+    t.idle_timeout_ps = 0;
+    let mut lp = link(Control::Independent, t);
+    // Idle from t=0: sleeping at once, LPI from 2 us; asked at 1 us -> the sleep completes,
+    // then the wake.
+    assert_eq!(send(&mut lp, 0, 1), 5 * US);
+    let start = lp.earliest_start(0, 6 * US); // back to back after the packet ending at 6 us
+    assert_eq!(start, 6 * US);
+    lp.on_transmit(0, start, 7 * US, 100);
+    assert_eq!(send(&mut lp, 0, 20), 23 * US); // gap 13 us: sleep 7..9, LPI 9..20, wake
+    let (r, _) = lp.finish(24 * US);
+    assert_eq!(r[0].wakes, 2);
+}
+
+#[test]
+fn always_on_never_delays_and_draws_active_power() {
+    let mut lp = link(Control::Paired, timing(Policy::AlwaysOn, 0, 0));
+    send(&mut lp, 0, 0);
+    assert_eq!(send(&mut lp, 1, 500), 500 * US);
+    let (r, _) = lp.finish(1000 * US);
+    for x in &r {
+        assert_eq!((x.lpi_ps, x.wakes, x.wake_delay_ps), (0, 0, 0));
+        assert!(close(x.energy_j, 4.0 * 1000e-6));
+    }
+}
+
+#[test]
+fn paired_directions_sleep_and_wake_together() {
+    let mut lp = link(Control::Paired, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0);
+    assert_eq!(send(&mut lp, 1, 5), 5 * US); // the link is awake: direction 0 was busy recently
+                                             // Idle since 6 us: sleep 16..18, LPI 18..20; direction 0 wakes the link 20..23.
+    assert_eq!(send(&mut lp, 0, 20), 23 * US);
+    // Direction 1 asks during the wake: it waits for the same wake, no second wake.
+    assert_eq!(send(&mut lp, 1, 21), 23 * US);
+    let (r, _) = lp.finish(30 * US);
+    assert_eq!((r[0].wakes, r[1].wakes), (1, 0));
+    assert_eq!((r[0].wake_delay_ps, r[1].wake_delay_ps), (3 * US, 2 * US));
+    // Both ports: LPI 18..20 only (the link stays busy until 24 us, idle 6 us to the end).
+    assert_eq!((r[0].lpi_ps, r[1].lpi_ps), (2 * US, 2 * US));
+    assert!(close(
+        r[0].energy_j + r[1].energy_j,
+        2.0 * (4.0 * 28e-6 + 1.0 * 2e-6)
+    ));
+}
+
+#[test]
+fn independent_directions_sleep_alone() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0);
+    // Direction 1 has been idle since 0: sleep 10..12, LPI from 12; asked at 5 -> active.
+    assert_eq!(send(&mut lp, 1, 5), 5 * US);
+    assert_eq!(send(&mut lp, 0, 20), 23 * US); // own FSM: idle since 1, LPI 13..20
+    assert_eq!(send(&mut lp, 1, 21), 24 * US); // own FSM: idle since 6, LPI 18..21, own wake
+    let (r, _) = lp.finish(30 * US);
+    assert_eq!((r[0].wakes, r[1].wakes), (1, 1));
+    assert_eq!((r[0].lpi_ps, r[1].lpi_ps), (7 * US, 3 * US));
+}
+
+#[test]
+fn timeline_integrates_to_the_saving() {
+    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    send(&mut lp, 0, 0);
+    let (r, mut tl) = lp.finish(100 * US);
+    let saved_j: f64 = tl
+        .bins(100 * US)
+        .iter()
+        .map(|(lo, hi, w)| -w[0] * (hi - lo) as f64 * 1e-12)
+        .sum();
+    // Both directions: (4 - 1) W x LPI time.
+    let want = 3.0 * (r[0].lpi_ps + r[1].lpi_ps) as f64 * 1e-12;
+    assert!((saved_j - want).abs() < 1e-15, "{saved_j} vs {want}");
+}

@@ -1,0 +1,145 @@
+//! The `tracewatt._tracewatt` extension module: parses configurations and runs simulations in
+//! Rust, with the GIL released, and hands back plain Python data. Errors map onto one exception
+//! hierarchy rooted at `TracewattError`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::time::{Duration, Instant};
+use tracewatt_sim::{Column, Config, Format, Progress, SimError};
+
+create_exception!(_tracewatt, TracewattError, PyException, "Base class of every tracewatt error.");
+create_exception!(_tracewatt, ConfigError, TracewattError, "A configuration is malformed or impossible.");
+create_exception!(_tracewatt, TopologyError, ConfigError, "A topology cannot be built or routed as configured.");
+create_exception!(_tracewatt, WorkloadError, TracewattError, "A workload or rank program is invalid.");
+create_exception!(_tracewatt, DeadlockError, TracewattError, "The workload cannot finish: ranks wait for messages nobody sends.");
+create_exception!(_tracewatt, InterruptedError, TracewattError, "The simulation was interrupted.");
+
+fn to_py(e: SimError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        SimError::Config { .. } => ConfigError::new_err(msg),
+        SimError::Topology { .. } => TopologyError::new_err(msg),
+        SimError::Workload { .. } | SimError::Program(_) => WorkloadError::new_err(msg),
+        SimError::Deadlock { .. } => DeadlockError::new_err(msg),
+        SimError::Interrupted { .. } => InterruptedError::new_err(msg),
+        _ => TracewattError::new_err(msg),
+    }
+}
+
+fn parse(text: &str, format: &str, source: &str) -> PyResult<Config> {
+    let f = match format {
+        "toml" => Format::Toml,
+        "json" => Format::Json,
+        other => return Err(ConfigError::new_err(format!("unknown configuration format `{other}`; expected toml or json"))),
+    };
+    Config::parse(text, f, source).map_err(to_py)
+}
+
+/// Parses and validates a configuration; returns it with every default filled in, as JSON.
+#[pyfunction]
+fn resolve_config(text: &str, format: &str, source: &str) -> PyResult<String> {
+    Ok(parse(text, format, source)?.resolved_json().to_string())
+}
+
+/// Describes the configured machine (JSON).
+#[pyfunction]
+fn machine_info(py: Python<'_>, text: &str, format: &str, source: &str) -> PyResult<String> {
+    let config = parse(text, format, source)?;
+    let src = source.to_string();
+    py.detach(move || tracewatt_sim::machine_info(&config, &src))
+        .map(|v| v.to_string())
+        .map_err(to_py)
+}
+
+/// Names of the machine presets.
+#[pyfunction]
+fn presets() -> Vec<&'static str> {
+    tracewatt_sim::presets::names()
+}
+
+/// Runs a simulation with the GIL released. `progress(dict)` is called about five times a second
+/// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; Ctrl-C interrupts the run. Returns
+/// `{"summary": <json str>, "tables": {name: {column: list}}}`.
+#[pyfunction]
+#[pyo3(signature = (text, format, source, progress=None))]
+fn simulate<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    source: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let config = parse(text, format, source)?;
+    let src = source.to_string();
+    let mut callback_error: Option<PyErr> = None;
+    let results = py.detach(|| {
+        let mut last = Instant::now();
+        let mut report = |p: Progress| -> bool {
+            let finished = p.ranks_done == p.ranks_total;
+            if !finished && last.elapsed() < Duration::from_millis(200) {
+                return true;
+            }
+            last = Instant::now();
+            Python::attach(|py| {
+                if let Err(e) = py.check_signals() {
+                    callback_error = Some(e);
+                    return false;
+                }
+                if let Some(cb) = &progress {
+                    let d = PyDict::new(py);
+                    let r = d
+                        .set_item("sim_time_s", p.sim_time_s)
+                        .and_then(|_| d.set_item("events", p.events))
+                        .and_then(|_| d.set_item("ranks_done", p.ranks_done))
+                        .and_then(|_| d.set_item("ranks_total", p.ranks_total))
+                        .and_then(|_| cb.call1(py, (d,)));
+                    if let Err(e) = r {
+                        callback_error = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+        };
+        tracewatt_sim::simulate(&config, &src, &mut report)
+    });
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    let results = results.map_err(to_py)?;
+    let out = PyDict::new(py);
+    out.set_item("summary", results.summary.to_string())?;
+    let tables = PyDict::new(py);
+    for t in &results.tables {
+        let cols = PyDict::new(py);
+        for (name, col) in &t.columns {
+            match col {
+                Column::U64(v) => cols.set_item(*name, v)?,
+                Column::F64(v) => cols.set_item(*name, v)?,
+                Column::Str(v) => cols.set_item(*name, v)?,
+            }
+        }
+        tables.set_item(t.name, cols)?;
+    }
+    out.set_item("tables", tables)?;
+    Ok(out)
+}
+
+#[pymodule]
+fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
+    m.add_function(wrap_pyfunction!(machine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add("TracewattError", py.get_type::<TracewattError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("TopologyError", py.get_type::<TopologyError>())?;
+    m.add("WorkloadError", py.get_type::<WorkloadError>())?;
+    m.add("DeadlockError", py.get_type::<DeadlockError>())?;
+    m.add("InterruptedError", py.get_type::<InterruptedError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

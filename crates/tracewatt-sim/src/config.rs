@@ -1,0 +1,457 @@
+//! The run configuration: what a user writes in TOML (or passes from Python as a dict), with every
+//! default documented and filled in, and strict validation — an unknown field, a wrong type or an
+//! impossible value is an error naming the field.
+
+use crate::error::SimError;
+use crate::presets;
+use serde::{Deserialize, Serialize};
+use tracewatt_core::time::{from_units, PS_PER_NS, PS_PER_US};
+use tracewatt_core::Ps;
+use tracewatt_net::fabric::Switching;
+use tracewatt_net::topology::LinkParams;
+use tracewatt_net::{LinkClass, RoutingSpec, TopologySpec};
+use tracewatt_workload::generators::WorkloadSpec;
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Seed of the simulation's one random-number generator.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub machine: MachineSpec,
+    #[serde(default)]
+    pub mpi: MpiSpec,
+    /// One or more jobs sharing the machine.
+    pub jobs: Vec<JobSpec>,
+    /// Link, switch and NIC power (`[power]`); defaults: EEE with the paper's measured switch
+    /// (10GBASE-T, idle_timeout 600 us, wake 17 us, PowerConnect 8132 power).
+    #[serde(default)]
+    pub power: crate::power::PowerSpec,
+    #[serde(default)]
+    pub output: OutputSpec,
+}
+
+/// `[machine]`. With `preset`, the named machine's fields are the defaults and any field given
+/// here overrides them (tables merge field by field).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    /// The preset this machine started from, if any (kept for the record).
+    #[serde(default)]
+    pub preset: Option<String>,
+    pub topology: TopologySpec,
+    #[serde(default)]
+    pub routing: RoutingSpec,
+    pub links: LinksSpec,
+    /// MPI processes per node (used when a job does not say how many nodes it takes).
+    #[serde(default = "default_one")]
+    pub ranks_per_node: u32,
+    /// Maximum payload bytes per packet.
+    #[serde(default = "default_packet_bytes")]
+    pub packet_bytes: u32,
+    /// Input buffer per switch port per virtual channel, bytes.
+    #[serde(default = "default_buffer_bytes")]
+    pub buffer_bytes: u32,
+    /// Switch traversal latency (head in to head out), ns.
+    #[serde(default = "default_switch_latency_ns")]
+    pub switch_latency_ns: f64,
+    #[serde(default = "default_switching")]
+    pub switching: Switching,
+    /// Messages between ranks on the same node go through memory, not the network.
+    #[serde(default = "default_intra_node_bandwidth_gbps")]
+    pub intra_node_bandwidth_gbps: f64,
+    #[serde(default = "default_intra_node_latency_ns")]
+    pub intra_node_latency_ns: f64,
+}
+
+/// `[machine.links]`: bandwidth and propagation latency of every link, with optional overrides
+/// per link class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinksSpec {
+    pub bandwidth_gbps: f64,
+    #[serde(default = "default_link_latency_ns")]
+    pub latency_ns: f64,
+    /// Node-to-switch links.
+    #[serde(default)]
+    pub node: Option<LinkOverride>,
+    /// Dragonfly intra-group links.
+    #[serde(default)]
+    pub local: Option<LinkOverride>,
+    /// Dragonfly inter-group links.
+    #[serde(default)]
+    pub global: Option<LinkOverride>,
+    /// Fat-tree links by level: `tree[0]` between levels 1 and 2, `tree[1]` between 2 and 3.
+    #[serde(default)]
+    pub tree: Vec<LinkOverride>,
+    /// Torus links by dimension.
+    #[serde(default)]
+    pub torus: Vec<LinkOverride>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkOverride {
+    #[serde(default)]
+    pub bandwidth_gbps: Option<f64>,
+    #[serde(default)]
+    pub latency_ns: Option<f64>,
+}
+
+/// `[mpi]`: the message-passing layer's costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiSpec {
+    /// Messages up to this size are sent eagerly; larger ones use the rendezvous handshake
+    /// (request-to-send, clear-to-send, then data).
+    #[serde(default = "default_eager_limit")]
+    pub eager_limit_bytes: u64,
+    /// CPU time a rank spends to issue a send, ns.
+    #[serde(default = "default_overhead_ns")]
+    pub send_overhead_ns: f64,
+    /// CPU time from a message's arrival to its receive completing, ns.
+    #[serde(default = "default_overhead_ns")]
+    pub recv_overhead_ns: f64,
+    /// Size of a rendezvous control message (RTS or CTS), bytes.
+    #[serde(default = "default_control_bytes")]
+    pub control_bytes: u64,
+}
+
+impl Default for MpiSpec {
+    fn default() -> Self {
+        Self {
+            eager_limit_bytes: default_eager_limit(),
+            send_overhead_ns: default_overhead_ns(),
+            recv_overhead_ns: default_overhead_ns(),
+            control_bytes: default_control_bytes(),
+        }
+    }
+}
+
+/// `[[jobs]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Name used in results (default `job<i>`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// MPI ranks.
+    pub ranks: u32,
+    /// Nodes the job takes (default: ranks / machine.ranks_per_node, rounded up).
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    /// Simulated time at which the job starts, us.
+    #[serde(default)]
+    pub start_us: f64,
+    #[serde(default)]
+    pub allocation: Allocation,
+    /// With `allocation = "list"`: the node ids, in order.
+    #[serde(default)]
+    pub node_list: Vec<u32>,
+    #[serde(default)]
+    pub mapping: Mapping,
+    /// With `mapping = "list"`: for each rank, the index of its node in the allocation.
+    #[serde(default)]
+    pub rank_nodes: Vec<u32>,
+    pub workload: WorkloadSpec,
+}
+
+/// Which nodes a job gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocation {
+    /// The lowest-numbered free nodes.
+    #[default]
+    Contiguous,
+    /// Free nodes drawn at random.
+    Random,
+    /// One free node per switch in turn (spreads a job over routers / leaves / groups).
+    RoundRobin,
+    /// Exactly `node_list`.
+    List,
+}
+
+/// How a job's ranks are placed on its nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mapping {
+    /// Consecutive ranks fill a node before the next one.
+    #[default]
+    Linear,
+    /// Rank r on node r mod nodes.
+    RoundRobin,
+    /// A random permutation of the linear placement.
+    Random,
+    /// Exactly `rank_nodes`.
+    List,
+}
+
+/// `[output]`: what the results keep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// For each threshold, every link's count and total of idle intervals longer than it are kept
+    /// exactly (the idle-interval histogram is binned; these are not), us.
+    #[serde(default = "default_idle_thresholds_us")]
+    pub idle_thresholds_us: Vec<f64>,
+    /// Log-spaced idle-histogram bins per decade.
+    #[serde(default = "default_bins_per_decade")]
+    pub idle_bins_per_decade: u32,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        Self {
+            idle_thresholds_us: default_idle_thresholds_us(),
+            idle_bins_per_decade: default_bins_per_decade(),
+        }
+    }
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_packet_bytes() -> u32 {
+    4096
+}
+fn default_buffer_bytes() -> u32 {
+    65536
+}
+fn default_switch_latency_ns() -> f64 {
+    100.0
+}
+fn default_switching() -> Switching {
+    Switching::CutThrough
+}
+fn default_intra_node_bandwidth_gbps() -> f64 {
+    80.0
+}
+fn default_intra_node_latency_ns() -> f64 {
+    300.0
+}
+fn default_link_latency_ns() -> f64 {
+    10.0
+}
+fn default_eager_limit() -> u64 {
+    65536
+}
+fn default_overhead_ns() -> f64 {
+    1000.0
+}
+fn default_control_bytes() -> u64 {
+    64
+}
+fn default_idle_thresholds_us() -> Vec<f64> {
+    // The timeouts and wake-ups the papers sweep (TraceRP 10-1,250 us; Miwa 600-160,000 us;
+    // the 20 ms interval statistic).
+    vec![
+        1.0, 5.0, 10.0, 17.0, 50.0, 250.0, 600.0, 1250.0, 1600.0, 16000.0, 20000.0, 160000.0,
+    ]
+}
+fn default_bins_per_decade() -> u32 {
+    10
+}
+
+/// Where a configuration came from, for error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+impl Config {
+    /// Parses, merges the machine preset, deserialises strictly and validates. `source` names the
+    /// file (or `<dict>`) in errors.
+    pub fn parse(text: &str, format: Format, source: &str) -> Result<Config, SimError> {
+        let value: toml::Value = match format {
+            Format::Toml => toml::from_str::<toml::Table>(text)
+                .map(toml::Value::Table)
+                .map_err(|e| {
+                    let at = e.span().map(|s| line_col(text, s.start));
+                    SimError::config(source, "", e.message().to_string(), at)
+                })?,
+            Format::Json => {
+                let j: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| SimError::config(source, "", e.to_string(), None))?;
+                json_to_toml(&j, "").map_err(|(path, msg)| SimError::config(source, &path, msg, None))?
+            }
+        };
+        let value = presets::apply(value).map_err(|(path, msg)| SimError::config(source, &path, msg, None))?;
+        let mut config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            SimError::config(source, if path == "." { "" } else { &path }, e.inner().message().to_string(), None)
+        })?;
+        config.validate(source)?;
+        config.power.resolve(source)?;
+        Ok(config)
+    }
+
+    /// The configuration with every default filled in, as JSON (written to `summary.json`).
+    pub fn resolved_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn validate(&self, source: &str) -> Result<(), SimError> {
+        let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
+        let m = &self.machine;
+        if m.packet_bytes == 0 {
+            return err("machine.packet_bytes", "must be at least 1".into());
+        }
+        if m.buffer_bytes < m.packet_bytes {
+            return err(
+                "machine.buffer_bytes",
+                format!("must hold at least one packet ({} bytes)", m.packet_bytes),
+            );
+        }
+        if m.ranks_per_node == 0 {
+            return err("machine.ranks_per_node", "must be at least 1".into());
+        }
+        positive(source, "machine.links.bandwidth_gbps", m.links.bandwidth_gbps)?;
+        non_negative(source, "machine.links.latency_ns", m.links.latency_ns)?;
+        non_negative(source, "machine.switch_latency_ns", m.switch_latency_ns)?;
+        positive(source, "machine.intra_node_bandwidth_gbps", m.intra_node_bandwidth_gbps)?;
+        non_negative(source, "machine.intra_node_latency_ns", m.intra_node_latency_ns)?;
+        let overrides = [("node", &m.links.node), ("local", &m.links.local), ("global", &m.links.global)];
+        for (name, o) in overrides {
+            if let Some(o) = o {
+                check_override(source, &format!("machine.links.{name}"), o)?;
+            }
+        }
+        for (i, o) in m.links.tree.iter().enumerate() {
+            check_override(source, &format!("machine.links.tree[{i}]"), o)?;
+        }
+        for (i, o) in m.links.torus.iter().enumerate() {
+            check_override(source, &format!("machine.links.torus[{i}]"), o)?;
+        }
+        non_negative(source, "mpi.send_overhead_ns", self.mpi.send_overhead_ns)?;
+        non_negative(source, "mpi.recv_overhead_ns", self.mpi.recv_overhead_ns)?;
+        if self.jobs.is_empty() {
+            return err("jobs", "at least one [[jobs]] entry is required".into());
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.ranks == 0 {
+                return err(&format!("jobs[{i}].ranks"), "must be at least 1".into());
+            }
+            non_negative(source, &format!("jobs[{i}].start_us"), j.start_us)?;
+            if j.allocation == Allocation::List && j.node_list.is_empty() {
+                return err(&format!("jobs[{i}].node_list"), "allocation = \"list\" needs the node ids".into());
+            }
+            if j.allocation != Allocation::List && !j.node_list.is_empty() {
+                return err(&format!("jobs[{i}].node_list"), "only allowed with allocation = \"list\"".into());
+            }
+            if j.mapping == Mapping::List && j.rank_nodes.len() != j.ranks as usize {
+                return err(
+                    &format!("jobs[{i}].rank_nodes"),
+                    format!("mapping = \"list\" needs one entry per rank ({}), got {}", j.ranks, j.rank_nodes.len()),
+                );
+            }
+            if j.mapping != Mapping::List && !j.rank_nodes.is_empty() {
+                return err(&format!("jobs[{i}].rank_nodes"), "only allowed with mapping = \"list\"".into());
+            }
+        }
+        for (i, t) in self.output.idle_thresholds_us.iter().enumerate() {
+            non_negative(source, &format!("output.idle_thresholds_us[{i}]"), *t)?;
+        }
+        if self.output.idle_bins_per_decade == 0 {
+            return err("output.idle_bins_per_decade", "must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Link parameters for a class, after overrides.
+    pub fn link_params(&self, class: LinkClass) -> LinkParams {
+        let l = &self.machine.links;
+        let o = match class {
+            LinkClass::Node => l.node.as_ref(),
+            LinkClass::Local => l.local.as_ref(),
+            LinkClass::Global => l.global.as_ref(),
+            LinkClass::Tree { level } => l.tree.get(level.saturating_sub(1) as usize),
+            LinkClass::Torus { dim } => l.torus.get(dim as usize),
+        };
+        let gbps = o.and_then(|o| o.bandwidth_gbps).unwrap_or(l.bandwidth_gbps);
+        let ns = o.and_then(|o| o.latency_ns).unwrap_or(l.latency_ns);
+        LinkParams {
+            bandwidth_bps: (gbps * 1e9).round() as u64,
+            latency_ps: ns_to_ps(ns),
+        }
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Nanoseconds (validated non-negative) to picoseconds.
+pub(crate) fn ns_to_ps(ns: f64) -> Ps {
+    from_units(ns, PS_PER_NS).unwrap_or(0)
+}
+
+/// Microseconds (validated non-negative) to picoseconds.
+pub(crate) fn us_to_ps(us: f64) -> Ps {
+    from_units(us, PS_PER_US).unwrap_or(0)
+}
+
+fn positive(source: &str, field: &str, v: f64) -> Result<(), SimError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(SimError::config(source, field, format!("must be a positive number, got {v}"), None))
+    }
+}
+
+fn non_negative(source: &str, field: &str, v: f64) -> Result<(), SimError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(SimError::config(source, field, format!("must be a non-negative number, got {v}"), None))
+    }
+}
+
+fn check_override(source: &str, field: &str, o: &LinkOverride) -> Result<(), SimError> {
+    if let Some(b) = o.bandwidth_gbps {
+        positive(source, &format!("{field}.bandwidth_gbps"), b)?;
+    }
+    if let Some(l) = o.latency_ns {
+        non_negative(source, &format!("{field}.latency_ns"), l)?;
+    }
+    Ok(())
+}
+
+/// JSON has `null` and TOML does not; reject it with the path rather than guessing.
+fn json_to_toml(j: &serde_json::Value, path: &str) -> Result<toml::Value, (String, String)> {
+    use serde_json::Value as J;
+    Ok(match j {
+        J::Null => return Err((path.to_string(), "null is not a value; leave the field out for its default".into())),
+        J::Bool(b) => toml::Value::Boolean(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => match n.as_f64() {
+                Some(f) => toml::Value::Float(f),
+                None => return Err((path.to_string(), format!("number {n} is out of range"))),
+            },
+        },
+        J::String(s) => toml::Value::String(s.clone()),
+        J::Array(a) => toml::Value::Array(
+            a.iter()
+                .enumerate()
+                .map(|(i, v)| json_to_toml(v, &format!("{path}[{i}]")))
+                .collect::<Result<_, _>>()?,
+        ),
+        J::Object(o) => {
+            let mut t = toml::Table::new();
+            for (k, v) in o {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                t.insert(k.clone(), json_to_toml(v, &p)?);
+            }
+            toml::Value::Table(t)
+        }
+    })
+}

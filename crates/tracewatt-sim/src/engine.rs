@@ -1,0 +1,841 @@
+//! The simulation loop: rank programs execute MPI operations; messages go through the MPI
+//! protocol (eager, or rendezvous with request-to-send / clear-to-send) and then the fabric or,
+//! between ranks of one node, through memory. One event queue, integer picoseconds.
+
+use crate::config::{ns_to_ps, Config};
+use crate::error::SimError;
+use crate::stats::{LatencyHist, LinkStats};
+use tracewatt_net::fabric::LinkObserver;
+use tracewatt_power::LinkPower;
+use std::collections::{BTreeMap, VecDeque};
+use tracewatt_core::time::{serialization_ps, to_seconds};
+use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
+use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
+use tracewatt_net::NodeId;
+use tracewatt_workload::collectives;
+use tracewatt_workload::matching::{Envelope, Matcher};
+use tracewatt_workload::op::RESERVED_REQ_BASE;
+use tracewatt_workload::{CommId, Op, Program, Rank, ReqId, SrcSel, Tag, TagSel};
+
+/// Request id used for the implicit request of a blocking send or receive.
+const BLOCKING_REQ: ReqId = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ev {
+    Net(NetEvent),
+    /// A rank finished computing (or issuing a send) and continues.
+    Wake { rank: u32 },
+    /// A message leaves the MPI layer of its sender.
+    Issue { msg: u32 },
+    /// An intra-node message has been copied.
+    LocalArrive { msg: u32 },
+    /// A request completes (receive overhead elapsed).
+    ReqDone { req: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RankState {
+    NotStarted,
+    Running,
+    Busy,
+    Blocked,
+    Done,
+}
+
+/// A communicator of a job: its members' job ranks, and the inverse.
+#[derive(Debug)]
+pub(crate) struct Comm {
+    pub members: Vec<Rank>,
+    /// (job rank, comm rank), sorted by job rank.
+    index: Vec<(Rank, Rank)>,
+}
+
+impl Comm {
+    pub fn new(members: Vec<Rank>) -> Self {
+        let mut index: Vec<(Rank, Rank)> = members.iter().enumerate().map(|(i, r)| (*r, i as Rank)).collect();
+        index.sort_unstable();
+        Self { members, index }
+    }
+    fn rank_of(&self, job_rank: Rank) -> Option<Rank> {
+        self.index
+            .binary_search_by_key(&job_rank, |(j, _)| *j)
+            .ok()
+            .map(|i| self.index[i].1)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct JobState {
+    pub name: String,
+    pub first_rank: u32,
+    pub ranks: u32,
+    pub start_ps: Ps,
+    pub comms: Vec<Comm>,
+}
+
+struct RankRt {
+    job: u32,
+    job_rank: Rank,
+    node: NodeId,
+    program: Program,
+    /// Operations queued ahead of the program (collective expansions, implicit waits).
+    pending: VecDeque<Op>,
+    state: RankState,
+    /// Outstanding requests: program id -> request slot.
+    reqs: BTreeMap<ReqId, u32>,
+    matcher: Matcher<u32, u32>,
+    /// Requests being waited for, and how many of them are not yet complete.
+    waiting: Vec<u32>,
+    wait_remaining: u32,
+    blocked_since: Ps,
+    finish_ps: Ps,
+    compute_ps: Ps,
+    wait_ps: Ps,
+    sends: u64,
+    bytes_sent: u64,
+    /// The operation the rank is blocked in, for deadlock reports.
+    blocked_in: &'static str,
+}
+
+impl std::fmt::Debug for RankRt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RankRt").field("job", &self.job).field("job_rank", &self.job_rank).finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ReqKind {
+    Send,
+    Recv { comm: CommId, src: SrcSel, tag: TagSel },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Req {
+    rank: u32,
+    kind: ReqKind,
+    done: bool,
+    waited: bool,
+    bytes: u64,
+    /// For a send: its message (rendezvous sends wait for the clear-to-send).
+    msg: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MsgKind {
+    Eager,
+    Rts,
+    Cts,
+    Data,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Msg {
+    kind: MsgKind,
+    /// Global ranks.
+    src: u32,
+    dst: u32,
+    comm: CommId,
+    /// Sender's rank in `comm`.
+    src_in_comm: Rank,
+    tag: Tag,
+    bytes: u64,
+    send_req: u32,
+    recv_req: u32,
+    /// For a clear-to-send: the request-to-send it answers.
+    answers: u32,
+    issued_ps: Ps,
+}
+
+/// Slab of plain records with stable indices.
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    fn insert(&mut self, t: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = t;
+                i
+            }
+            None => {
+                self.items.push(t);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    fn remove(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}
+
+/// Per-run MPI costs in picoseconds.
+#[derive(Debug, Clone, Copy)]
+struct MpiCosts {
+    eager_limit: u64,
+    send_ps: Ps,
+    recv_ps: Ps,
+    control_bytes: u64,
+    intra_bits_per_s: u64,
+    intra_latency_ps: Ps,
+}
+
+/// What a finished run hands to the results stage.
+#[derive(Debug)]
+pub(crate) struct RunOutput {
+    pub makespan_ps: Ps,
+    pub ranks: Vec<RankSummary>,
+    pub latency: LatencyHist,
+    pub messages_bytes: u64,
+    pub events: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RankSummary {
+    pub job: u32,
+    pub rank: Rank,
+    pub node: NodeId,
+    pub finish_ps: Ps,
+    pub compute_ps: Ps,
+    pub wait_ps: Ps,
+    pub sends: u64,
+    pub bytes_sent: u64,
+}
+
+/// Progress report handed to the caller's callback.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub sim_time_s: f64,
+    pub events: u64,
+    pub ranks_done: u64,
+    pub ranks_total: u64,
+}
+
+pub(crate) struct Engine<'a> {
+    q: EventQueue<Ev>,
+    pub fabric: Fabric,
+    links: Observers,
+    rng: Rng,
+    costs: MpiCosts,
+    jobs: &'a [JobState],
+    ranks: Vec<RankRt>,
+    reqs: Slab<Req>,
+    msgs: Slab<Msg>,
+    latency: LatencyHist,
+    messages_bytes: u64,
+    done: u64,
+    expand_buf: Vec<Op>,
+    notices: Vec<Notice>,
+    source: String,
+}
+
+/// Everything that watches the links: statistics and the power state machines.
+#[derive(Debug)]
+pub(crate) struct Observers {
+    pub stats: LinkStats,
+    pub power: LinkPower,
+}
+
+impl LinkObserver for Observers {
+    fn earliest_start(&mut self, ch: tracewatt_net::ChannelId, now: Ps) -> Ps {
+        self.power.earliest_start(ch, now)
+    }
+    fn on_transmit(&mut self, ch: tracewatt_net::ChannelId, start: Ps, end: Ps, bytes: u32) {
+        self.stats.on_transmit(ch, start, end, bytes);
+        self.power.on_transmit(ch, start, end, bytes);
+    }
+}
+
+/// Lets the fabric schedule its events on the simulation's queue.
+struct NetQ<'q>(&'q mut EventQueue<Ev>);
+impl Schedule<NetEvent> for NetQ<'_> {
+    fn schedule(&mut self, time: Ps, event: NetEvent) {
+        self.0.push(time, Ev::Net(event));
+    }
+}
+
+impl std::fmt::Debug for Engine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("ranks", &self.ranks.len()).finish()
+    }
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(
+        config: &Config,
+        fabric: Fabric,
+        links: Observers,
+        rng: Rng,
+        jobs: &'a [JobState],
+        programs: Vec<(u32, Rank, NodeId, Program)>,
+        source: &str,
+    ) -> Self {
+        let m = &config.machine;
+        let costs = MpiCosts {
+            eager_limit: config.mpi.eager_limit_bytes,
+            send_ps: ns_to_ps(config.mpi.send_overhead_ns),
+            recv_ps: ns_to_ps(config.mpi.recv_overhead_ns),
+            control_bytes: config.mpi.control_bytes,
+            intra_bits_per_s: (m.intra_node_bandwidth_gbps * 1e9).round() as u64,
+            intra_latency_ps: ns_to_ps(m.intra_node_latency_ns),
+        };
+        let ranks = programs
+            .into_iter()
+            .map(|(job, job_rank, node, program)| RankRt {
+                job,
+                job_rank,
+                node,
+                program,
+                pending: VecDeque::new(),
+                state: RankState::NotStarted,
+                reqs: BTreeMap::new(),
+                matcher: Matcher::new(),
+                waiting: Vec::new(),
+                wait_remaining: 0,
+                blocked_since: 0,
+                finish_ps: 0,
+                compute_ps: 0,
+                wait_ps: 0,
+                sends: 0,
+                bytes_sent: 0,
+                blocked_in: "",
+            })
+            .collect();
+        Self {
+            q: EventQueue::new(),
+            fabric,
+            links,
+            rng,
+            costs,
+            jobs,
+            ranks,
+            reqs: Slab::default(),
+            msgs: Slab::default(),
+            latency: LatencyHist::default(),
+            messages_bytes: 0,
+            done: 0,
+            expand_buf: Vec::new(),
+            notices: Vec::new(),
+            source: source.to_string(),
+        }
+    }
+
+    /// Runs to completion. `progress` is called now and then; returning `false` stops the run.
+    pub fn run(mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<(RunOutput, Fabric, Observers), SimError> {
+        for job in self.jobs {
+            for r in job.first_rank..job.first_rank + job.ranks {
+                self.q.push(job.start_ps, Ev::Wake { rank: r });
+            }
+        }
+        let total = self.ranks.len() as u64;
+        let mut next_report = 0u64;
+        while let Some((now, ev)) = self.q.pop() {
+            match ev {
+                Ev::Net(ne) => {
+                    self.fabric.handle(now, ne, &mut NetQ(&mut self.q), &mut self.links, &mut self.rng);
+                    self.after_fabric(now)?;
+                }
+                Ev::Wake { rank } => {
+                    self.ranks[rank as usize].state = RankState::Running;
+                    self.advance(rank, now)?;
+                }
+                Ev::Issue { msg } => self.issue(msg, now)?,
+                Ev::LocalArrive { msg } => self.arrive(msg, now)?,
+                Ev::ReqDone { req } => self.complete(req, now)?,
+            }
+            if self.q.events_processed() >= next_report {
+                next_report = self.q.events_processed() + (1 << 16);
+                let p = Progress {
+                    sim_time_s: to_seconds(now),
+                    events: self.q.events_processed(),
+                    ranks_done: self.done,
+                    ranks_total: total,
+                };
+                if !progress(p) {
+                    return Err(SimError::Interrupted { time_s: to_seconds(now) });
+                }
+            }
+        }
+        if self.done < total {
+            return Err(self.deadlock());
+        }
+        let makespan_ps = self.ranks.iter().map(|r| r.finish_ps).max().unwrap_or(0);
+        self.links.stats.finish(makespan_ps);
+        progress(Progress {
+            sim_time_s: to_seconds(makespan_ps),
+            events: self.q.events_processed(),
+            ranks_done: self.done,
+            ranks_total: total,
+        });
+        let ranks = self
+            .ranks
+            .iter()
+            .map(|r| RankSummary {
+                job: r.job,
+                rank: r.job_rank,
+                node: r.node,
+                finish_ps: r.finish_ps,
+                compute_ps: r.compute_ps,
+                wait_ps: r.wait_ps,
+                sends: r.sends,
+                bytes_sent: r.bytes_sent,
+            })
+            .collect();
+        let out = RunOutput {
+            makespan_ps,
+            ranks,
+            latency: self.latency,
+            messages_bytes: self.messages_bytes,
+            events: self.q.events_processed(),
+        };
+        Ok((out, self.fabric, self.links))
+    }
+
+    /// Moves events the fabric scheduled into the main queue and acts on its notices.
+    fn after_fabric(&mut self, now: Ps) -> Result<(), SimError> {
+        let mut notices = std::mem::take(&mut self.notices);
+        notices.extend(self.fabric.drain_notices());
+        for n in notices.drain(..) {
+            match n {
+                Notice::Injected { token } => self.injected(token as u32, now)?,
+                Notice::Delivered { token } => self.arrive(token as u32, now)?,
+            }
+        }
+        self.notices = notices;
+        Ok(())
+    }
+
+    fn comm(&self, rank: u32, comm: CommId) -> Result<&'a Comm, SimError> {
+        let r = &self.ranks[rank as usize];
+        let job = &self.jobs[r.job as usize];
+        job.comms.get(comm as usize).ok_or_else(|| {
+            self.program_error(rank, format!("communicator {comm} does not exist (the job has {})", job.comms.len()))
+        })
+    }
+
+    fn program_error(&self, rank: u32, message: String) -> SimError {
+        let r = &self.ranks[rank as usize];
+        SimError::Program(tracewatt_workload::ProgramError {
+            source_name: format!("{}: job `{}`", self.source, self.jobs[r.job as usize].name),
+            rank: r.job_rank,
+            offset: None,
+            message,
+        })
+    }
+
+    fn global_rank(&self, rank: u32, comm: &Comm, comm_rank: Rank) -> Result<u32, SimError> {
+        let job = &self.jobs[self.ranks[rank as usize].job as usize];
+        match comm.members.get(comm_rank as usize) {
+            Some(jr) => Ok(job.first_rank + jr),
+            None => Err(self.program_error(
+                rank,
+                format!("peer rank {comm_rank} is outside its communicator of {} ranks", comm.members.len()),
+            )),
+        }
+    }
+
+    /// Executes the rank's operations until it blocks, computes or ends.
+    fn advance(&mut self, rank: u32, now: Ps) -> Result<(), SimError> {
+        loop {
+            let ri = rank as usize;
+            let op = match self.ranks[ri].pending.pop_front() {
+                Some(op) => op,
+                None => match self.ranks[ri].program.next() {
+                    Some(Ok(op)) => op,
+                    Some(Err(e)) => return Err(SimError::Program(e)),
+                    None => {
+                        let r = &mut self.ranks[ri];
+                        r.state = RankState::Done;
+                        r.finish_ps = now;
+                        self.done += 1;
+                        return Ok(());
+                    }
+                },
+            };
+            match op {
+                Op::Compute { ps } => {
+                    if ps > 0 {
+                        self.ranks[ri].compute_ps += ps;
+                        self.ranks[ri].state = RankState::Busy;
+                        self.q.push(now + ps, Ev::Wake { rank });
+                        return Ok(());
+                    }
+                }
+                Op::Send { comm, dst, tag, bytes } => {
+                    self.ranks[ri].pending.push_front(Op::Wait { req: BLOCKING_REQ });
+                    if self.isend(rank, comm, dst, tag, bytes, BLOCKING_REQ, now)? {
+                        return Ok(());
+                    }
+                }
+                Op::Isend { comm, dst, tag, bytes, req } => {
+                    if self.isend(rank, comm, dst, tag, bytes, req, now)? {
+                        return Ok(());
+                    }
+                }
+                Op::Recv { comm, src, tag, bytes } => {
+                    self.irecv(rank, comm, src, tag, bytes, BLOCKING_REQ, now)?;
+                    self.ranks[ri].pending.push_front(Op::Wait { req: BLOCKING_REQ });
+                }
+                Op::Irecv { comm, src, tag, bytes, req } => self.irecv(rank, comm, src, tag, bytes, req, now)?,
+                Op::Wait { req } => {
+                    if self.wait(rank, std::slice::from_ref(&req), now, "wait") {
+                        return Ok(());
+                    }
+                }
+                Op::Waitall { reqs } => {
+                    if self.wait(rank, &reqs, now, "waitall") {
+                        return Ok(());
+                    }
+                }
+                Op::Collective { comm, kind, root, bytes, algo } => {
+                    let c = self.comm(rank, comm)?;
+                    let me = self.comm_rank(rank, c)?;
+                    let mut buf = std::mem::take(&mut self.expand_buf);
+                    buf.clear();
+                    collectives::expand(comm, kind, algo, c.members.len() as u32, me, root, bytes, &mut buf)
+                        .map_err(|e| self.program_error(rank, e.to_string()))?;
+                    self.queue_expansion(rank, &mut buf);
+                    self.expand_buf = buf;
+                }
+                Op::Alltoallv { comm, send_bytes, recv_bytes, algo } => {
+                    let c = self.comm(rank, comm)?;
+                    let me = self.comm_rank(rank, c)?;
+                    let n = c.members.len();
+                    if send_bytes.len() != n || recv_bytes.len() != n {
+                        return Err(self.program_error(
+                            rank,
+                            format!(
+                                "alltoallv needs {n} send and receive counts, got {} and {}",
+                                send_bytes.len(),
+                                recv_bytes.len()
+                            ),
+                        ));
+                    }
+                    let mut buf = std::mem::take(&mut self.expand_buf);
+                    buf.clear();
+                    collectives::expand_alltoallv(comm, algo, n as u32, me, &send_bytes, &recv_bytes, &mut buf)
+                        .map_err(|e| self.program_error(rank, e.to_string()))?;
+                    self.queue_expansion(rank, &mut buf);
+                    self.expand_buf = buf;
+                }
+            }
+        }
+    }
+
+    fn queue_expansion(&mut self, rank: u32, buf: &mut Vec<Op>) {
+        let p = &mut self.ranks[rank as usize].pending;
+        // Expansions run before anything already pending (only possible after a blocking call).
+        for op in buf.drain(..).rev() {
+            p.push_front(op);
+        }
+    }
+
+    fn comm_rank(&self, rank: u32, comm: &Comm) -> Result<Rank, SimError> {
+        let jr = self.ranks[rank as usize].job_rank;
+        comm.rank_of(jr)
+            .ok_or_else(|| self.program_error(rank, "the rank is not a member of the communicator it uses".into()))
+    }
+
+    fn new_req(&mut self, rank: u32, id: ReqId, kind: ReqKind, bytes: u64) -> Result<u32, SimError> {
+        let slot = self.reqs.insert(Req {
+            rank,
+            kind,
+            done: false,
+            waited: false,
+            bytes,
+            msg: u32::MAX,
+        });
+        if self.ranks[rank as usize].reqs.insert(id, slot).is_some() {
+            let what = if id >= RESERVED_REQ_BASE { "an internal" } else { "a" };
+            return Err(self.program_error(rank, format!("{what} request id {id} is reused while still outstanding")));
+        }
+        Ok(slot)
+    }
+
+    /// Starts a send. Returns true if the rank is now busy (send overhead).
+    #[allow(clippy::too_many_arguments)]
+    fn isend(&mut self, rank: u32, comm: CommId, dst: Rank, tag: Tag, bytes: u64, id: ReqId, now: Ps) -> Result<bool, SimError> {
+        let c = self.comm(rank, comm)?;
+        let dst_g = self.global_rank(rank, c, dst)?;
+        let me = self.comm_rank(rank, c)?;
+        let req = self.new_req(rank, id, ReqKind::Send, bytes)?;
+        let kind = if bytes <= self.costs.eager_limit { MsgKind::Eager } else { MsgKind::Rts };
+        let msg = self.msgs.insert(Msg {
+            kind,
+            src: rank,
+            dst: dst_g,
+            comm,
+            src_in_comm: me,
+            tag,
+            bytes,
+            send_req: req,
+            recv_req: u32::MAX,
+            answers: u32::MAX,
+            issued_ps: now,
+        });
+        self.reqs.items[req as usize].msg = msg;
+        let r = &mut self.ranks[rank as usize];
+        r.sends += 1;
+        r.bytes_sent += bytes;
+        let t = now + self.costs.send_ps;
+        self.q.push(t, Ev::Issue { msg });
+        if self.costs.send_ps > 0 {
+            r.state = RankState::Busy;
+            self.q.push(t, Ev::Wake { rank });
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn irecv(&mut self, rank: u32, comm: CommId, src: SrcSel, tag: TagSel, bytes: u64, id: ReqId, now: Ps) -> Result<(), SimError> {
+        let c = self.comm(rank, comm)?;
+        if let SrcSel::Rank(s) = src {
+            self.global_rank(rank, c, s)?;
+        }
+        let req = self.new_req(rank, id, ReqKind::Recv { comm, src, tag }, bytes)?;
+        if let Some((_env, msg)) = self.ranks[rank as usize].matcher.post(comm, src, tag, req) {
+            self.matched(msg, req, now)?;
+        }
+        Ok(())
+    }
+
+    /// A receive and a message (eager data or request-to-send) have matched.
+    fn matched(&mut self, msg: u32, req: u32, now: Ps) -> Result<(), SimError> {
+        let m = self.msgs.items[msg as usize];
+        match m.kind {
+            MsgKind::Eager => {
+                self.msgs.remove(msg);
+                self.finish_at(req, now + self.costs.recv_ps)
+            }
+            MsgKind::Rts => {
+                self.msgs.items[msg as usize].recv_req = req;
+                let cts = self.msgs.insert(Msg {
+                    kind: MsgKind::Cts,
+                    src: m.dst,
+                    dst: m.src,
+                    comm: m.comm,
+                    src_in_comm: 0,
+                    tag: m.tag,
+                    bytes: 0,
+                    send_req: u32::MAX,
+                    recv_req: u32::MAX,
+                    answers: msg,
+                    issued_ps: now,
+                });
+                self.issue(cts, now)
+            }
+            MsgKind::Cts | MsgKind::Data => unreachable!("only eager data and RTS are matched"),
+        }
+    }
+
+    /// Completes request `req` at `t` (now or later).
+    fn finish_at(&mut self, req: u32, t: Ps) -> Result<(), SimError> {
+        if t > self.q.now() {
+            self.q.push(t, Ev::ReqDone { req });
+            Ok(())
+        } else {
+            self.complete(req, t)
+        }
+    }
+
+    fn complete(&mut self, req: u32, now: Ps) -> Result<(), SimError> {
+        let r = &mut self.reqs.items[req as usize];
+        r.done = true;
+        if !r.waited {
+            return Ok(());
+        }
+        let rank = r.rank;
+        let rr = &mut self.ranks[rank as usize];
+        rr.wait_remaining -= 1;
+        if rr.wait_remaining == 0 && rr.state == RankState::Blocked {
+            rr.wait_ps += now - rr.blocked_since;
+            for slot in std::mem::take(&mut rr.waiting) {
+                self.reqs.remove(slot);
+            }
+            rr.state = RankState::Running;
+            self.advance(rank, now)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the requests `ids`. Returns true if the rank blocks.
+    fn wait(&mut self, rank: u32, ids: &[ReqId], now: Ps, what: &'static str) -> bool {
+        let mut waiting = std::mem::take(&mut self.ranks[rank as usize].waiting);
+        waiting.clear();
+        let mut remaining = 0;
+        for id in ids {
+            // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
+            // it returns at once.
+            let Some(slot) = self.ranks[rank as usize].reqs.remove(id) else {
+                continue;
+            };
+            let r = &mut self.reqs.items[slot as usize];
+            if r.done {
+                self.reqs.remove(slot);
+            } else {
+                r.waited = true;
+                remaining += 1;
+                waiting.push(slot);
+            }
+        }
+        let rr = &mut self.ranks[rank as usize];
+        rr.waiting = waiting;
+        if remaining == 0 {
+            return false;
+        }
+        rr.wait_remaining = remaining;
+        rr.state = RankState::Blocked;
+        rr.blocked_since = now;
+        rr.blocked_in = what;
+        true
+    }
+
+    /// A message leaves its sender's MPI layer: into the fabric, or a memory copy on one node.
+    fn issue(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
+        let m = self.msgs.items[msg as usize];
+        if m.kind == MsgKind::Eager {
+            // Eager sends complete locally once the data is handed over (buffered).
+            self.complete(m.send_req, now)?;
+        }
+        let wire = match m.kind {
+            MsgKind::Eager | MsgKind::Data => m.bytes,
+            MsgKind::Rts | MsgKind::Cts => self.costs.control_bytes,
+        };
+        let src_node = self.ranks[m.src as usize].node;
+        let dst_node = self.ranks[m.dst as usize].node;
+        if src_node == dst_node {
+            let t = now + self.costs.intra_latency_ps + serialization_ps(wire, self.costs.intra_bits_per_s);
+            self.q.push(t, Ev::LocalArrive { msg });
+        } else {
+            self.fabric
+                .send(now, msg as u64, src_node, dst_node, wire, &mut NetQ(&mut self.q), &mut self.links, &mut self.rng);
+        }
+        Ok(())
+    }
+
+    /// The last packet of a message left the source NIC.
+    fn injected(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
+        let m = self.msgs.items[msg as usize];
+        if m.kind == MsgKind::Data {
+            self.complete(m.send_req, now)?;
+        }
+        Ok(())
+    }
+
+    /// A message arrived at its destination rank.
+    fn arrive(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
+        let m = self.msgs.items[msg as usize];
+        match m.kind {
+            MsgKind::Eager | MsgKind::Rts => {
+                if m.kind == MsgKind::Eager {
+                    self.record_latency(&m, now);
+                }
+                let env = Envelope {
+                    comm: m.comm,
+                    src: m.src_in_comm,
+                    tag: m.tag,
+                };
+                if let Some(req) = self.ranks[m.dst as usize].matcher.arrive(env, msg) {
+                    self.matched(msg, req, now)?;
+                }
+            }
+            MsgKind::Cts => {
+                // Clear to send: the data follows at once, from the original sender.
+                self.msgs.remove(msg);
+                let data = m.answers;
+                self.msgs.items[data as usize].kind = MsgKind::Data;
+                self.issue(data, now)?;
+            }
+            MsgKind::Data => {
+                self.record_latency(&m, now);
+                let local = self.ranks[m.src as usize].node == self.ranks[m.dst as usize].node;
+                if local {
+                    self.complete(m.send_req, now)?;
+                }
+                self.msgs.remove(msg);
+                self.finish_at(m.recv_req, now + self.costs.recv_ps)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn record_latency(&mut self, m: &Msg, now: Ps) {
+        self.latency.record(now - m.issued_ps);
+        self.messages_bytes += m.bytes;
+    }
+
+    /// Describes every rank that has not finished, for the deadlock error.
+    fn deadlock(&self) -> SimError {
+        let mut lines = Vec::new();
+        let mut blocked = 0;
+        for (g, r) in self.ranks.iter().enumerate() {
+            if r.state == RankState::Done {
+                continue;
+            }
+            blocked += 1;
+            if lines.len() >= 16 {
+                continue;
+            }
+            let job = &self.jobs[r.job as usize];
+            let mut what = Vec::new();
+            for slot in &r.waiting {
+                let q = &self.reqs.items[*slot as usize];
+                if q.done {
+                    continue;
+                }
+                match q.kind {
+                    ReqKind::Recv { comm, src, tag } => {
+                        let s = match src {
+                            SrcSel::Rank(s) => format!("rank {s}"),
+                            SrcSel::Any => "any source".into(),
+                        };
+                        let t = match tag {
+                            TagSel::Tag(t) if t < 0 => "a collective message".to_string(),
+                            TagSel::Tag(t) => format!("tag {t}"),
+                            TagSel::Any => "any tag".into(),
+                        };
+                        what.push(format!("a receive from {s} with {t} on communicator {comm} ({} bytes)", q.bytes));
+                    }
+                    ReqKind::Send => {
+                        let m = &self.msgs.items[q.msg as usize];
+                        let peer = self.ranks[m.dst as usize].job_rank;
+                        what.push(format!(
+                            "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",
+                            q.bytes, m.tag
+                        ));
+                    }
+                }
+            }
+            let _ = g;
+            lines.push(format!(
+                "  job `{}` rank {} (node {}) in {}: waits for {}",
+                job.name,
+                r.job_rank,
+                r.node,
+                if r.blocked_in.is_empty() { "?" } else { r.blocked_in },
+                if what.is_empty() { "nothing known".into() } else { what.join("; ") }
+            ));
+        }
+        if blocked > lines.len() {
+            lines.push(format!("  ... and {} more", blocked - lines.len()));
+        }
+        SimError::Deadlock {
+            time_s: to_seconds(self.q.now()),
+            blocked,
+            details: lines.join("\n"),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The simulation's error type. Every variant says where (file, field, rank) and what was
+//! expected; the Python bindings map each variant to its own exception class.
+
+use tracewatt_workload::ProgramError;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// The configuration is malformed or impossible. Fatal before the run starts.
+    #[error("{source_name}{}: {message}", location(field, line_col))]
+    Config {
+        source_name: String,
+        /// Dotted path of the offending field, e.g. `jobs[0].workload.iterations`; empty if the
+        /// document as a whole is at fault.
+        field: String,
+        /// 1-based (line, column) in the source text, when known.
+        line_col: Option<(usize, usize)>,
+        message: String,
+    },
+    /// The topology cannot be built or routed as configured.
+    #[error("{source_name}: {error}")]
+    Topology {
+        source_name: String,
+        #[source]
+        error: tracewatt_net::TopologyError,
+    },
+    /// A workload generator rejected its parameters.
+    #[error("{source_name}: jobs[{job}].workload: {message}")]
+    Workload { source_name: String, job: usize, message: String },
+    /// A rank program (e.g. a trace) failed while running.
+    #[error(transparent)]
+    Program(#[from] ProgramError),
+    /// The workload cannot finish: ranks wait for messages nobody will send.
+    #[error("the workload cannot finish at t = {time_s} s: {blocked} rank(s) are blocked:\n{details}")]
+    Deadlock { time_s: f64, blocked: usize, details: String },
+    /// The caller asked the run to stop (e.g. Ctrl-C).
+    #[error("the simulation was interrupted at t = {time_s} s")]
+    Interrupted { time_s: f64 },
+}
+
+fn location(field: &str, line_col: &Option<(usize, usize)>) -> String {
+    let mut s = String::new();
+    if let Some((l, c)) = line_col {
+        s.push_str(&format!(":{l}:{c}"));
+    }
+    if !field.is_empty() {
+        s.push_str(&format!(": {field}"));
+    }
+    s
+}
+
+impl SimError {
+    pub(crate) fn config(
+        source: &str,
+        field: &str,
+        message: impl Into<String>,
+        line_col: Option<(usize, usize)>,
+    ) -> Self {
+        SimError::Config {
+            source_name: source.to_string(),
+            field: field.to_string(),
+            line_col,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! One tracewatt simulation, end to end: a [`Config`] in, [`Results`] out.
+//!
+//! ```no_run
+//! use tracewatt_sim::{simulate, Config, Format};
+//! let text = std::fs::read_to_string("examples/pingpong.toml").unwrap();
+//! let config = Config::parse(&text, Format::Toml, "examples/pingpong.toml").unwrap();
+//! let results = simulate(&config, "examples/pingpong.toml", &mut |_| true).unwrap();
+//! println!("{}", results.summary["makespan_s"]);
+//! ```
+
+pub mod config;
+mod engine;
+pub mod error;
+pub mod jobs;
+pub mod power;
+pub mod presets;
+pub mod results;
+pub mod stats;
+
+pub use config::{Config, Format};
+pub use engine::Progress;
+pub use error::SimError;
+pub use results::{Column, Results, Table};
+
+use engine::{Comm, Engine, JobState};
+use serde_json::json;
+use tracewatt_core::Rng;
+use tracewatt_net::fabric::{Fabric, FabricParams};
+use tracewatt_net::Topology;
+use tracewatt_workload::generators::{self, Workload};
+
+/// Independent random streams, so that e.g. a change in allocation does not shift traffic.
+const STREAM_PLACEMENT: u64 = 1;
+const STREAM_WORKLOAD: u64 = 2;
+const STREAM_NETWORK: u64 = 3;
+
+/// Builds the machine's topology from the configuration.
+pub fn build_topology(config: &Config, source: &str) -> Result<Topology, SimError> {
+    tracewatt_net::topology::build(&config.machine.topology, &|c| config.link_params(c)).map_err(|error| {
+        SimError::Topology {
+            source_name: source.to_string(),
+            error,
+        }
+    })
+}
+
+/// A description of the machine: sizes, diameter, links by class.
+pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, SimError> {
+    let topo = build_topology(config, source)?;
+    let router = tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
+        SimError::Topology {
+            source_name: source.to_string(),
+            error,
+        }
+    })?;
+    Ok(describe(&topo, router.num_vcs(), config))
+}
+
+fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
+    let mut classes: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+    for c in &topo.channels {
+        let e = classes.entry(c.class.name()).or_insert((0, c.bandwidth_bps, c.latency_ps));
+        e.0 += 1;
+    }
+    let link_classes: Vec<serde_json::Value> = classes
+        .into_iter()
+        .map(|(k, (dirs, bw, lat))| {
+            json!({"kind": k, "links": dirs / 2, "bandwidth_gbps": bw as f64 / 1e9, "latency_ns": lat as f64 / 1e3})
+        })
+        .collect();
+    json!({
+        "preset": config.machine.preset,
+        "nodes": topo.num_nodes,
+        "switches": topo.num_switches,
+        "links": topo.num_links(),
+        "diameter_hops": topo.diameter_hops(),
+        "virtual_channels": vcs,
+        "ranks_per_node": config.machine.ranks_per_node,
+        "link_classes": link_classes,
+    })
+}
+
+/// Builds every job's workload from its `[jobs.workload]` table.
+pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Workload>>, SimError> {
+    config
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, job)| {
+            let seed = Rng::fork(config.seed, STREAM_WORKLOAD + i as u64).next_u64();
+            generators::build(&job.workload, job.ranks, seed).map_err(|e| SimError::Workload {
+                source_name: source.to_string(),
+                job: i,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Runs one simulation. `progress` is called periodically; returning `false` interrupts the run.
+pub fn simulate(
+    config: &Config,
+    source: &str,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Results, SimError> {
+    let workloads = build_workloads(config, source)?;
+    simulate_with(config, source, workloads, progress)
+}
+
+/// Runs one simulation with the given workloads, one per job in `config.jobs` (whose `workload`
+/// tables are then not used): the entry point for programmatic and trace workloads.
+pub fn simulate_with(
+    config: &Config,
+    source: &str,
+    workloads: Vec<Box<dyn Workload>>,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Results, SimError> {
+    if workloads.len() != config.jobs.len() {
+        return Err(SimError::config(
+            source,
+            "jobs",
+            format!("{} job(s) but {} workload(s)", config.jobs.len(), workloads.len()),
+            None,
+        ));
+    }
+    let topo = build_topology(config, source)?;
+    let router = tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
+        SimError::Topology {
+            source_name: source.to_string(),
+            error,
+        }
+    })?;
+    let machine = describe(&topo, router.num_vcs(), config);
+    let m = &config.machine;
+    let mut placement_rng = Rng::fork(config.seed, STREAM_PLACEMENT);
+    let placement = jobs::place(&config.jobs, &topo, m.ranks_per_node, &mut placement_rng, source)?;
+
+    let mut job_states = Vec::with_capacity(config.jobs.len());
+    let mut facts = Vec::with_capacity(config.jobs.len());
+    let mut programs = Vec::new();
+    let mut first_rank = 0u32;
+    for ((i, job), wl) in config.jobs.iter().enumerate().zip(workloads) {
+        let name = job.name.clone().unwrap_or_else(|| format!("job{i}"));
+        if wl.num_ranks() != job.ranks {
+            return Err(SimError::config(
+                source,
+                &format!("jobs[{i}].ranks"),
+                format!("the workload runs on {} ranks but the job has {}", wl.num_ranks(), job.ranks),
+                None,
+            ));
+        }
+        let mut comms = vec![Comm::new((0..job.ranks).collect())];
+        for (k, members) in wl.comms().into_iter().enumerate() {
+            if let Some(bad) = members.iter().find(|r| **r >= job.ranks) {
+                return Err(SimError::Workload {
+                    source_name: source.to_string(),
+                    job: i,
+                    message: format!("communicator {} names rank {bad}, outside the job's {} ranks", k + 1, job.ranks),
+                });
+            }
+            comms.push(Comm::new(members));
+        }
+        let start_ps = config::us_to_ps(job.start_us);
+        for r in 0..job.ranks {
+            programs.push((i as u32, r, placement.rank_node[i][r as usize], wl.program(r)));
+        }
+        facts.push(results::JobFacts {
+            name: name.clone(),
+            ranks: job.ranks,
+            nodes: placement.job_nodes[i].len() as u32,
+            start_ps,
+        });
+        job_states.push(JobState {
+            name,
+            first_rank,
+            ranks: job.ranks,
+            start_ps,
+            comms,
+        });
+        first_rank += job.ranks;
+    }
+
+    let params = FabricParams {
+        packet_bytes: m.packet_bytes,
+        buffer_bytes: m.buffer_bytes,
+        switch_latency_ps: config::ns_to_ps(m.switch_latency_ns),
+        switching: m.switching,
+    };
+    let channels = topo.channels.len();
+    let link_power = power::link_power(config, &topo);
+    let fabric = Fabric::new(topo, router, params);
+    let links = engine::Observers {
+        stats: stats::LinkStats::new(
+            channels,
+            stats::thresholds_ps(&config.output.idle_thresholds_us),
+            config.output.idle_bins_per_decade,
+        ),
+        power: link_power,
+    };
+    let engine = Engine::new(
+        config,
+        fabric,
+        links,
+        Rng::fork(config.seed, STREAM_NETWORK),
+        &job_states,
+        programs,
+        source,
+    );
+    let (out, fabric, obs) = engine.run(progress)?;
+    let (link_power, timeline) = obs.power.finish(out.makespan_ps);
+    Ok(results::build(
+        config,
+        fabric.topology(),
+        &facts,
+        &out,
+        &obs.stats,
+        &link_power,
+        timeline,
+        fabric.stats(),
+        machine,
+    ))
+}

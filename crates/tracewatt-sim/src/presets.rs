@@ -1,0 +1,62 @@
+//! Named machines. A preset is a `[machine]` table kept as TOML next to this file; a user's
+//! `[machine]` table with `preset = "name"` is merged over it field by field, so any preset value
+//! can be overridden. Changing `topology.kind` replaces the preset's topology table whole.
+
+/// (name, TOML text) of every preset.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("miwa2014-16node", include_str!("presets/miwa2014-16node.toml")),
+    ("tracerp-fattree-288", include_str!("presets/tracerp-fattree-288.toml")),
+    ("tracerp-torus-4x8x8", include_str!("presets/tracerp-torus-4x8x8.toml")),
+    ("tracerp-dragonfly-342", include_str!("presets/tracerp-dragonfly-342.toml")),
+    ("bench-dragonfly-1056", include_str!("presets/bench-dragonfly-1056.toml")),
+];
+
+/// Names of the presets, for error messages and `--help`.
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|(n, _)| *n).collect()
+}
+
+/// The machine table of a preset.
+pub fn machine_table(name: &str) -> Option<toml::Table> {
+    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name)?;
+    // The presets are part of the program and parsed by a test; a parse failure is a bug.
+    text.parse::<toml::Table>().ok()
+}
+
+/// Applies `machine.preset` to a whole configuration value. Errors are (field path, message).
+pub fn apply(mut config: toml::Value) -> Result<toml::Value, (String, String)> {
+    let Some(machine) = config.get_mut("machine").and_then(|m| m.as_table_mut()) else {
+        return Ok(config);
+    };
+    let Some(preset) = machine.get("preset") else {
+        return Ok(config);
+    };
+    let Some(name) = preset.as_str() else {
+        return Err(("machine.preset".into(), "must be a string".into()));
+    };
+    let Some(mut base) = machine_table(name) else {
+        return Err((
+            "machine.preset".into(),
+            format!("unknown preset `{name}`; expected one of: {}", names().join(", ")),
+        ));
+    };
+    let user_kind = machine.get("topology").and_then(|t| t.get("kind")).cloned();
+    let base_kind = base.get("topology").and_then(|t| t.get("kind")).cloned();
+    if user_kind.is_some() && user_kind != base_kind {
+        base.remove("topology");
+    }
+    merge(&mut base, std::mem::take(machine));
+    *machine = base;
+    Ok(config)
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! End-to-end checks of the simulator against hand calculations.
+
+use tracewatt_core::time::serialization_ps;
+use tracewatt_sim::{simulate, simulate_with, Config, Format, Results, SimError};
+use tracewatt_workload::generators::Workload;
+use tracewatt_workload::{Op, Program, Rank, SrcSel, TagSel, WORLD};
+
+/// A workload given as explicit per-rank operation lists.
+#[derive(Debug)]
+struct Script(Vec<Vec<Op>>);
+
+impl Workload for Script {
+    fn num_ranks(&self) -> u32 {
+        self.0.len() as u32
+    }
+    fn comms(&self) -> Vec<Vec<Rank>> {
+        Vec::new()
+    }
+    fn program(&self, rank: Rank) -> Program {
+        Box::new(self.0[rank as usize].clone().into_iter().map(Ok))
+    }
+}
+
+fn send(dst: Rank, bytes: u64) -> Op {
+    Op::Send { comm: WORLD, dst, tag: 0, bytes }
+}
+fn recv(src: Rank, bytes: u64) -> Op {
+    Op::Recv { comm: WORLD, src: SrcSel::Rank(src), tag: TagSel::Tag(0), bytes }
+}
+
+/// A config with the given topology table, zero MPI overheads and one job on `nodes`.
+fn config(topology: &str, extra_machine: &str, nodes: &[u32]) -> Config {
+    let node_list = nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+    let text = format!(
+        r#"
+seed = 7
+[machine]
+packet_bytes = 1000
+buffer_bytes = 8000
+switch_latency_ns = 100
+{extra_machine}
+[machine.topology]
+{topology}
+[machine.links]
+bandwidth_gbps = 8.0
+latency_ns = 50
+[mpi]
+send_overhead_ns = 0
+recv_overhead_ns = 0
+eager_limit_bytes = 100000
+control_bytes = 64
+[[jobs]]
+ranks = {n}
+allocation = "list"
+node_list = [{node_list}]
+mapping = "round_robin"
+[jobs.workload]
+kind = "pingpong"
+"#,
+        n = nodes.len()
+    );
+    Config::parse(&text, Format::Toml, "test.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(config: &Config, programs: Vec<Vec<Op>>) -> Result<Results, SimError> {
+    simulate_with(config, "test.toml", vec![Box::new(Script(programs))], &mut |_| true)
+}
+
+fn makespan_ps(r: &Results) -> u64 {
+    (r.summary["makespan_s"].as_f64().unwrap() * 1e12).round() as u64
+}
+
+fn switch_hops(r: &Results) -> f64 {
+    r.summary["network"]["mean_switch_hops"].as_f64().unwrap()
+}
+
+const BW: u64 = 8_000_000_000;
+const LAT: u64 = 50_000;
+const SW: u64 = 100_000;
+
+struct Case {
+    name: &'static str,
+    topology: &'static str,
+    nodes: [u32; 2],
+    hops: u64,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case { name: "single switch", topology: "kind = \"single_switch\"\nnodes = 4", nodes: [0, 3], hops: 0 },
+        Case {
+            name: "fat-tree 2-level, two leaves",
+            topology: "kind = \"fat_tree\"\nlevels = 2\nradix = 4",
+            nodes: [0, 7],
+            hops: 2,
+        },
+        Case {
+            name: "fat-tree 3-level, two pods",
+            topology: "kind = \"fat_tree\"\nlevels = 3\nradix = 4",
+            nodes: [0, 15],
+            hops: 4,
+        },
+        Case { name: "torus ring, 2 apart", topology: "kind = \"torus\"\ndims = [6]", nodes: [0, 2], hops: 2 },
+        Case {
+            name: "torus 2-D, wrap-around",
+            topology: "kind = \"torus\"\ndims = [4, 4]",
+            nodes: [0, 15],
+            hops: 2,
+        },
+        Case {
+            name: "dragonfly, same router",
+            topology: "kind = \"dragonfly\"\ngroups = 5\nrouters_per_group = 2\nnodes_per_router = 2\nglobal_links_per_router = 2",
+            nodes: [0, 1],
+            hops: 0,
+        },
+    ]
+}
+
+#[test]
+fn one_message_latency_matches_hand_calculation_on_every_topology() {
+    for cut_through in [true, false] {
+        let switching = if cut_through { "cut_through" } else { "store_and_forward" };
+        for case in cases() {
+            for bytes in [100u64, 1000, 3500] {
+                let c = config(case.topology, &format!("switching = \"{switching}\""), &case.nodes);
+                let r = run(&c, vec![vec![send(1, bytes)], vec![recv(0, bytes)]]).unwrap();
+                assert_eq!(switch_hops(&r), case.hops as f64, "{}: hops", case.name);
+                let want = expected(case.hops + 2, bytes, cut_through);
+                assert_eq!(makespan_ps(&r), want, "{} {switching} {bytes} B", case.name);
+            }
+        }
+    }
+}
+
+/// Hand calculation of one message of `bytes` crossing `links` equal links (switch hops + 2) in
+/// 1000-byte packets with no other traffic: on every link a packet starts when it is ready there
+/// and the previous packet has left; cut-through forwards once the head is in (never finishing
+/// before the tail), store-and-forward once the tail is in.
+fn expected(links: u64, bytes: u64, cut_through: bool) -> u64 {
+    let packet = 1000u64;
+    let sizes: Vec<u64> = if bytes == 0 {
+        vec![0]
+    } else {
+        (0..bytes.div_ceil(packet)).map(|k| (bytes - k * packet).min(packet)).collect()
+    };
+    let mut link_free = vec![0u64; links as usize];
+    let mut delivered = 0;
+    for s in sizes {
+        let ser = serialization_ps(s, BW);
+        let (mut ready, mut tail) = (0u64, 0u64);
+        for (j, free) in link_free.iter_mut().enumerate() {
+            let start = ready.max(*free);
+            let end = if j == 0 { start + ser } else { (start + ser).max(tail) };
+            *free = end;
+            tail = end + LAT;
+            let last = j + 1 == links as usize;
+            ready = if last {
+                tail
+            } else if cut_through {
+                start + LAT + SW
+            } else {
+                end + LAT + SW
+            };
+        }
+        delivered = ready;
+    }
+    delivered
+}
+
+#[test]
+fn two_flows_sharing_one_link_take_twice_as_long() {
+    let topo = "kind = \"single_switch\"\nnodes = 3";
+    let bytes = 400_000;
+    let c = config(topo, "", &[0, 1, 2]);
+    let alone = run(&c, vec![vec![send(2, bytes)], vec![], vec![recv(0, bytes)]]).unwrap();
+    let shared = run(
+        &c,
+        vec![vec![send(2, bytes)], vec![send(2, bytes)], vec![recv(0, bytes), recv(1, bytes)]],
+    )
+    .unwrap();
+    let ratio = makespan_ps(&shared) as f64 / makespan_ps(&alone) as f64;
+    assert!((ratio - 2.0).abs() < 0.01, "ratio {ratio}");
+}
+
+#[test]
+fn rendezvous_message_costs_the_handshake() {
+    let topo = "kind = \"single_switch\"\nnodes = 2";
+    let bytes = 90_000u64; // below the configured eager limit of 100,000
+    let mut c = config(topo, "", &[0, 1]);
+    let eager = run(&c, vec![vec![send(1, bytes)], vec![recv(0, bytes)]]).unwrap();
+    c.mpi.eager_limit_bytes = 1000;
+    let rdv = run(&c, vec![vec![send(1, bytes)], vec![recv(0, bytes)]]).unwrap();
+    // RTS there and CTS back: two one-packet messages of 64 bytes over 2 links.
+    let control = 2 * expected(2, 64, true);
+    assert_eq!(makespan_ps(&rdv), makespan_ps(&eager) + control);
+    assert_eq!(makespan_ps(&eager), expected(2, bytes, true));
+}
+
+#[test]
+fn a_receive_nobody_sends_to_is_reported_with_the_waiting_ranks() {
+    let c = config("kind = \"single_switch\"\nnodes = 3", "", &[0, 1, 2]);
+    let err = run(&c, vec![vec![recv(1, 8)], vec![recv(0, 8)], vec![]]).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, SimError::Deadlock { blocked: 2, .. }), "{msg}");
+    assert!(msg.contains("rank 0") && msg.contains("receive from rank 1"), "{msg}");
+    assert!(msg.contains("rank 1") && msg.contains("receive from rank 0"), "{msg}");
+}
+
+#[test]
+fn an_unmatched_rendezvous_send_is_reported() {
+    let mut c = config("kind = \"single_switch\"\nnodes = 2", "", &[0, 1]);
+    c.mpi.eager_limit_bytes = 10;
+    let err = run(&c, vec![vec![send(1, 100)], vec![]]).unwrap_err();
+    assert!(err.to_string().contains("send of 100 bytes to rank 1"), "{err}");
+}
+
+#[test]
+fn same_config_and_seed_give_identical_results() {
+    let text = r#"
+seed = 11
+[machine]
+preset = "bench-dragonfly-1056"
+[[jobs]]
+ranks = 64
+allocation = "random"
+[jobs.workload]
+kind = "uniform_random"
+messages = 5
+"#;
+    let c = Config::parse(text, Format::Toml, "t.toml").unwrap();
+    let a = simulate(&c, "t.toml", &mut |_| true).unwrap();
+    let b = simulate(&c, "t.toml", &mut |_| true).unwrap();
+    assert_eq!(a, b);
+    let mut c2 = c.clone();
+    c2.seed = 12;
+    let d = simulate(&c2, "t.toml", &mut |_| true).unwrap();
+    assert_ne!(a.summary["makespan_s"], d.summary["makespan_s"]);
+}

@@ -1,0 +1,604 @@
+//! Calls -> ops: the part every format shares. Computes the compute gaps from timestamps, maps
+//! trace request handles to `ReqId`s, trace communicator handles to global communicators, and
+//! turns each call into the simulator's ops.
+//!
+//! Approximations (documented in the crate README):
+//! - `Waitany`/`Testany` wait for the request the trace says completed; `Waitsome`/`Testsome`
+//!   wait for the ones it lists; a `Test*` that failed produces nothing, one that succeeded is a
+//!   wait. The simulated run therefore completes requests in the traced order.
+//! - Requests never completed in the trace (freed, or still pending) are waited for at
+//!   `Finalize` (or at the end of the stream), so the simulated rank drains them.
+//! - Gatherv, scatterv and allgatherv become `Alltoallv` with the exact per-pair sizes (the
+//!   direct algorithm); reduce_scatter with unequal counts uses the mean block.
+//! - Calls on MPI_COMM_SELF are local (collectives) or unsupported (point-to-point).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+
+use tracewatt_workload::{CollAlgo, CollKind, CommId, Op, Rank, ReqId, SrcSel, TagSel, WORLD};
+
+use crate::call::{
+    Call, CallKind, CommHandle, GroupHandle, ReqHandle, VKind, ANY, NULL_COMM_HANDLE, SELF_HANDLE,
+    WORLD_HANDLE,
+};
+use crate::comms::CommHook;
+use crate::error::{Location, TraceError};
+
+/// Where a trace handle points: a live simulator request, or a request that moves nothing
+/// (MPI_PROC_NULL peer).
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Live(ReqId),
+    Null,
+}
+
+#[derive(Debug)]
+pub(crate) struct OpBuilder {
+    rank: Rank,
+    file: PathBuf,
+    compute_scale: f64,
+    strict: bool,
+    prev_end: Option<u64>,
+    comms: BTreeMap<CommHandle, CommId>,
+    /// Members (world ranks) of communicators this rank created from groups, so their groups
+    /// are known during the pre-pass too.
+    created: BTreeMap<CommId, Vec<Rank>>,
+    groups: BTreeMap<GroupHandle, Vec<Rank>>,
+    num_ranks: u32,
+    splits: usize,
+    reqs: BTreeMap<ReqHandle, Slot>,
+    /// Requests the trace stopped tracking (freed, or handle reused) that the sim must drain.
+    detached: Vec<ReqId>,
+    free_ids: Vec<ReqId>,
+    next_id: ReqId,
+    finalized: bool,
+    pub out: VecDeque<Op>,
+    pub unsupported: BTreeMap<String, u64>,
+}
+
+impl OpBuilder {
+    pub fn new(
+        rank: Rank,
+        num_ranks: u32,
+        file: PathBuf,
+        compute_scale: f64,
+        strict: bool,
+    ) -> Self {
+        let mut comms = BTreeMap::new();
+        comms.insert(WORLD_HANDLE, WORLD);
+        OpBuilder {
+            rank,
+            file,
+            compute_scale,
+            strict,
+            prev_end: None,
+            comms,
+            created: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            num_ranks,
+            splits: 0,
+            reqs: BTreeMap::new(),
+            detached: Vec::new(),
+            free_ids: Vec::new(),
+            next_id: 0,
+            finalized: false,
+            out: VecDeque::new(),
+            unsupported: BTreeMap::new(),
+        }
+    }
+
+    fn unsupported(&mut self, name: &str) -> Result<(), TraceError> {
+        *self.unsupported.entry(name.to_string()).or_insert(0) += 1;
+        if self.strict {
+            return Err(TraceError::Unsupported {
+                at: Location {
+                    file: self.file.clone(),
+                    rank: Some(self.rank),
+                    ..Default::default()
+                },
+                call: name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    fn alloc(&mut self) -> ReqId {
+        if let Some(id) = self.free_ids.pop() {
+            return id;
+        }
+        let id = self.next_id;
+        // Stays far below RESERVED_REQ_BASE: ids are recycled once waited.
+        self.next_id = self.next_id.saturating_add(1);
+        id
+    }
+
+    fn bind(&mut self, h: ReqHandle, slot: Slot) {
+        if let Some(Slot::Live(old)) = self.reqs.insert(h, slot) {
+            self.detached.push(old);
+        }
+    }
+
+    /// Completes trace requests; returns the live ids to wait for.
+    fn complete(&mut self, hs: &[ReqHandle]) -> Vec<ReqId> {
+        let mut ids = Vec::new();
+        for h in hs {
+            if let Some(Slot::Live(id)) = self.reqs.remove(h) {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+
+    fn wait_ids(&mut self, ids: Vec<ReqId>) {
+        match ids.len() {
+            0 => {}
+            1 => self.out.push_back(Op::Wait { req: ids[0] }),
+            _ => self.out.push_back(Op::Waitall {
+                reqs: ids.clone().into_boxed_slice(),
+            }),
+        }
+        self.free_ids.extend(ids);
+    }
+
+    fn comm(&self, h: CommHandle) -> Option<CommId> {
+        self.comms.get(&h).copied()
+    }
+
+    /// Waits for everything still outstanding (see module docs).
+    pub fn finish(&mut self) {
+        let mut ids = std::mem::take(&mut self.detached);
+        let live: Vec<ReqId> = std::mem::take(&mut self.reqs)
+            .into_values()
+            .filter_map(|s| match s {
+                Slot::Live(id) => Some(id),
+                Slot::Null => None,
+            })
+            .collect();
+        ids.extend(live);
+        ids.sort_unstable();
+        self.wait_ids(ids);
+    }
+
+    pub fn feed(&mut self, call: Call, hook: &mut dyn CommHook) -> Result<(), TraceError> {
+        if call.start_ns != 0 || call.end_ns != 0 {
+            if let Some(prev) = self.prev_end {
+                if call.start_ns > prev {
+                    let ps = (call.start_ns - prev) as f64 * 1000.0 * self.compute_scale;
+                    if ps >= 1.0 && ps.is_finite() {
+                        self.out.push_back(Op::Compute {
+                            ps: ps.round() as u64,
+                        });
+                    }
+                }
+            }
+            self.prev_end = Some(self.prev_end.map_or(call.end_ns, |p| p.max(call.end_ns)));
+        }
+        if self.finalized {
+            // MPI allows nothing after Finalize but a few queries; traces of finalize hooks
+            // sometimes show more. Ignore rather than simulate on a finished rank.
+            return Ok(());
+        }
+        let name = crate::funcs::func_name(call.func);
+        match call.kind {
+            CallKind::Local | CallKind::Init => {}
+            CallKind::Unsupported { name } => self.unsupported(&name)?,
+            CallKind::Compute { ps } => {
+                let ps = (ps as f64 * self.compute_scale).round();
+                if ps >= 1.0 && ps.is_finite() {
+                    self.out.push_back(Op::Compute { ps: ps as u64 });
+                }
+            }
+            CallKind::Finalize => {
+                self.finish();
+                self.finalized = true;
+            }
+            CallKind::Send {
+                comm,
+                peer,
+                tag,
+                bytes,
+            } => {
+                if peer < 0 {
+                    return Ok(()); // PROC_NULL
+                }
+                match (self.comm(comm), tag >= 0) {
+                    (Some(comm), true) => self.out.push_back(Op::Send {
+                        comm,
+                        dst: peer as Rank,
+                        tag,
+                        bytes,
+                    }),
+                    _ => {
+                        self.unsupported(&format!("{name} (unknown communicator or negative tag)"))?
+                    }
+                }
+            }
+            CallKind::Recv {
+                comm,
+                peer,
+                tag,
+                bytes,
+            } => {
+                if peer < ANY {
+                    return Ok(());
+                }
+                match self.comm(comm) {
+                    Some(comm) => self.out.push_back(Op::Recv {
+                        comm,
+                        src: src_sel(peer),
+                        tag: tag_sel(tag),
+                        bytes,
+                    }),
+                    None => self.unsupported(&format!("{name} (unknown communicator)"))?,
+                }
+            }
+            CallKind::Isend {
+                comm,
+                peer,
+                tag,
+                bytes,
+                req,
+            } => {
+                if peer < 0 {
+                    self.bind(req, Slot::Null);
+                    return Ok(());
+                }
+                match (self.comm(comm), tag >= 0) {
+                    (Some(comm), true) => {
+                        let id = self.alloc();
+                        self.bind(req, Slot::Live(id));
+                        self.out.push_back(Op::Isend {
+                            comm,
+                            dst: peer as Rank,
+                            tag,
+                            bytes,
+                            req: id,
+                        });
+                    }
+                    _ => {
+                        self.bind(req, Slot::Null);
+                        self.unsupported(&format!("{name} (unknown communicator or negative tag)"))?
+                    }
+                }
+            }
+            CallKind::Irecv {
+                comm,
+                peer,
+                tag,
+                bytes,
+                req,
+            } => {
+                if peer < ANY {
+                    self.bind(req, Slot::Null);
+                    return Ok(());
+                }
+                match self.comm(comm) {
+                    Some(comm) => {
+                        let id = self.alloc();
+                        self.bind(req, Slot::Live(id));
+                        self.out.push_back(Op::Irecv {
+                            comm,
+                            src: src_sel(peer),
+                            tag: tag_sel(tag),
+                            bytes,
+                            req: id,
+                        });
+                    }
+                    None => {
+                        self.bind(req, Slot::Null);
+                        self.unsupported(&format!("{name} (unknown communicator)"))?
+                    }
+                }
+            }
+            CallKind::Sendrecv {
+                comm,
+                dst,
+                send_tag,
+                send_bytes,
+                src,
+                recv_tag,
+                recv_bytes,
+            } => {
+                let Some(c) = self.comm(comm) else {
+                    return self.unsupported(&format!("{name} (unknown communicator)"));
+                };
+                let mut ids = Vec::new();
+                if src >= ANY {
+                    let id = self.alloc();
+                    ids.push(id);
+                    self.out.push_back(Op::Irecv {
+                        comm: c,
+                        src: src_sel(src),
+                        tag: tag_sel(recv_tag),
+                        bytes: recv_bytes,
+                        req: id,
+                    });
+                }
+                if dst >= 0 && send_tag >= 0 {
+                    let id = self.alloc();
+                    ids.push(id);
+                    self.out.push_back(Op::Isend {
+                        comm: c,
+                        dst: dst as Rank,
+                        tag: send_tag,
+                        bytes: send_bytes,
+                        req: id,
+                    });
+                }
+                self.wait_ids(ids);
+            }
+            CallKind::Wait { req } => {
+                let ids = self.complete(&[req]);
+                self.wait_ids(ids);
+            }
+            CallKind::Waitall { reqs } => {
+                let ids = self.complete(&reqs);
+                self.wait_ids(ids);
+            }
+            CallKind::Test { req, flag } => {
+                if flag {
+                    let ids = self.complete(&[req]);
+                    self.wait_ids(ids);
+                }
+            }
+            CallKind::Testall { reqs, flag } => {
+                if flag {
+                    let ids = self.complete(&reqs);
+                    self.wait_ids(ids);
+                }
+            }
+            CallKind::Waitany { reqs, index }
+            | CallKind::Testany {
+                reqs,
+                index,
+                flag: true,
+            } => {
+                if let Some(h) = usize::try_from(index).ok().and_then(|i| reqs.get(i)) {
+                    let ids = self.complete(&[*h]);
+                    self.wait_ids(ids);
+                }
+            }
+            CallKind::Testany { .. } => {}
+            CallKind::Waitsome { reqs, indices } | CallKind::Testsome { reqs, indices } => {
+                let hs: Vec<ReqHandle> = indices
+                    .iter()
+                    .filter_map(|&i| usize::try_from(i).ok().and_then(|i| reqs.get(i)).copied())
+                    .collect();
+                let ids = self.complete(&hs);
+                self.wait_ids(ids);
+            }
+            CallKind::RequestFree { req } => {
+                if let Some(Slot::Live(id)) = self.reqs.remove(&req) {
+                    self.detached.push(id);
+                }
+            }
+            CallKind::Coll {
+                comm,
+                kind,
+                root,
+                bytes,
+            } => {
+                if comm == SELF_HANDLE {
+                    return Ok(());
+                }
+                let Some(c) = self.comm(comm) else {
+                    return self.unsupported(&format!("{name} (unknown communicator)"));
+                };
+                let rooted = matches!(
+                    kind,
+                    CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
+                );
+                if rooted && root < 0 {
+                    return self.unsupported(&format!("{name} (intercommunicator root)"));
+                }
+                let root = if rooted { root as Rank } else { 0 };
+                self.out.push_back(Op::Collective {
+                    comm: c,
+                    kind,
+                    root,
+                    bytes,
+                    algo: CollAlgo::Auto,
+                });
+            }
+            CallKind::VColl {
+                comm,
+                kind,
+                root,
+                send,
+                recv,
+            } => {
+                if comm == SELF_HANDLE {
+                    return Ok(());
+                }
+                let Some(c) = self.comm(comm) else {
+                    return self.unsupported(&format!("{name} (unknown communicator)"));
+                };
+                let Some(table) = hook.table() else {
+                    return Ok(()); // pre-pass: sizes are not final yet, ops are discarded anyway
+                };
+                let n = table.size(c).unwrap_or(0) as usize;
+                let me = table.rank_in(c, self.rank).unwrap_or(0) as usize;
+                let first = |v: &[u64]| v.first().copied().unwrap_or(0);
+                let fit = |v: &[u64]| -> Box<[u64]> {
+                    let mut v = v.to_vec();
+                    v.resize(n, 0);
+                    v.into_boxed_slice()
+                };
+                let root = usize::try_from(root).unwrap_or(usize::MAX);
+                let op = match kind {
+                    VKind::Alltoallv => Some((fit(&send), fit(&recv))),
+                    VKind::Allgatherv => {
+                        Some((vec![first(&send); n].into_boxed_slice(), fit(&recv)))
+                    }
+                    VKind::Gatherv if root < n => {
+                        let mut s = vec![0; n];
+                        s[root] = first(&send);
+                        let r = if me == root {
+                            fit(&recv)
+                        } else {
+                            vec![0; n].into_boxed_slice()
+                        };
+                        Some((s.into_boxed_slice(), r))
+                    }
+                    VKind::Scatterv if root < n => {
+                        let mut r = vec![0; n];
+                        r[root] = first(&recv);
+                        let s = if me == root {
+                            fit(&send)
+                        } else {
+                            vec![0; n].into_boxed_slice()
+                        };
+                        Some((s, r.into_boxed_slice()))
+                    }
+                    VKind::ReduceScatter => {
+                        let total = recv.iter().fold(0u64, |a, b| a.saturating_add(*b));
+                        let bytes = if recv.is_empty() {
+                            0
+                        } else {
+                            total.div_ceil(recv.len() as u64)
+                        };
+                        self.out.push_back(Op::Collective {
+                            comm: c,
+                            kind: CollKind::ReduceScatter,
+                            root: 0,
+                            bytes,
+                            algo: CollAlgo::Auto,
+                        });
+                        None
+                    }
+                    _ => {
+                        self.unsupported(&format!("{name} (bad root)"))?;
+                        None
+                    }
+                };
+                if let Some((send_bytes, recv_bytes)) = op {
+                    self.out.push_back(Op::Alltoallv {
+                        comm: c,
+                        send_bytes,
+                        recv_bytes,
+                        algo: CollAlgo::Auto,
+                    });
+                }
+            }
+            CallKind::CommSplit {
+                parent,
+                color,
+                key,
+                new,
+            } => {
+                let k = self.splits;
+                self.splits += 1;
+                let p = self.comm(parent);
+                let gid = hook.split(self.rank, k, p, color, key);
+                match gid {
+                    Some(g) if new != NULL_COMM_HANDLE => {
+                        self.comms.insert(new, g);
+                    }
+                    _ => {
+                        self.comms.remove(&new);
+                        if p.is_none() {
+                            self.unsupported(&format!("{name} (unknown parent communicator)"))?;
+                        }
+                    }
+                }
+            }
+            CallKind::GroupFromComm { comm, group } => {
+                let members = match self.comm(comm) {
+                    Some(WORLD) => Some((0..self.num_ranks).collect()),
+                    Some(c) => self.created.get(&c).cloned().or_else(|| {
+                        hook.table()
+                            .and_then(|t| t.members.get(c as usize).cloned())
+                    }),
+                    None => None,
+                };
+                match members {
+                    Some(m) => {
+                        self.groups.insert(group, m);
+                    }
+                    None => {
+                        self.groups.remove(&group);
+                    }
+                }
+            }
+            CallKind::GroupSelect {
+                group,
+                ranks,
+                exclude,
+                new,
+            } => {
+                let sel = self.groups.get(&group).and_then(|g| {
+                    if exclude {
+                        let out: Vec<Rank> = g
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| !ranks.contains(&(*i as i32)))
+                            .map(|(_, &w)| w)
+                            .collect();
+                        Some(out)
+                    } else {
+                        ranks
+                            .iter()
+                            .map(|&i| usize::try_from(i).ok().and_then(|i| g.get(i)).copied())
+                            .collect()
+                    }
+                });
+                match sel {
+                    Some(m) => {
+                        self.groups.insert(new, m);
+                    }
+                    None => {
+                        self.groups.remove(&new);
+                    }
+                }
+            }
+            CallKind::GroupFree { group } => {
+                self.groups.remove(&group);
+            }
+            CallKind::CommCreate { parent, group, new } => {
+                let k = self.splits;
+                self.splits += 1;
+                let p = self.comm(parent);
+                let members = self.groups.get(&group).cloned();
+                let gid = hook.create(self.rank, k, p, members.as_deref());
+                match gid {
+                    Some(g) if new != NULL_COMM_HANDLE => {
+                        self.comms.insert(new, g);
+                        if let Some(m) = members {
+                            self.created.insert(g, m);
+                        }
+                    }
+                    _ => {
+                        self.comms.remove(&new);
+                        if p.is_none() || members.is_none() {
+                            self.unsupported(&format!(
+                                "{name} (unknown parent communicator or group)"
+                            ))?;
+                        }
+                    }
+                }
+            }
+            CallKind::CommFree { comm } => {
+                if comm != WORLD_HANDLE {
+                    self.comms.remove(&comm);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn src_sel(peer: i32) -> SrcSel {
+    if peer < 0 {
+        SrcSel::Any
+    } else {
+        SrcSel::Rank(peer as Rank)
+    }
+}
+
+fn tag_sel(tag: i32) -> TagSel {
+    if tag < 0 {
+        TagSel::Any
+    } else {
+        TagSel::Tag(tag)
+    }
+}

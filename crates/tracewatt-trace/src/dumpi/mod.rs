@@ -1,0 +1,824 @@
+//! SST-DUMPI binary traces: a `.meta` text file (`numprocs`, `fileprefix`) and one
+//! `<prefix>-NNNN.bin` per rank.
+//!
+//! A `.bin` starts with the magic `FF AA DD 44 55 4D 50 49`; its last 64 bytes index the
+//! sections (older versions have fewer entries; the index is found by probing for the magic the
+//! way sst-dumpi does). The body is a u32 CPU-seconds bias, a u32 wall-seconds bias, then records:
+//! u16 function label, u8 mask (0x03 statuses present, 0x04 CPU times, 0x08 wall times, 0x40
+//! thread id, 0x80 perf counters), optional u16 thread, times as {u16 s, u32 ns} start + stop,
+//! perf counters, then the call's arguments. Records carry no length, so every call needs its
+//! layout, even the ones the simulator ignores: `table.rs` describes all of them.
+//! Message bytes are count x the datatype's size from the file's datatype size table.
+
+mod layout;
+mod table;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use tracewatt_workload::{CollKind, Rank};
+
+use crate::call::{Call, CallKind, CommHandle, VKind, NULL_COMM_HANDLE, SELF_HANDLE, WORLD_HANDLE};
+use crate::error::{Location, TraceError};
+use crate::funcs::{self, Func};
+use crate::{CallIter, CallSource, TraceFormat};
+use layout::{Cond, Kind};
+use table::FUNCS;
+
+const MAGIC: u64 = 0xffaa_dd44_554d_5049;
+
+/// True if `path` is a `.meta` file or a directory holding one.
+pub(crate) fn detect(path: &Path) -> bool {
+    if path.is_file() {
+        return path.extension().is_some_and(|e| e == "meta");
+    }
+    find_meta(path).is_ok()
+}
+
+fn find_meta(dir: &Path) -> Result<PathBuf, TraceError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))?;
+    let mut metas: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "meta"))
+        .collect();
+    metas.sort();
+    match metas.len() {
+        1 => Ok(metas.remove(0)),
+        0 => Err(TraceError::UnknownFormat {
+            path: dir.to_path_buf(),
+            why: "no .meta file".into(),
+        }),
+        _ => Err(TraceError::UnknownFormat {
+            path: dir.to_path_buf(),
+            why: format!("several DUMPI .meta files ({}); name one", metas.len()),
+        }),
+    }
+}
+
+/// A DUMPI trace: the meta file's facts and the per-rank file paths.
+#[derive(Debug)]
+pub struct DumpiTrace {
+    pub meta: PathBuf,
+    pub num_ranks: u32,
+    pub files: Vec<PathBuf>,
+}
+
+impl DumpiTrace {
+    pub fn open(path: &Path) -> Result<Self, TraceError> {
+        let meta = if path.is_dir() {
+            find_meta(path)?
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read(&meta).map_err(|e| TraceError::io(&meta, e))?;
+        let text = String::from_utf8_lossy(&text);
+        let (mut n, mut prefix) = (None, None);
+        for (i, line) in text.lines().enumerate() {
+            let Some((k, v)) = line.split_once('=') else {
+                continue;
+            };
+            match k.trim() {
+                "numprocs" => {
+                    n = Some(v.trim().parse::<u32>().map_err(|_| {
+                        TraceError::format(
+                            Location::line(&meta, None, i as u64 + 1),
+                            "numprocs=<positive integer>",
+                        )
+                    })?)
+                }
+                "fileprefix" => prefix = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+        let (Some(n), Some(prefix)) = (n, prefix) else {
+            return Err(TraceError::format(
+                Location::file(&meta),
+                "`numprocs=` and `fileprefix=` lines",
+            ));
+        };
+        if n == 0 || n > 1 << 24 || prefix.contains('/') {
+            return Err(TraceError::format(
+                Location::file(&meta),
+                "1..2^24 ranks and a plain file prefix",
+            ));
+        }
+        let dir = meta.parent().unwrap_or(Path::new("."));
+        let files = (0..n)
+            .map(|r| dir.join(format!("{prefix}-{r:04}.bin")))
+            .collect();
+        Ok(DumpiTrace {
+            meta,
+            num_ranks: n,
+            files,
+        })
+    }
+}
+
+impl CallSource for DumpiTrace {
+    fn format(&self) -> TraceFormat {
+        TraceFormat::Dumpi
+    }
+    fn num_ranks(&self) -> u32 {
+        self.num_ranks
+    }
+    fn rank_file(&self, rank: Rank) -> PathBuf {
+        self.files.get(rank as usize).cloned().unwrap_or_default()
+    }
+    fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
+        Ok(Box::new(DumpiCalls::open(&self.rank_file(rank), rank)?))
+    }
+}
+
+/// Big-endian reads with offset tracking; never reads past the file's end.
+struct Rd {
+    r: BufReader<File>,
+    off: u64,
+    len: u64,
+    file: PathBuf,
+    rank: Rank,
+}
+
+impl Rd {
+    fn err(&self, expected: impl Into<String>) -> TraceError {
+        TraceError::format(
+            Location::at(&self.file, Some(self.rank), self.off),
+            expected,
+        )
+    }
+    fn seek(&mut self, off: u64) -> Result<(), TraceError> {
+        if off > self.len {
+            return Err(self.err(format!("a section offset within the file (got {off})")));
+        }
+        self.r
+            .seek(SeekFrom::Start(off))
+            .map_err(|e| TraceError::io(&self.file, e))?;
+        self.off = off;
+        Ok(())
+    }
+    fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], TraceError> {
+        let mut b = [0u8; N];
+        if self.off + N as u64 > self.len {
+            return Err(self.err(format!("{what} ({N} bytes), found the end of the file")));
+        }
+        self.r
+            .read_exact(&mut b)
+            .map_err(|e| TraceError::io(&self.file, e))?;
+        self.off += N as u64;
+        Ok(b)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
+        Ok(self.bytes::<1>(what)?[0])
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, TraceError> {
+        Ok(u16::from_be_bytes(self.bytes(what)?))
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
+        Ok(u32::from_be_bytes(self.bytes(what)?))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, TraceError> {
+        Ok(u64::from_be_bytes(self.bytes(what)?))
+    }
+    fn skip(&mut self, n: u64, what: &str) -> Result<(), TraceError> {
+        if self.off.saturating_add(n) > self.len {
+            return Err(self.err(format!("{what} ({n} bytes), found the end of the file")));
+        }
+        let mut left = n;
+        while left > 0 {
+            let buf = self
+                .r
+                .fill_buf()
+                .map_err(|e| TraceError::io(&self.file, e))?;
+            if buf.is_empty() {
+                return Err(self.err(format!("{what}, found the end of the file")));
+            }
+            let k = (buf.len() as u64).min(left) as usize;
+            self.r.consume(k);
+            left -= k as u64;
+        }
+        self.off += n;
+        Ok(())
+    }
+    /// An array length, checked against the bytes left so corrupt lengths fail fast.
+    fn len_of(&mut self, elem: u64, what: &str) -> Result<u32, TraceError> {
+        let n = self.u32(what)?;
+        if (n as u64).saturating_mul(elem) > self.len - self.off {
+            return Err(self.err(format!("{what}: a length that fits in the file (got {n})")));
+        }
+        Ok(n)
+    }
+}
+
+/// One decoded argument.
+#[derive(Debug, Clone)]
+enum Val {
+    Int(i64),
+    Arr(Vec<i64>),
+    Skipped,
+}
+
+fn version_at_least(v: [u8; 3], a: u8, b: u8, c: u8) -> bool {
+    (v[0], v[1], v[2]) >= (a, b, c)
+}
+
+/// Streams one rank's calls.
+struct DumpiCalls {
+    rd: Rd,
+    version: [u8; 3],
+    sizes: Vec<u32>,
+    perf_labels: Option<u32>,
+    footer: u64,
+    cpu_bias: u64,
+    wall_bias: u64,
+    finalized: bool,
+    done: bool,
+    vals: Vec<(&'static str, Val)>,
+}
+
+impl DumpiCalls {
+    fn open(path: &Path, rank: Rank) -> Result<Self, TraceError> {
+        let f = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let len = f.metadata().map_err(|e| TraceError::io(path, e))?.len();
+        let mut rd = Rd {
+            r: BufReader::with_capacity(64 * 1024, f),
+            off: 0,
+            len,
+            file: path.to_path_buf(),
+            rank,
+        };
+        if rd.u64("the DUMPI magic")? != MAGIC {
+            rd.off = 0;
+            return Err(rd.err("the DUMPI magic FF AA DD 44 55 4D 50 49"));
+        }
+        if len < 72 {
+            return Err(rd.err("a 64-byte section index at the end of the file"));
+        }
+        rd.seek(len - 64)?;
+        let mut v = [0u64; 8];
+        for x in v.iter_mut() {
+            *x = rd.u64("the section index")?;
+        }
+        // Probe the index like sst-dumpi: newer writers prepended entries, each after a magic.
+        let mut p = 0usize;
+        let next = |p: &mut usize| {
+            let x = v.get(*p).copied().unwrap_or(0);
+            *p += 1;
+            x
+        };
+        let (mut sizelbl, mut perflbl) = (0, 0);
+        let mut m = next(&mut p);
+        if m != MAGIC {
+            m = next(&mut p);
+        } else {
+            sizelbl = next(&mut p);
+        }
+        if m != MAGIC {
+            m = next(&mut p);
+        } else {
+            let _addrlbl = next(&mut p);
+        }
+        if m != MAGIC {
+            m = next(&mut p);
+        } else {
+            perflbl = next(&mut p);
+        }
+        if m != MAGIC || p > 4 {
+            rd.off = len - 64;
+            return Err(rd.err("a section index starting with the DUMPI magic"));
+        }
+        let (header, body, footer) = (next(&mut p), next(&mut p), next(&mut p));
+        let mut version = [0u8; 3];
+        if header > 0 {
+            rd.seek(header)?;
+            for x in version.iter_mut() {
+                *x = rd.u8("the header's version")?;
+            }
+        }
+        let mut sizes = Vec::new();
+        if sizelbl > 0 {
+            rd.seek(sizelbl)?;
+            let n = rd.len_of(4, "the datatype size table")?;
+            for _ in 0..n {
+                sizes.push(rd.u32("a datatype size")?);
+            }
+        }
+        let mut perf_labels = None;
+        if perflbl > 0 {
+            rd.seek(perflbl)?;
+            perf_labels = Some(rd.len_of(2, "the perf counter labels")?);
+        }
+        if body == 0 || body >= len {
+            return Err(rd.err(format!("a body offset inside the file (got {body})")));
+        }
+        rd.seek(body)?;
+        let cpu_bias = rd.u32("the CPU time bias")? as u64;
+        let wall_bias = rd.u32("the wall time bias")? as u64;
+        Ok(DumpiCalls {
+            rd,
+            version,
+            sizes,
+            perf_labels,
+            footer: if footer > 0 && footer <= len {
+                footer
+            } else {
+                len
+            },
+            cpu_bias,
+            wall_bias,
+            finalized: false,
+            done: false,
+            vals: Vec::with_capacity(16),
+        })
+    }
+
+    fn size_of(&self, dt: i64) -> u64 {
+        if let Some(s) = usize::try_from(dt).ok().and_then(|i| self.sizes.get(i)) {
+            return *s as u64;
+        }
+        // Traces older than 0.6.6 have no size table: predefined types, LP64 sizes.
+        const BUILTIN: [u64; 28] = [
+            0, 0, 1, 1, 1, 1, 4, 2, 2, 4, 4, 8, 8, 4, 8, 16, 8, 8, 8, 1, 0, 0, 8, 12, 16, 6, 8, 20,
+        ];
+        usize::try_from(dt)
+            .ok()
+            .and_then(|i| BUILTIN.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn times(&mut self, bias: u64) -> Result<(u64, u64), TraceError> {
+        let s0 = self.rd.u16("a start time")? as u64 + bias;
+        let n0 = self.rd.u32("a start time")? as u64;
+        let s1 = self.rd.u16("a stop time")? as u64 + bias;
+        let n1 = self.rd.u32("a stop time")? as u64;
+        Ok((s0 * 1_000_000_000 + n0, s1 * 1_000_000_000 + n1))
+    }
+
+    fn int(&self, name: &str) -> i64 {
+        self.vals
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| if let Val::Int(i) = v { Some(*i) } else { None })
+            .unwrap_or(0)
+    }
+    fn arr(&self, name: &str) -> &[i64] {
+        self.vals
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| {
+                if let Val::Arr(a) = v {
+                    Some(a.as_slice())
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(&[])
+    }
+    fn bytes(&self, count: &str, dt: &str) -> u64 {
+        (self.int(count).max(0) as u64).saturating_mul(self.size_of(self.int(dt)))
+    }
+    fn byte_vec(&self, counts: &str, dt: &str) -> Vec<u64> {
+        let s = self.size_of(self.int(dt));
+        self.arr(counts)
+            .iter()
+            .map(|&c| (c.max(0) as u64).saturating_mul(s))
+            .collect()
+    }
+    fn comm(&self, name: &str) -> CommHandle {
+        match self.int(name) {
+            2 => WORLD_HANDLE,
+            3 => SELF_HANDLE,
+            h if h >= 4 => h as CommHandle,
+            _ => NULL_COMM_HANDLE,
+        }
+    }
+    fn req(&self, name: &str) -> u64 {
+        self.int(name) as u32 as u64
+    }
+    fn reqs(&self, name: &str) -> Vec<u64> {
+        self.arr(name).iter().map(|&r| r as u32 as u64).collect()
+    }
+
+    fn read_fields(
+        &mut self,
+        fields: &'static [layout::Field],
+        mask: u8,
+    ) -> Result<(), TraceError> {
+        self.vals.clear();
+        for f in fields {
+            if let Some(Cond::Eq(a, b)) = f.cond {
+                if self.int(a) != self.int(b) {
+                    continue;
+                }
+            }
+            let what = f.name;
+            let rd = &mut self.rd;
+            let v = match f.kind {
+                Kind::U8 => Val::Int(rd.u8(what)? as i64),
+                Kind::U16 => Val::Int(rd.u16(what)? as i64),
+                Kind::I32 => Val::Int(rd.u32(what)? as i32 as i64),
+                Kind::I64 => Val::Int(rd.u64(what)? as i64),
+                Kind::I32Array => {
+                    let n = rd.len_of(4, what)?;
+                    let mut a = Vec::with_capacity(n as usize);
+                    for _ in 0..n {
+                        a.push(rd.u32(what)? as i32 as i64);
+                    }
+                    Val::Arr(a)
+                }
+                Kind::I32ArraySince069 | Kind::I32ArraySince068 => {
+                    let since = if f.kind == Kind::I32ArraySince069 {
+                        9
+                    } else {
+                        8
+                    };
+                    if version_at_least(self.version, 0, 6, since) {
+                        let n = rd.len_of(4, what)?;
+                        rd.skip(n as u64 * 4, what)?;
+                    } else {
+                        rd.skip(4, what)?;
+                    }
+                    Val::Skipped
+                }
+                Kind::U16Array => {
+                    let n = rd.len_of(2, what)?;
+                    let mut a = Vec::with_capacity(n as usize);
+                    for _ in 0..n {
+                        a.push(rd.u16(what)? as i64);
+                    }
+                    Val::Arr(a)
+                }
+                Kind::U8Array => {
+                    let n = rd.len_of(1, what)?;
+                    rd.skip(n as u64, what)?;
+                    Val::Skipped
+                }
+                Kind::I32Array2 => {
+                    let rows = rd.len_of(4, what)?;
+                    for _ in 0..rows {
+                        let n = rd.len_of(4, what)?;
+                        rd.skip(n as u64 * 4, what)?;
+                    }
+                    Val::Skipped
+                }
+                Kind::Chars => {
+                    let n = rd.len_of(1, what)?;
+                    rd.skip(n as u64, what)?;
+                    Val::Skipped
+                }
+                Kind::Chars2 | Kind::InitArgv | Kind::InitThreadArgv => {
+                    let rows = rd.len_of(4, what)?;
+                    if f.kind == Kind::InitArgv && !version_at_least(self.version, 0, 6, 2) {
+                        rd.skip(4, what)?;
+                    }
+                    for _ in 0..rows {
+                        let n = rd.len_of(1, what)?;
+                        rd.skip(n as u64, what)?;
+                    }
+                    Val::Skipped
+                }
+                Kind::Chars3 => {
+                    let rows = rd.len_of(4, what)?;
+                    for _ in 0..rows {
+                        let cols = rd.len_of(4, what)?;
+                        for _ in 0..cols {
+                            let n = rd.len_of(1, what)?;
+                            rd.skip(n as u64, what)?;
+                        }
+                    }
+                    Val::Skipped
+                }
+                Kind::Statuses => {
+                    if mask & 0x03 != 0 {
+                        let each = if version_at_least(self.version, 0, 6, 3) {
+                            14
+                        } else {
+                            10
+                        };
+                        let n = rd.len_of(each, what)?;
+                        rd.skip(n as u64 * each, what)?;
+                    }
+                    Val::Skipped
+                }
+            };
+            self.vals.push((f.name, v));
+        }
+        Ok(())
+    }
+
+    fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
+        loop {
+            if self.rd.off >= self.footer {
+                return Ok(None);
+            }
+            let start_off = self.rd.off;
+            let label = self.rd.u16("a function label")?;
+            let Some((mpi_name, fields)) = FUNCS.get(label as usize) else {
+                return Ok(None); // DUMPI_END_OF_STREAM (or beyond): the body ends here
+            };
+            if *mpi_name == "MPI_ALL_FUNCTIONS" || (self.finalized && label == 0) {
+                return Ok(None);
+            }
+            let Some(fields) = fields else {
+                self.rd.off = start_off;
+                return Err(self.rd.err(format!(
+                    "a call whose layout is known; {mpi_name} (label {label}) cannot be decoded"
+                )));
+            };
+            let mask = self.rd.u8("a record mask")?;
+            if mask & 0x40 != 0 {
+                self.rd.u16("a thread id")?;
+            }
+            let mut t = (0, 0);
+            if mask & 0x04 != 0 {
+                t = self.times(self.cpu_bias)?;
+            }
+            if mask & 0x08 != 0 {
+                t = self.times(self.wall_bias)?;
+            }
+            if mask & 0x80 != 0 {
+                let count = self.rd.u8("a perf counter count")? as u64;
+                let n = self.perf_labels.map_or(count, |l| l as u64);
+                self.rd.skip(n * 16, "perf counter values")?;
+            }
+            self.read_fields(fields, mask)?;
+            if mpi_name.starts_with("Function_") {
+                continue; // user-function enter/exit markers, not MPI calls
+            }
+            let func = label as Func;
+            let kind = self.kind(mpi_name);
+            if label as Func == funcs::F_FINALIZE {
+                self.finalized = true;
+            }
+            return Ok(Some(Call {
+                func,
+                start_ns: t.0,
+                end_ns: t.1,
+                kind,
+            }));
+        }
+    }
+
+    fn kind(&self, mpi_name: &str) -> CallKind {
+        let name = mpi_name.trim_start_matches("MPI_");
+        let coll = |kind: CollKind, root: i64, bytes: u64| CallKind::Coll {
+            comm: self.comm("comm"),
+            kind,
+            root: root as i32,
+            bytes,
+        };
+        match name {
+            "Init" | "Init_thread" => CallKind::Init,
+            "Finalize" => CallKind::Finalize,
+            "Send" | "Bsend" | "Ssend" | "Rsend" => CallKind::Send {
+                comm: self.comm("comm"),
+                peer: self.int("dest") as i32,
+                tag: self.int("tag") as i32,
+                bytes: self.bytes("count", "datatype"),
+            },
+            "Recv" => CallKind::Recv {
+                comm: self.comm("comm"),
+                peer: self.int("source") as i32,
+                tag: self.int("tag") as i32,
+                bytes: self.bytes("count", "datatype"),
+            },
+            "Isend" | "Ibsend" | "Issend" | "Irsend" => CallKind::Isend {
+                comm: self.comm("comm"),
+                peer: self.int("dest") as i32,
+                tag: self.int("tag") as i32,
+                bytes: self.bytes("count", "datatype"),
+                req: self.req("request"),
+            },
+            "Irecv" => CallKind::Irecv {
+                comm: self.comm("comm"),
+                peer: self.int("source") as i32,
+                tag: self.int("tag") as i32,
+                bytes: self.bytes("count", "datatype"),
+                req: self.req("request"),
+            },
+            "Sendrecv" => CallKind::Sendrecv {
+                comm: self.comm("comm"),
+                dst: self.int("dest") as i32,
+                send_tag: self.int("sendtag") as i32,
+                send_bytes: self.bytes("sendcount", "sendtype"),
+                src: self.int("source") as i32,
+                recv_tag: self.int("recvtag") as i32,
+                recv_bytes: self.bytes("recvcount", "recvtype"),
+            },
+            "Sendrecv_replace" => CallKind::Sendrecv {
+                comm: self.comm("comm"),
+                dst: self.int("dest") as i32,
+                send_tag: self.int("sendtag") as i32,
+                send_bytes: self.bytes("count", "datatype"),
+                src: self.int("source") as i32,
+                recv_tag: self.int("recvtag") as i32,
+                recv_bytes: self.bytes("count", "datatype"),
+            },
+            "Wait" => CallKind::Wait {
+                req: self.req("request"),
+            },
+            "Test" => CallKind::Test {
+                req: self.req("request"),
+                flag: self.int("flag") != 0,
+            },
+            "Waitall" => CallKind::Waitall {
+                reqs: self.reqs("requests"),
+            },
+            "Testall" => CallKind::Testall {
+                reqs: self.reqs("requests"),
+                flag: self.int("flag") != 0,
+            },
+            "Waitany" => CallKind::Waitany {
+                reqs: self.reqs("requests"),
+                index: self.int("index") as i32,
+            },
+            "Testany" => CallKind::Testany {
+                reqs: self.reqs("requests"),
+                index: self.int("index") as i32,
+                flag: self.int("flag") != 0,
+            },
+            "Waitsome" | "Testsome" => {
+                let reqs = self.reqs("requests");
+                let indices = self.arr("indices").iter().map(|&i| i as i32).collect();
+                if name == "Waitsome" {
+                    CallKind::Waitsome { reqs, indices }
+                } else {
+                    CallKind::Testsome { reqs, indices }
+                }
+            }
+            "Request_free" => CallKind::RequestFree {
+                req: self.req("request"),
+            },
+            "Barrier" => coll(CollKind::Barrier, 0, 0),
+            "Bcast" => coll(
+                CollKind::Bcast,
+                self.int("root"),
+                self.bytes("count", "datatype"),
+            ),
+            "Reduce" => coll(
+                CollKind::Reduce,
+                self.int("root"),
+                self.bytes("count", "datatype"),
+            ),
+            "Allreduce" => coll(CollKind::Allreduce, 0, self.bytes("count", "datatype")),
+            "Allgather" => coll(CollKind::Allgather, 0, self.bytes("sendcount", "sendtype")),
+            "Alltoall" => coll(CollKind::Alltoall, 0, self.bytes("sendcount", "sendtype")),
+            "Gather" => coll(
+                CollKind::Gather,
+                self.int("root"),
+                self.bytes("sendcount", "sendtype"),
+            ),
+            "Scatter" => coll(
+                CollKind::Scatter,
+                self.int("root"),
+                self.bytes("recvcount", "recvtype"),
+            ),
+            "Alltoallv" => CallKind::VColl {
+                comm: self.comm("comm"),
+                kind: VKind::Alltoallv,
+                root: 0,
+                send: self.byte_vec("sendcounts", "sendtype"),
+                recv: self.byte_vec("recvcounts", "recvtype"),
+            },
+            "Alltoallw" => {
+                let per = |c: &str, t: &str| -> Vec<u64> {
+                    self.arr(c)
+                        .iter()
+                        .zip(self.arr(t))
+                        .map(|(&c, &t)| (c.max(0) as u64).saturating_mul(self.size_of(t)))
+                        .collect()
+                };
+                CallKind::VColl {
+                    comm: self.comm("comm"),
+                    kind: VKind::Alltoallv,
+                    root: 0,
+                    send: per("sendcounts", "sendtypes"),
+                    recv: per("recvcounts", "recvtypes"),
+                }
+            }
+            "Allgatherv" => CallKind::VColl {
+                comm: self.comm("comm"),
+                kind: VKind::Allgatherv,
+                root: 0,
+                send: vec![self.bytes("sendcount", "sendtype")],
+                recv: self.byte_vec("recvcounts", "recvtype"),
+            },
+            "Gatherv" => CallKind::VColl {
+                comm: self.comm("comm"),
+                kind: VKind::Gatherv,
+                root: self.int("root") as i32,
+                send: vec![self.bytes("sendcount", "sendtype")],
+                recv: self.byte_vec("recvcounts", "recvtype"),
+            },
+            "Scatterv" => CallKind::VColl {
+                comm: self.comm("comm"),
+                kind: VKind::Scatterv,
+                root: self.int("root") as i32,
+                send: self.byte_vec("sendcounts", "sendtype"),
+                recv: vec![self.bytes("recvcount", "recvtype")],
+            },
+            "Reduce_scatter" => {
+                let v = self.byte_vec("recvcounts", "datatype");
+                CallKind::VColl {
+                    comm: self.comm("comm"),
+                    kind: VKind::ReduceScatter,
+                    root: 0,
+                    send: v.clone(),
+                    recv: v,
+                }
+            }
+            "Comm_split" => CallKind::CommSplit {
+                parent: self.comm("oldcomm"),
+                color: self.int("color") as i32,
+                key: self.int("key") as i32,
+                new: self.comm("newcomm"),
+            },
+            // Ties on key are ordered by parent rank, which is exactly dup's order.
+            "Comm_dup" => CallKind::CommSplit {
+                parent: self.comm("oldcomm"),
+                color: 0,
+                key: 0,
+                new: self.comm("newcomm"),
+            },
+            "Comm_free" => CallKind::CommFree {
+                comm: self.comm("comm"),
+            },
+            "Comm_create" => CallKind::CommCreate {
+                parent: self.comm("oldcomm"),
+                group: self.int("group") as u32,
+                new: self.comm("newcomm"),
+            },
+            "Comm_group" => CallKind::GroupFromComm {
+                comm: self.comm("comm"),
+                group: self.int("group") as u32,
+            },
+            "Group_incl" | "Group_excl" => CallKind::GroupSelect {
+                group: self.int("group") as u32,
+                ranks: self.arr("ranks").iter().map(|&r| r as i32).collect(),
+                exclude: name == "Group_excl",
+                new: self.int("newgroup") as u32,
+            },
+            "Group_free" => CallKind::GroupFree {
+                group: self.int("group") as u32,
+            },
+            n if is_unsupported(n) => CallKind::Unsupported {
+                name: n.to_ascii_lowercase(),
+            },
+            _ => CallKind::Local,
+        }
+    }
+}
+
+/// Calls with effects the simulator does not model (persistent requests, RMA, I/O, dynamic
+/// processes, communicators built from groups or topologies, scans).
+fn is_unsupported(n: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "Send_init",
+        "Bsend_init",
+        "Ssend_init",
+        "Rsend_init",
+        "Recv_init",
+        "Start",
+        "Startall",
+        "Cancel",
+        "Scan",
+        "Exscan",
+        "Comm_spawn",
+        "Comm_spawn_multiple",
+        "Comm_accept",
+        "Comm_connect",
+        "Comm_join",
+        "Comm_disconnect",
+        "Intercomm_create",
+        "Intercomm_merge",
+        "Cart_create",
+        "Cart_sub",
+        "Graph_create",
+        "Accumulate",
+        "Get",
+        "Put",
+        "Grequest_start",
+        "Grequest_complete",
+    ];
+    NAMES.contains(&n) || n.starts_with("File_") || n.starts_with("MPIO_") || n.starts_with("Win_")
+}
+
+impl Iterator for DumpiCalls {
+    type Item = Result<Call, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_call() {
+            Ok(Some(c)) => Some(Ok(c)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

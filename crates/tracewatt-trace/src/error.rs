@@ -1,0 +1,121 @@
+//! Errors of trace reading. Every error names the file and, where it applies, the rank and the
+//! byte offset (binary formats) or line (text formats), and says what was expected, so a user can
+//! look at the exact spot of a truncated or corrupt trace.
+
+use std::path::{Path, PathBuf};
+
+use tracewatt_workload::{ProgramError, Rank};
+
+/// Where in a trace something went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Location {
+    pub file: PathBuf,
+    pub rank: Option<Rank>,
+    /// Byte offset in `file` (binary formats).
+    pub offset: Option<u64>,
+    /// 1-based line in `file` (text formats).
+    pub line: Option<u64>,
+}
+
+impl Location {
+    pub fn file(file: &Path) -> Self {
+        Location {
+            file: file.to_path_buf(),
+            ..Default::default()
+        }
+    }
+    pub fn at(file: &Path, rank: Option<Rank>, offset: u64) -> Self {
+        Location {
+            file: file.to_path_buf(),
+            rank,
+            offset: Some(offset),
+            line: None,
+        }
+    }
+    pub fn line(file: &Path, rank: Option<Rank>, line: u64) -> Self {
+        Location {
+            file: file.to_path_buf(),
+            rank,
+            offset: None,
+            line: Some(line),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(r) = self.rank {
+            write!(f, ": rank {r}")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, ", byte offset {o}")?;
+        }
+        if let Some(l) = self.line {
+            write!(f, ", line {l}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The data is not what the format says it must be.
+    #[error("{at}: expected {expected}")]
+    Format { at: Location, expected: String },
+    /// `strict` and the trace uses a call the readers cannot simulate.
+    #[error("{at}: unsupported call `{call}` (strict mode)")]
+    Unsupported { at: Location, call: String },
+    /// The path is not a trace of any known format.
+    #[error("{}: not a trace tracewatt can read ({why})", path.display())]
+    UnknownFormat { path: PathBuf, why: String },
+}
+
+impl TraceError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+    pub(crate) fn format(at: Location, expected: impl Into<String>) -> Self {
+        TraceError::Format {
+            at,
+            expected: expected.into(),
+        }
+    }
+
+    /// The error as a rank program's error (the simulator's vocabulary).
+    pub fn to_program_error(&self, rank: Rank) -> ProgramError {
+        let (source_name, r, offset) = match self {
+            TraceError::Io { path, .. } | TraceError::UnknownFormat { path, .. } => {
+                (path.display().to_string(), None, None)
+            }
+            TraceError::Format { at, .. } | TraceError::Unsupported { at, .. } => {
+                (at.file.display().to_string(), at.rank, at.offset)
+            }
+        };
+        let message = match self {
+            TraceError::Format { at, expected } => match at.line {
+                Some(l) => format!("line {l}: expected {expected}"),
+                None => format!("expected {expected}"),
+            },
+            TraceError::Unsupported { call, .. } => {
+                format!("unsupported call `{call}` (strict mode)")
+            }
+            TraceError::Io { source, .. } => source.to_string(),
+            TraceError::UnknownFormat { why, .. } => why.clone(),
+        };
+        ProgramError {
+            source_name,
+            rank: r.unwrap_or(rank),
+            offset,
+            message,
+        }
+    }
+}

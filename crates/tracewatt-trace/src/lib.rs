@@ -1,0 +1,336 @@
+//! MPI traces as tracewatt workloads: readers for SST-DUMPI, SimGrid time-independent traces,
+//! tracewatt's native format (written by [`NativeWriter`] and the C tracer in `tracer/`), and
+//! conversion of any of them to the native format.
+//!
+//! Every reader turns a rank's trace into a stream of [`Call`]s (the recorded MPI calls); a
+//! shared builder turns calls into simulator ops (compute gaps from timestamps, request and
+//! communicator tracking). [`open`] does one pre-pass over all ranks (bounded memory) to resolve
+//! communicators and collect [`TraceInfo`]; `program(rank)` then streams the rank's file again.
+
+pub mod builder;
+pub mod call;
+mod comms;
+pub mod dumpi;
+pub mod error;
+pub mod funcs;
+pub mod native;
+pub mod simgrid;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use tracewatt_workload::generators::Workload;
+use tracewatt_workload::{Program, Rank};
+
+pub use call::{Call, CallKind};
+pub use error::{Location, TraceError};
+pub use native::{NativeWriter, NATIVE_VERSION};
+
+use builder::OpBuilder;
+use comms::{CommTable, Replay, Resolver};
+
+/// How to read a trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadOptions {
+    /// Factor applied to every compute duration (1.0: as traced).
+    pub compute_scale: f64,
+    /// Flop rate turning SimGrid `compute <flops>` into time.
+    pub flops_per_s: f64,
+    /// Unsupported calls are errors instead of warnings.
+    pub strict: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            compute_scale: 1.0,
+            flops_per_s: 1e9,
+            strict: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    Dumpi,
+    SimgridTi,
+    Native,
+    Otf2,
+}
+
+/// An unsupported call name and how often the trace uses it (summed over ranks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnsupportedCall {
+    pub name: String,
+    pub count: u64,
+}
+
+/// What a trace contains, from the pre-pass. Serialisable for `trace info --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceInfo {
+    pub format: TraceFormat,
+    pub path: String,
+    pub ranks: u32,
+    /// Communicators besides world.
+    pub communicators: u32,
+    /// MPI calls by lower-case name without `MPI_`, summed over ranks.
+    pub calls: BTreeMap<String, u64>,
+    /// Bytes sent point-to-point (send, isend, sendrecv; the bsend/ssend/rsend family).
+    pub p2p_bytes: u64,
+    /// Sum over ranks and collective calls of the op's `bytes` (the buffer for bcast, reduce,
+    /// allreduce; the block for allgather, gather, scatter, alltoall; for v-collectives the sum
+    /// of the rank's send sizes).
+    pub collective_bytes: u64,
+    /// Longest rank's span from its first call's start to its last call's end; `None` for
+    /// formats without timestamps.
+    pub duration_s: Option<f64>,
+    pub unsupported: Vec<UnsupportedCall>,
+}
+
+pub(crate) type CallIter = Box<dyn Iterator<Item = Result<Call, TraceError>> + Send>;
+
+/// A readable trace: one call stream per rank.
+pub(crate) trait CallSource: std::fmt::Debug + Send + Sync {
+    fn format(&self) -> TraceFormat;
+    fn num_ranks(&self) -> u32;
+    /// The file holding `rank`'s calls (for error messages).
+    fn rank_file(&self, rank: Rank) -> PathBuf;
+    fn calls(&self, rank: Rank) -> Result<CallIter, TraceError>;
+    /// Whether `rank`'s calls carry timestamps (what `convert` stores).
+    fn timed(&self, _rank: Rank) -> Result<bool, TraceError> {
+        Ok(self.format() != TraceFormat::SimgridTi)
+    }
+}
+
+/// A trace opened as a workload.
+#[derive(Debug, Clone)]
+pub struct TraceWorkload {
+    source: Arc<dyn CallSource>,
+    comms: Arc<CommTable>,
+    info: TraceInfo,
+    opts: ReadOptions,
+}
+
+impl TraceWorkload {
+    pub fn info(&self) -> &TraceInfo {
+        &self.info
+    }
+    /// Unsupported calls, once per name with counts (they are skipped unless `strict`).
+    pub fn warnings(&self) -> &[UnsupportedCall] {
+        &self.info.unsupported
+    }
+    /// The raw recorded calls of a rank (what `convert` writes).
+    pub fn calls(
+        &self,
+        rank: Rank,
+    ) -> Result<impl Iterator<Item = Result<Call, TraceError>>, TraceError> {
+        self.source.calls(rank)
+    }
+}
+
+impl Workload for TraceWorkload {
+    fn num_ranks(&self) -> u32 {
+        self.source.num_ranks()
+    }
+    fn comms(&self) -> Vec<Vec<Rank>> {
+        self.comms.members.iter().skip(1).cloned().collect()
+    }
+    fn program(&self, rank: Rank) -> Program {
+        Box::new(RankProgram {
+            rank,
+            calls: None,
+            source: self.source.clone(),
+            builder: OpBuilder::new(
+                rank,
+                self.source.num_ranks(),
+                self.source.rank_file(rank),
+                self.opts.compute_scale,
+                self.opts.strict,
+            ),
+            comms: self.comms.clone(),
+            done: false,
+        })
+    }
+}
+
+struct RankProgram {
+    rank: Rank,
+    calls: Option<CallIter>,
+    source: Arc<dyn CallSource>,
+    builder: OpBuilder,
+    comms: Arc<CommTable>,
+    done: bool,
+}
+
+impl Iterator for RankProgram {
+    type Item = Result<tracewatt_workload::Op, tracewatt_workload::ProgramError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(op) = self.builder.out.pop_front() {
+                return Some(Ok(op));
+            }
+            if self.done {
+                return None;
+            }
+            if self.calls.is_none() {
+                match self.source.calls(self.rank) {
+                    Ok(c) => self.calls = Some(c),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e.to_program_error(self.rank)));
+                    }
+                }
+            }
+            let next = self.calls.as_mut().and_then(|c| c.next());
+            match next {
+                Some(Ok(call)) => {
+                    let mut hook = Replay(&self.comms);
+                    if let Err(e) = self.builder.feed(call, &mut hook) {
+                        self.done = true;
+                        return Some(Err(e.to_program_error(self.rank)));
+                    }
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(e.to_program_error(self.rank)));
+                }
+                None => {
+                    self.builder.finish();
+                    self.done = true;
+                }
+            }
+        }
+    }
+}
+
+/// Opens a trace of any supported format (see [`detect`]) as a workload.
+pub fn open(path: &Path, opts: &ReadOptions) -> Result<Box<dyn Workload>, TraceError> {
+    Ok(Box::new(open_trace(path, opts)?))
+}
+
+/// Like [`open`], keeping the concrete type (for `info()`, `warnings()`, `calls()`).
+pub fn open_trace(path: &Path, opts: &ReadOptions) -> Result<TraceWorkload, TraceError> {
+    let source = open_source(path, opts)?;
+    prescan(path, source, opts)
+}
+
+/// Format, ranks, calls, bytes and duration of a trace (a full pass over it).
+pub fn info(path: &Path, opts: &ReadOptions) -> Result<TraceInfo, TraceError> {
+    Ok(open_trace(path, opts)?.info)
+}
+
+/// Converts any readable trace to the native format in `out_dir` (created if missing).
+pub fn convert(path: &Path, out_dir: &Path, opts: &ReadOptions) -> Result<TraceInfo, TraceError> {
+    let source = open_source(path, opts)?;
+    native::write_all(source.as_ref(), out_dir)?;
+    info(out_dir, opts)
+}
+
+/// Which format `path` is in.
+pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
+    if let Some(f) = native::detect(path) {
+        return Ok(f);
+    }
+    if dumpi::detect(path) {
+        return Ok(TraceFormat::Dumpi);
+    }
+    let is_otf2 = |p: &Path| p.extension().is_some_and(|e| e == "otf2");
+    if is_otf2(path) || (path.is_dir() && path.join("traces.otf2").is_file()) {
+        return Ok(TraceFormat::Otf2);
+    }
+    if simgrid::detect(path) {
+        return Ok(TraceFormat::SimgridTi);
+    }
+    Err(TraceError::UnknownFormat {
+        path: path.to_path_buf(),
+        why: "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines found".into(),
+    })
+}
+
+fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, TraceError> {
+    Ok(match detect(path)? {
+        TraceFormat::Dumpi => Arc::new(dumpi::DumpiTrace::open(path)?),
+        TraceFormat::SimgridTi => Arc::new(simgrid::SimgridTrace::open(path, opts.flops_per_s)?),
+        TraceFormat::Native => Arc::new(native::NativeTrace::open(path)?),
+        TraceFormat::Otf2 => {
+            return Err(TraceError::UnknownFormat {
+                path: path.to_path_buf(),
+                why: "OTF2 archives are recognised but not readable yet (see the crate README)"
+                    .into(),
+            })
+        }
+    })
+}
+
+fn prescan(
+    path: &Path,
+    source: Arc<dyn CallSource>,
+    opts: &ReadOptions,
+) -> Result<TraceWorkload, TraceError> {
+    let n = source.num_ranks();
+    let mut resolver = Resolver::new(n);
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    let mut unsupported: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut p2p, mut coll) = (0u64, 0u64);
+    let mut duration: Option<f64> = None;
+    for rank in 0..n {
+        let mut b = OpBuilder::new(
+            rank,
+            n,
+            source.rank_file(rank),
+            opts.compute_scale,
+            opts.strict,
+        );
+        let (mut first, mut last) = (None::<u64>, None::<u64>);
+        for call in source.calls(rank)? {
+            let call = call?;
+            let name = match &call.kind {
+                CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
+                _ => funcs::func_name(call.func),
+            };
+            if call.func != funcs::F_COMPUTE {
+                *calls.entry(name.to_string()).or_insert(0) += 1;
+            }
+            p2p = p2p.saturating_add(call.p2p_bytes());
+            coll = coll.saturating_add(call.coll_bytes());
+            if call.start_ns != 0 || call.end_ns != 0 {
+                first = Some(first.map_or(call.start_ns, |f| f.min(call.start_ns)));
+                last = Some(last.map_or(call.end_ns, |l| l.max(call.end_ns)));
+            }
+            b.feed(call, &mut resolver)?;
+            b.out.clear();
+        }
+        b.finish();
+        for (k, v) in b.unsupported {
+            *unsupported.entry(k).or_insert(0) += v;
+        }
+        if let (Some(f), Some(l)) = (first, last) {
+            let d = l.saturating_sub(f) as f64 / 1e9;
+            duration = Some(duration.map_or(d, |x: f64| x.max(d)));
+        }
+    }
+    let comms = resolver.finish();
+    let info = TraceInfo {
+        format: source.format(),
+        path: path.display().to_string(),
+        ranks: n,
+        communicators: comms.members.len().saturating_sub(1) as u32,
+        calls,
+        p2p_bytes: p2p,
+        collective_bytes: coll,
+        duration_s: duration,
+        unsupported: unsupported
+            .into_iter()
+            .map(|(name, count)| UnsupportedCall { name, count })
+            .collect(),
+    };
+    Ok(TraceWorkload {
+        source,
+        comms: Arc::new(comms),
+        info,
+        opts: *opts,
+    })
+}

@@ -1,0 +1,779 @@
+//! tracewatt's native trace format (spec: `docs/native-trace-format.md`): a 16-byte index file
+//! `trace.twi` and one `rank-<N>.twr` per rank holding the recorded [`Call`]s as compact
+//! varint-encoded records, so the format streams in both directions and stores exactly what the
+//! readers produce (a read -> write round trip is byte-identical). The C tracer writes it too.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use tracewatt_workload::{CollKind, Rank};
+
+use crate::call::{Call, CallKind, VKind};
+use crate::error::{Location, TraceError};
+use crate::funcs::Func;
+use crate::{CallIter, CallSource, TraceFormat};
+
+pub const NATIVE_VERSION: u16 = 1;
+pub const INDEX_MAGIC: &[u8; 8] = b"TWTRIDX\0";
+pub const RANK_MAGIC: &[u8; 8] = b"TWTRACE\0";
+pub const INDEX_NAME: &str = "trace.twi";
+/// Rank file header flag: records carry start/end timestamps.
+pub const FLAG_TIMED: u16 = 1;
+const END_TAG: u8 = 0xFF;
+
+pub fn rank_file_name(rank: Rank) -> String {
+    format!("rank-{rank}.twr")
+}
+
+pub(crate) fn detect(path: &Path) -> Option<TraceFormat> {
+    let index = if path.is_dir() {
+        path.join(INDEX_NAME)
+    } else {
+        path.to_path_buf()
+    };
+    let mut magic = [0u8; 8];
+    let mut f = File::open(index).ok()?;
+    f.read_exact(&mut magic).ok()?;
+    (&magic == INDEX_MAGIC).then_some(TraceFormat::Native)
+}
+
+// ---- encoding ----
+
+fn put_v(b: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        b.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    b.push(v as u8);
+}
+fn put_z(b: &mut Vec<u8>, v: i64) {
+    put_v(b, ((v << 1) ^ (v >> 63)) as u64);
+}
+fn put_vec(b: &mut Vec<u8>, v: &[u64]) {
+    put_v(b, v.len() as u64);
+    for x in v {
+        put_v(b, *x);
+    }
+}
+fn put_ivec(b: &mut Vec<u8>, v: &[i32]) {
+    put_v(b, v.len() as u64);
+    for x in v {
+        put_z(b, *x as i64);
+    }
+}
+
+pub(crate) fn coll_code(k: CollKind) -> u8 {
+    match k {
+        CollKind::Barrier => 0,
+        CollKind::Bcast => 1,
+        CollKind::Reduce => 2,
+        CollKind::Allreduce => 3,
+        CollKind::Allgather => 4,
+        CollKind::Alltoall => 5,
+        CollKind::Gather => 6,
+        CollKind::Scatter => 7,
+        CollKind::ReduceScatter => 8,
+    }
+}
+fn coll_from(c: u8) -> Option<CollKind> {
+    Some(match c {
+        0 => CollKind::Barrier,
+        1 => CollKind::Bcast,
+        2 => CollKind::Reduce,
+        3 => CollKind::Allreduce,
+        4 => CollKind::Allgather,
+        5 => CollKind::Alltoall,
+        6 => CollKind::Gather,
+        7 => CollKind::Scatter,
+        8 => CollKind::ReduceScatter,
+        _ => return None,
+    })
+}
+fn vkind_code(k: VKind) -> u8 {
+    match k {
+        VKind::Alltoallv => 0,
+        VKind::Allgatherv => 1,
+        VKind::Gatherv => 2,
+        VKind::Scatterv => 3,
+        VKind::ReduceScatter => 4,
+    }
+}
+fn vkind_from(c: u8) -> Option<VKind> {
+    Some(match c {
+        0 => VKind::Alltoallv,
+        1 => VKind::Allgatherv,
+        2 => VKind::Gatherv,
+        3 => VKind::Scatterv,
+        4 => VKind::ReduceScatter,
+        _ => return None,
+    })
+}
+
+/// Appends one record to `b`; `prev_end` is the previous record's end (0 at the start).
+pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
+    use CallKind as K;
+    let tag: u8 = match &c.kind {
+        K::Local => 0,
+        K::Unsupported { .. } => 1,
+        K::Compute { .. } => 2,
+        K::Init => 3,
+        K::Finalize => 4,
+        K::Send { .. } => 5,
+        K::Recv { .. } => 6,
+        K::Isend { .. } => 7,
+        K::Irecv { .. } => 8,
+        K::Sendrecv { .. } => 9,
+        K::Wait { .. } => 10,
+        K::Waitall { .. } => 11,
+        K::Waitany { .. } => 12,
+        K::Waitsome { .. } => 13,
+        K::Test { .. } => 14,
+        K::Testall { .. } => 15,
+        K::Testany { .. } => 16,
+        K::Testsome { .. } => 17,
+        K::RequestFree { .. } => 18,
+        K::Coll { .. } => 19,
+        K::VColl { .. } => 20,
+        K::CommSplit { .. } => 21,
+        K::CommFree { .. } => 22,
+        K::GroupFromComm { .. } => 23,
+        K::GroupSelect { .. } => 24,
+        K::GroupFree { .. } => 25,
+        K::CommCreate { .. } => 26,
+    };
+    b.push(tag);
+    put_v(b, c.func as u64);
+    if timed {
+        put_z(b, c.start_ns.wrapping_sub(*prev_end) as i64);
+        put_z(b, c.end_ns.wrapping_sub(c.start_ns) as i64);
+        *prev_end = c.end_ns;
+    }
+    match &c.kind {
+        K::Local | K::Init | K::Finalize => {}
+        K::Unsupported { name } => {
+            put_v(b, name.len() as u64);
+            b.extend_from_slice(name.as_bytes());
+        }
+        K::Compute { ps } => put_v(b, *ps),
+        K::Send {
+            comm,
+            peer,
+            tag,
+            bytes,
+        }
+        | K::Recv {
+            comm,
+            peer,
+            tag,
+            bytes,
+        } => {
+            put_v(b, *comm as u64);
+            put_z(b, *peer as i64);
+            put_z(b, *tag as i64);
+            put_v(b, *bytes);
+        }
+        K::Isend {
+            comm,
+            peer,
+            tag,
+            bytes,
+            req,
+        }
+        | K::Irecv {
+            comm,
+            peer,
+            tag,
+            bytes,
+            req,
+        } => {
+            put_v(b, *comm as u64);
+            put_z(b, *peer as i64);
+            put_z(b, *tag as i64);
+            put_v(b, *bytes);
+            put_v(b, *req);
+        }
+        K::Sendrecv {
+            comm,
+            dst,
+            send_tag,
+            send_bytes,
+            src,
+            recv_tag,
+            recv_bytes,
+        } => {
+            put_v(b, *comm as u64);
+            put_z(b, *dst as i64);
+            put_z(b, *send_tag as i64);
+            put_v(b, *send_bytes);
+            put_z(b, *src as i64);
+            put_z(b, *recv_tag as i64);
+            put_v(b, *recv_bytes);
+        }
+        K::Wait { req } | K::RequestFree { req } => put_v(b, *req),
+        K::Waitall { reqs } => put_vec(b, reqs),
+        K::Waitany { reqs, index } => {
+            put_vec(b, reqs);
+            put_z(b, *index as i64);
+        }
+        K::Waitsome { reqs, indices } | K::Testsome { reqs, indices } => {
+            put_vec(b, reqs);
+            put_ivec(b, indices);
+        }
+        K::Test { req, flag } => {
+            put_v(b, *req);
+            b.push(*flag as u8);
+        }
+        K::Testall { reqs, flag } => {
+            put_vec(b, reqs);
+            b.push(*flag as u8);
+        }
+        K::Testany { reqs, index, flag } => {
+            put_vec(b, reqs);
+            put_z(b, *index as i64);
+            b.push(*flag as u8);
+        }
+        K::Coll {
+            comm,
+            kind,
+            root,
+            bytes,
+        } => {
+            put_v(b, *comm as u64);
+            b.push(coll_code(*kind));
+            put_z(b, *root as i64);
+            put_v(b, *bytes);
+        }
+        K::VColl {
+            comm,
+            kind,
+            root,
+            send,
+            recv,
+        } => {
+            put_v(b, *comm as u64);
+            b.push(vkind_code(*kind));
+            put_z(b, *root as i64);
+            put_vec(b, send);
+            put_vec(b, recv);
+        }
+        K::CommSplit {
+            parent,
+            color,
+            key,
+            new,
+        } => {
+            put_v(b, *parent as u64);
+            put_z(b, *color as i64);
+            put_z(b, *key as i64);
+            put_v(b, *new as u64);
+        }
+        K::CommFree { comm } => put_v(b, *comm as u64),
+        K::GroupFromComm { comm, group } => {
+            put_v(b, *comm as u64);
+            put_v(b, *group as u64);
+        }
+        K::GroupSelect {
+            group,
+            ranks,
+            exclude,
+            new,
+        } => {
+            put_v(b, *group as u64);
+            put_ivec(b, ranks);
+            b.push(*exclude as u8);
+            put_v(b, *new as u64);
+        }
+        K::GroupFree { group } => put_v(b, *group as u64),
+        K::CommCreate { parent, group, new } => {
+            put_v(b, *parent as u64);
+            put_v(b, *group as u64);
+            put_v(b, *new as u64);
+        }
+    }
+}
+
+/// Writes a native trace: the index now, then one [`RankWriter`] per rank.
+#[derive(Debug)]
+pub struct NativeWriter {
+    dir: PathBuf,
+    num_ranks: u32,
+}
+
+impl NativeWriter {
+    pub fn create(dir: &Path, num_ranks: u32) -> Result<Self, TraceError> {
+        std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
+        let mut b = Vec::with_capacity(16);
+        b.extend_from_slice(INDEX_MAGIC);
+        b.extend_from_slice(&NATIVE_VERSION.to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(&num_ranks.to_le_bytes());
+        let p = dir.join(INDEX_NAME);
+        std::fs::write(&p, b).map_err(|e| TraceError::io(&p, e))?;
+        Ok(NativeWriter {
+            dir: dir.to_path_buf(),
+            num_ranks,
+        })
+    }
+    pub fn num_ranks(&self) -> u32 {
+        self.num_ranks
+    }
+    /// A writer for `rank`'s file; `timed`: store timestamps.
+    pub fn rank(&self, rank: Rank, timed: bool) -> Result<RankWriter, TraceError> {
+        let path = self.dir.join(rank_file_name(rank));
+        let f = File::create(&path).map_err(|e| TraceError::io(&path, e))?;
+        let mut w = RankWriter {
+            w: BufWriter::new(f),
+            path,
+            timed,
+            prev_end: 0,
+            count: 0,
+            buf: Vec::new(),
+        };
+        let mut h = Vec::with_capacity(16);
+        h.extend_from_slice(RANK_MAGIC);
+        h.extend_from_slice(&NATIVE_VERSION.to_le_bytes());
+        h.extend_from_slice(&(if timed { FLAG_TIMED } else { 0 }).to_le_bytes());
+        h.extend_from_slice(&rank.to_le_bytes());
+        w.w.write_all(&h).map_err(|e| TraceError::io(&w.path, e))?;
+        Ok(w)
+    }
+}
+
+#[derive(Debug)]
+pub struct RankWriter {
+    w: BufWriter<File>,
+    path: PathBuf,
+    timed: bool,
+    prev_end: u64,
+    count: u64,
+    buf: Vec<u8>,
+}
+
+impl RankWriter {
+    pub fn write(&mut self, c: &Call) -> Result<(), TraceError> {
+        self.buf.clear();
+        encode_call(&mut self.buf, c, self.timed, &mut self.prev_end);
+        self.count += 1;
+        self.w
+            .write_all(&self.buf)
+            .map_err(|e| TraceError::io(&self.path, e))
+    }
+    /// Writes the end record (without it a reader reports the file as truncated).
+    pub fn finish(mut self) -> Result<(), TraceError> {
+        self.buf.clear();
+        self.buf.push(END_TAG);
+        put_v(&mut self.buf, self.count);
+        self.w
+            .write_all(&self.buf)
+            .map_err(|e| TraceError::io(&self.path, e))?;
+        self.w.flush().map_err(|e| TraceError::io(&self.path, e))
+    }
+}
+
+/// Writes every rank of `source` (the body of [`crate::convert`]).
+pub(crate) fn write_all(source: &dyn CallSource, out: &Path) -> Result<(), TraceError> {
+    let w = NativeWriter::create(out, source.num_ranks())?;
+    for rank in 0..source.num_ranks() {
+        let mut rw = w.rank(rank, source.timed(rank)?)?;
+        for c in source.calls(rank)? {
+            rw.write(&c?)?;
+        }
+        rw.finish()?;
+    }
+    Ok(())
+}
+
+// ---- reading ----
+
+#[derive(Debug)]
+pub struct NativeTrace {
+    dir: PathBuf,
+    num_ranks: u32,
+}
+
+impl NativeTrace {
+    pub fn open(path: &Path) -> Result<Self, TraceError> {
+        let index = if path.is_dir() {
+            path.join(INDEX_NAME)
+        } else {
+            path.to_path_buf()
+        };
+        let b = std::fs::read(&index).map_err(|e| TraceError::io(&index, e))?;
+        let at = |o| Location::at(&index, None, o);
+        if b.len() != 16 || &b[..8] != INDEX_MAGIC {
+            return Err(TraceError::format(
+                at(0),
+                "a 16-byte native index starting with TWTRIDX\\0",
+            ));
+        }
+        let version = u16::from_le_bytes([b[8], b[9]]);
+        if version != NATIVE_VERSION {
+            return Err(TraceError::format(
+                at(8),
+                format!("native format version {NATIVE_VERSION}, got {version}"),
+            ));
+        }
+        let n = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+        if n == 0 || n > 1 << 24 {
+            return Err(TraceError::format(
+                at(12),
+                format!("1..2^24 ranks, got {n}"),
+            ));
+        }
+        let dir = index.parent().unwrap_or(Path::new(".")).to_path_buf();
+        Ok(NativeTrace { dir, num_ranks: n })
+    }
+}
+
+impl CallSource for NativeTrace {
+    fn format(&self) -> TraceFormat {
+        TraceFormat::Native
+    }
+    fn num_ranks(&self) -> u32 {
+        self.num_ranks
+    }
+    fn rank_file(&self, rank: Rank) -> PathBuf {
+        self.dir.join(rank_file_name(rank))
+    }
+    fn timed(&self, rank: Rank) -> Result<bool, TraceError> {
+        Ok(NativeCalls::open(&self.rank_file(rank), rank)?.timed)
+    }
+    fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
+        Ok(Box::new(NativeCalls::open(&self.rank_file(rank), rank)?))
+    }
+}
+
+pub(crate) struct NativeCalls {
+    r: BufReader<File>,
+    path: PathBuf,
+    rank: Rank,
+    off: u64,
+    len: u64,
+    timed: bool,
+    prev_end: u64,
+    count: u64,
+    done: bool,
+}
+
+impl NativeCalls {
+    fn open(path: &Path, rank: Rank) -> Result<Self, TraceError> {
+        let f = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let len = f.metadata().map_err(|e| TraceError::io(path, e))?.len();
+        let mut c = NativeCalls {
+            r: BufReader::with_capacity(64 * 1024, f),
+            path: path.to_path_buf(),
+            rank,
+            off: 0,
+            len,
+            timed: false,
+            prev_end: 0,
+            count: 0,
+            done: false,
+        };
+        let mut h = [0u8; 16];
+        c.read(&mut h, "the 16-byte rank file header")?;
+        if &h[..8] != RANK_MAGIC {
+            return Err(c.err_at(0, "a rank file starting with TWTRACE\\0"));
+        }
+        let version = u16::from_le_bytes([h[8], h[9]]);
+        if version != NATIVE_VERSION {
+            return Err(c.err_at(
+                8,
+                format!("native format version {NATIVE_VERSION}, got {version}"),
+            ));
+        }
+        let flags = u16::from_le_bytes([h[10], h[11]]);
+        if flags & !FLAG_TIMED != 0 {
+            return Err(c.err_at(10, format!("known header flags, got {flags:#x}")));
+        }
+        c.timed = flags & FLAG_TIMED != 0;
+        let r = u32::from_le_bytes([h[12], h[13], h[14], h[15]]);
+        if r != rank {
+            return Err(c.err_at(12, format!("rank {rank} in the header, got {r}")));
+        }
+        Ok(c)
+    }
+    fn err_at(&self, off: u64, expected: impl Into<String>) -> TraceError {
+        TraceError::format(Location::at(&self.path, Some(self.rank), off), expected)
+    }
+    fn err(&self, expected: impl Into<String>) -> TraceError {
+        self.err_at(self.off, expected)
+    }
+    fn read(&mut self, b: &mut [u8], what: &str) -> Result<(), TraceError> {
+        if self.off + b.len() as u64 > self.len {
+            return Err(self.err(format!("{what}; the file is truncated")));
+        }
+        self.r
+            .read_exact(b)
+            .map_err(|e| TraceError::io(&self.path, e))?;
+        self.off += b.len() as u64;
+        Ok(())
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
+        let mut b = [0u8; 1];
+        self.read(&mut b, what)?;
+        Ok(b[0])
+    }
+    fn v(&mut self, what: &str) -> Result<u64, TraceError> {
+        let start = self.off;
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let byte = self.u8(what)?;
+            if shift == 63 && byte > 1 {
+                return Err(self.err_at(start, format!("{what}: a varint below 2^64")));
+            }
+            v |= ((byte & 0x7f) as u64) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err_at(start, format!("{what}: a varint of at most 10 bytes")))
+    }
+    fn z(&mut self, what: &str) -> Result<i64, TraceError> {
+        let u = self.v(what)?;
+        Ok((u >> 1) as i64 ^ -((u & 1) as i64))
+    }
+    fn i32(&mut self, what: &str) -> Result<i32, TraceError> {
+        let start = self.off;
+        let v = self.z(what)?;
+        i32::try_from(v).map_err(|_| self.err_at(start, format!("{what}: a 32-bit value, got {v}")))
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
+        let start = self.off;
+        let v = self.v(what)?;
+        u32::try_from(v).map_err(|_| self.err_at(start, format!("{what}: a 32-bit value, got {v}")))
+    }
+    fn flag(&mut self) -> Result<bool, TraceError> {
+        match self.u8("a flag")? {
+            0 => Ok(false),
+            1 => Ok(true),
+            x => Err(self.err_at(self.off - 1, format!("a flag 0 or 1, got {x}"))),
+        }
+    }
+    fn len_of(&mut self, what: &str) -> Result<usize, TraceError> {
+        let start = self.off;
+        let n = self.v(what)?;
+        // Every element takes at least one byte.
+        if n > self.len - self.off {
+            return Err(self.err_at(
+                start,
+                format!("{what}: a length that fits in the file, got {n}"),
+            ));
+        }
+        Ok(n as usize)
+    }
+    fn vec(&mut self, what: &str) -> Result<Vec<u64>, TraceError> {
+        let n = self.len_of(what)?;
+        (0..n).map(|_| self.v(what)).collect()
+    }
+    fn ivec(&mut self, what: &str) -> Result<Vec<i32>, TraceError> {
+        let n = self.len_of(what)?;
+        (0..n).map(|_| self.i32(what)).collect()
+    }
+
+    fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
+        use CallKind as K;
+        let rec = self.off;
+        let tag = self.u8("a record tag or the end record (the file is truncated)")?;
+        if tag == END_TAG {
+            let n = self.v("the record count")?;
+            if n != self.count {
+                return Err(self.err_at(
+                    rec,
+                    format!("an end record counting {} records, got {n}", self.count),
+                ));
+            }
+            if self.off != self.len {
+                return Err(self.err("the end of the file after the end record"));
+            }
+            return Ok(None);
+        }
+        let func = self.v("a function id")?;
+        let func =
+            Func::try_from(func).map_err(|_| self.err_at(rec + 1, "a 16-bit function id"))?;
+        let (mut start, mut end) = (0, 0);
+        if self.timed {
+            start = self
+                .prev_end
+                .wrapping_add(self.z("a start time delta")? as u64);
+            end = start.wrapping_add(self.z("a duration")? as u64);
+            self.prev_end = end;
+        }
+        let kind = match tag {
+            0 => K::Local,
+            1 => {
+                let n = self.len_of("a call name")?;
+                let mut b = vec![0u8; n];
+                self.read(&mut b, "a call name")?;
+                K::Unsupported {
+                    name: String::from_utf8(b).map_err(|_| self.err("a UTF-8 call name"))?,
+                }
+            }
+            2 => K::Compute {
+                ps: self.v("compute ps")?,
+            },
+            3 => K::Init,
+            4 => K::Finalize,
+            5..=8 => {
+                let comm = self.u32("a communicator")?;
+                let peer = self.i32("a peer")?;
+                let t = self.i32("a tag")?;
+                let bytes = self.v("bytes")?;
+                match tag {
+                    5 => K::Send {
+                        comm,
+                        peer,
+                        tag: t,
+                        bytes,
+                    },
+                    6 => K::Recv {
+                        comm,
+                        peer,
+                        tag: t,
+                        bytes,
+                    },
+                    7 => K::Isend {
+                        comm,
+                        peer,
+                        tag: t,
+                        bytes,
+                        req: self.v("a request")?,
+                    },
+                    _ => K::Irecv {
+                        comm,
+                        peer,
+                        tag: t,
+                        bytes,
+                        req: self.v("a request")?,
+                    },
+                }
+            }
+            9 => K::Sendrecv {
+                comm: self.u32("a communicator")?,
+                dst: self.i32("a peer")?,
+                send_tag: self.i32("a tag")?,
+                send_bytes: self.v("bytes")?,
+                src: self.i32("a peer")?,
+                recv_tag: self.i32("a tag")?,
+                recv_bytes: self.v("bytes")?,
+            },
+            10 => K::Wait {
+                req: self.v("a request")?,
+            },
+            11 => K::Waitall {
+                reqs: self.vec("requests")?,
+            },
+            12 => K::Waitany {
+                reqs: self.vec("requests")?,
+                index: self.i32("an index")?,
+            },
+            13 => K::Waitsome {
+                reqs: self.vec("requests")?,
+                indices: self.ivec("indices")?,
+            },
+            14 => K::Test {
+                req: self.v("a request")?,
+                flag: self.flag()?,
+            },
+            15 => K::Testall {
+                reqs: self.vec("requests")?,
+                flag: self.flag()?,
+            },
+            16 => K::Testany {
+                reqs: self.vec("requests")?,
+                index: self.i32("an index")?,
+                flag: self.flag()?,
+            },
+            17 => K::Testsome {
+                reqs: self.vec("requests")?,
+                indices: self.ivec("indices")?,
+            },
+            18 => K::RequestFree {
+                req: self.v("a request")?,
+            },
+            19 => {
+                let comm = self.u32("a communicator")?;
+                let c = self.u8("a collective kind")?;
+                let kind = coll_from(c).ok_or_else(|| {
+                    self.err_at(self.off - 1, format!("a collective kind 0..=8, got {c}"))
+                })?;
+                K::Coll {
+                    comm,
+                    kind,
+                    root: self.i32("a root")?,
+                    bytes: self.v("bytes")?,
+                }
+            }
+            20 => {
+                let comm = self.u32("a communicator")?;
+                let c = self.u8("a v-collective kind")?;
+                let kind = vkind_from(c).ok_or_else(|| {
+                    self.err_at(self.off - 1, format!("a v-collective kind 0..=4, got {c}"))
+                })?;
+                K::VColl {
+                    comm,
+                    kind,
+                    root: self.i32("a root")?,
+                    send: self.vec("send sizes")?,
+                    recv: self.vec("receive sizes")?,
+                }
+            }
+            21 => K::CommSplit {
+                parent: self.u32("a communicator")?,
+                color: self.i32("a color")?,
+                key: self.i32("a key")?,
+                new: self.u32("a communicator")?,
+            },
+            22 => K::CommFree {
+                comm: self.u32("a communicator")?,
+            },
+            23 => K::GroupFromComm {
+                comm: self.u32("a communicator")?,
+                group: self.u32("a group")?,
+            },
+            24 => K::GroupSelect {
+                group: self.u32("a group")?,
+                ranks: self.ivec("group ranks")?,
+                exclude: self.flag()?,
+                new: self.u32("a group")?,
+            },
+            25 => K::GroupFree {
+                group: self.u32("a group")?,
+            },
+            26 => K::CommCreate {
+                parent: self.u32("a communicator")?,
+                group: self.u32("a group")?,
+                new: self.u32("a communicator")?,
+            },
+            t => return Err(self.err_at(rec, format!("a record tag 0..=26 or 255, got {t}"))),
+        };
+        self.count += 1;
+        Ok(Some(Call {
+            func,
+            start_ns: start,
+            end_ns: end,
+            kind,
+        }))
+    }
+}
+
+impl Iterator for NativeCalls {
+    type Item = Result<Call, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_call() {
+            Ok(Some(c)) => Some(Ok(c)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,699 @@
+//! SimGrid time-independent (TI) traces, as replayed by SimGrid's `smpi_replay`: one line per
+//! action, `<rank> <action> <args...>`, either one file per rank listed (in rank order) by a list
+//! file, or one file holding every rank's lines.
+//!
+//! Argument conventions follow SimGrid's replay parsers (src/smpi/internals/smpi_replay.cpp):
+//! sizes are element counts, multiplied by the datatype size; the default datatype is MPI_BYTE,
+//! or MPI_DOUBLE when `init` has an argument (SimGrid's MPE/TAU convention); datatype ids are
+//! SimGrid's `Datatype::encode` ids. Point-to-point actions are `<peer> <tag> <count> [type]`, or
+//! the pre-3.24 `<peer> <count>` (tag 0). `wait`/`test` name a request by `<src> <dst> <tag>`;
+//! `wait` without arguments (old traces) waits for the latest request. `test` carries no
+//! outcome in TI traces, so it is treated as unsuccessful (the later wait completes the
+//! request). `reduce`, `allreduce`, `reducescatter` are followed by their `comp_size` flops as
+//! compute, like SimGrid does. `comm_size`, `comm_split`, `comm_dup`, `location` change nothing
+//! (SimGrid replays every collective on MPI_COMM_WORLD too).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use tracewatt_workload::{CollKind, Rank};
+
+use crate::call::{Call, CallKind, VKind, WORLD_HANDLE};
+use crate::error::{Location, TraceError};
+use crate::funcs::{self, func_id, Func};
+use crate::{CallIter, CallSource, TraceFormat};
+
+const ACTIONS: &[&str] = &[
+    "init",
+    "finalize",
+    "comm_size",
+    "comm_split",
+    "comm_dup",
+    "send",
+    "isend",
+    "recv",
+    "irecv",
+    "test",
+    "sendRecv",
+    "wait",
+    "waitall",
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "alltoall",
+    "alltoallv",
+    "gather",
+    "scatter",
+    "gatherv",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "reducescatter",
+    "scan",
+    "exscan",
+    "compute",
+    "sleep",
+    "location",
+];
+
+/// Size of SimGrid's datatype ids (`Datatype::encode`), LP64.
+fn dt_size(id: u32) -> Option<u64> {
+    const SIZES: [u64; 60] = [
+        8, 4, 1, 2, 8, 4, 1, 8, 1, 1, 2, 4, 8, 8, 16, 4, 1, 1, 2, 4, 8, 1, 2, 4, 8, 8, 16, 32, 8,
+        8, 8, 16, 16, 8, 8, 8, 16, 16, 4, 4, 8, 16, 8, 16, 16, 4, 2, 4, 8, 16, 32, 1, 8, 16, 32, 0,
+        0, 1, 8, 8,
+    ];
+    SIZES.get(id as usize).copied().filter(|&s| s > 0)
+}
+
+/// First whitespace-separated tokens of the first non-blank line of `path`.
+fn first_line(path: &Path) -> Option<Vec<String>> {
+    let f = File::open(path).ok()?;
+    let mut r = BufReader::new(f);
+    let mut line = String::new();
+    for _ in 0..64 {
+        line.clear();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let t: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        if !t.is_empty() {
+            return Some(t);
+        }
+    }
+    None
+}
+
+fn is_action_file(path: &Path) -> bool {
+    first_line(path).is_some_and(|t| {
+        t.len() >= 2 && t[0].parse::<u32>().is_ok() && ACTIONS.contains(&t[1].as_str())
+    })
+}
+
+fn is_list_file(path: &Path) -> bool {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    first_line(path).is_some_and(|t| t.len() == 1 && is_action_file(&dir.join(&t[0])))
+}
+
+fn find_list(dir: &Path) -> Option<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files.into_iter().find(|p| is_list_file(p))
+}
+
+pub(crate) fn detect(path: &Path) -> bool {
+    if path.is_dir() {
+        return find_list(path).is_some();
+    }
+    is_action_file(path) || is_list_file(path)
+}
+
+#[derive(Debug)]
+pub struct SimgridTrace {
+    /// Per-rank files, or one shared file whose lines are filtered by rank.
+    files: Vec<PathBuf>,
+    shared: bool,
+    num_ranks: u32,
+    flops_per_s: f64,
+}
+
+impl SimgridTrace {
+    pub fn open(path: &Path, flops_per_s: f64) -> Result<Self, TraceError> {
+        if !(flops_per_s > 0.0 && flops_per_s.is_finite()) {
+            return Err(TraceError::format(
+                Location::file(path),
+                "a positive finite flops_per_s",
+            ));
+        }
+        let list = if path.is_dir() {
+            find_list(path)
+        } else {
+            Some(path.to_path_buf()).filter(|p| is_list_file(p))
+        };
+        if let Some(list) = list {
+            let dir = list.parent().unwrap_or(Path::new(".")).to_path_buf();
+            let f = File::open(&list).map_err(|e| TraceError::io(&list, e))?;
+            let mut files = Vec::new();
+            for (i, line) in BufReader::new(f).lines().enumerate() {
+                let line = line.map_err(|_| {
+                    TraceError::format(
+                        Location::line(&list, None, i as u64 + 1),
+                        "a UTF-8 file name",
+                    )
+                })?;
+                let line = line.trim();
+                if !line.is_empty() {
+                    files.push(dir.join(line));
+                }
+            }
+            let n = files.len() as u32;
+            return Ok(SimgridTrace {
+                files,
+                shared: false,
+                num_ranks: n,
+                flops_per_s,
+            });
+        }
+        // One file for all ranks: the highest rank id decides the job size.
+        let f = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let mut max = None::<u32>;
+        for (i, line) in BufReader::new(f).lines().enumerate() {
+            let line = line.map_err(|_| {
+                TraceError::format(
+                    Location::line(path, None, i as u64 + 1),
+                    "a UTF-8 text line",
+                )
+            })?;
+            if let Some(tok) = line.split_whitespace().next() {
+                let r: u32 = tok.parse().ok().filter(|&r| r < 1 << 24).ok_or_else(|| {
+                    TraceError::format(
+                        Location::line(path, None, i as u64 + 1),
+                        "a rank number first",
+                    )
+                })?;
+                max = Some(max.map_or(r, |m: u32| m.max(r)));
+            }
+        }
+        let n = max.map_or(0, |m| m + 1);
+        if n == 0 {
+            return Err(TraceError::format(
+                Location::file(path),
+                "at least one action line",
+            ));
+        }
+        Ok(SimgridTrace {
+            files: vec![path.to_path_buf()],
+            shared: true,
+            num_ranks: n,
+            flops_per_s,
+        })
+    }
+}
+
+impl CallSource for SimgridTrace {
+    fn format(&self) -> TraceFormat {
+        TraceFormat::SimgridTi
+    }
+    fn num_ranks(&self) -> u32 {
+        self.num_ranks
+    }
+    fn rank_file(&self, rank: Rank) -> PathBuf {
+        let i = if self.shared { 0 } else { rank as usize };
+        self.files.get(i).cloned().unwrap_or_default()
+    }
+    fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
+        let path = self.rank_file(rank);
+        let f = File::open(&path).map_err(|e| TraceError::io(&path, e))?;
+        Ok(Box::new(TiCalls {
+            r: BufReader::new(f),
+            path,
+            rank,
+            filter: self.shared,
+            n: self.num_ranks,
+            flops_per_s: self.flops_per_s,
+            line_no: 0,
+            line: String::new(),
+            default_dt: 1,
+            next_req: 0,
+            by_key: BTreeMap::new(),
+            outstanding: BTreeMap::new(),
+            queue: VecDeque::new(),
+            done: false,
+        }))
+    }
+}
+
+struct TiCalls {
+    r: BufReader<File>,
+    path: PathBuf,
+    rank: Rank,
+    filter: bool,
+    n: u32,
+    flops_per_s: f64,
+    line_no: u64,
+    line: String,
+    default_dt: u64,
+    next_req: u64,
+    /// Outstanding requests by (src, dst, tag), oldest first, as SimGrid's RequestStorage.
+    by_key: BTreeMap<(i64, i64, i64), VecDeque<u64>>,
+    outstanding: BTreeMap<u64, (i64, i64, i64)>,
+    queue: VecDeque<Call>,
+    done: bool,
+}
+
+impl TiCalls {
+    fn err(&self, expected: impl Into<String>) -> TraceError {
+        TraceError::format(
+            Location::line(&self.path, Some(self.rank), self.line_no),
+            expected,
+        )
+    }
+
+    fn num(&self, t: &[&str], i: usize, what: &str) -> Result<f64, TraceError> {
+        let s = t
+            .get(i)
+            .ok_or_else(|| self.err(format!("{what} (argument {i})")))?;
+        s.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| self.err(format!("{what}: a number, got `{s}`")))
+    }
+    fn int(&self, t: &[&str], i: usize, what: &str) -> Result<i64, TraceError> {
+        let v = self.num(t, i, what)?.trunc();
+        if v.abs() > 9e15 {
+            return Err(self.err(format!("{what}: an integer in range")));
+        }
+        Ok(v as i64)
+    }
+    fn cnt(&self, t: &[&str], i: usize, what: &str) -> Result<u64, TraceError> {
+        Ok(self.int(t, i, what)?.max(0) as u64)
+    }
+    fn dt(&self, t: &[&str], i: usize) -> Result<u64, TraceError> {
+        match t.get(i) {
+            None => Ok(self.default_dt),
+            Some(s) => s
+                .parse::<u32>()
+                .ok()
+                .and_then(dt_size)
+                .ok_or_else(|| self.err(format!("a SimGrid datatype id, got `{s}`"))),
+        }
+    }
+    fn counts(&self, t: &[&str], from: usize, dt: u64, what: &str) -> Result<Vec<u64>, TraceError> {
+        (0..self.n as usize)
+            .map(|k| Ok(self.cnt(t, from + k, what)?.saturating_mul(dt)))
+            .collect()
+    }
+    fn peer(&self, t: &[&str], i: usize) -> Result<i32, TraceError> {
+        let p = self.int(t, i, "a peer rank")?;
+        if p < 0 || p >= self.n as i64 {
+            return Err(self.err(format!("a peer rank below {}", self.n)));
+        }
+        Ok(p as i32)
+    }
+    fn flops(&self, flops: f64) -> u64 {
+        let ps = flops / self.flops_per_s * 1e12;
+        if ps.is_finite() && ps > 0.0 {
+            ps.round() as u64
+        } else {
+            0
+        }
+    }
+    fn push(&mut self, func: Func, kind: CallKind) {
+        self.queue.push_back(Call::untimed(func, kind));
+    }
+    fn compute(&mut self, flops: f64) {
+        let ps = self.flops(flops);
+        if ps > 0 {
+            self.push(funcs::F_COMPUTE, CallKind::Compute { ps });
+        }
+    }
+    fn new_req(&mut self, key: (i64, i64, i64)) -> u64 {
+        let h = self.next_req;
+        self.next_req += 1;
+        self.by_key.entry(key).or_default().push_back(h);
+        self.outstanding.insert(h, key);
+        h
+    }
+    fn take_req(&mut self, key: (i64, i64, i64)) -> Option<u64> {
+        let q = self.by_key.get_mut(&key)?;
+        let h = q.pop_front();
+        if q.is_empty() {
+            self.by_key.remove(&key);
+        }
+        if let Some(h) = h {
+            self.outstanding.remove(&h);
+        }
+        h
+    }
+
+    fn action(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let me = self.rank as i64;
+        let name = t[1];
+        let f = |n: &str| func_id(n).unwrap_or(funcs::F_UNKNOWN);
+        let coll = |kind, root: i64, bytes| CallKind::Coll {
+            comm: WORLD_HANDLE,
+            kind,
+            root: root as i32,
+            bytes,
+        };
+        match name {
+            "init" => {
+                self.default_dt = if t.len() > 2 { 8 } else { 1 };
+                self.push(funcs::F_INIT, CallKind::Init);
+            }
+            "finalize" => self.push(funcs::F_FINALIZE, CallKind::Finalize),
+            "comm_size" | "comm_split" | "comm_dup" => self.push(f(name), CallKind::Local),
+            "location" => {}
+            "compute" => {
+                let fl = self.num(t, 2, "flops")?;
+                self.compute(fl);
+            }
+            "sleep" => {
+                let s = self.num(t, 2, "seconds")?;
+                let ps = s * 1e12;
+                if ps > 0.0 {
+                    self.push(
+                        funcs::F_COMPUTE,
+                        CallKind::Compute {
+                            ps: ps.round() as u64,
+                        },
+                    );
+                }
+            }
+            "send" | "isend" | "recv" | "irecv" => {
+                let peer = self.peer(t, 2)?;
+                let (tag, count, dt) = if t.len() == 4 {
+                    (0, self.cnt(t, 3, "a count")?, self.default_dt)
+                } else {
+                    (
+                        self.int(t, 3, "a tag")? as i32,
+                        self.cnt(t, 4, "a count")?,
+                        self.dt(t, 5)?,
+                    )
+                };
+                let bytes = count.saturating_mul(dt);
+                let comm = WORLD_HANDLE;
+                let kind = match name {
+                    "send" => CallKind::Send {
+                        comm,
+                        peer,
+                        tag,
+                        bytes,
+                    },
+                    "recv" => CallKind::Recv {
+                        comm,
+                        peer,
+                        tag,
+                        bytes,
+                    },
+                    "isend" => {
+                        let req = self.new_req((me, peer as i64, tag as i64));
+                        CallKind::Isend {
+                            comm,
+                            peer,
+                            tag,
+                            bytes,
+                            req,
+                        }
+                    }
+                    _ => {
+                        let req = self.new_req((peer as i64, me, tag as i64));
+                        CallKind::Irecv {
+                            comm,
+                            peer,
+                            tag,
+                            bytes,
+                            req,
+                        }
+                    }
+                };
+                self.push(f(name), kind);
+            }
+            "wait" => {
+                let h = if t.len() >= 5 {
+                    let key = (
+                        self.int(t, 2, "src")?,
+                        self.int(t, 3, "dst")?,
+                        self.int(t, 4, "tag")?,
+                    );
+                    self.take_req(key)
+                } else {
+                    match self.outstanding.keys().next_back().copied() {
+                        Some(h) => {
+                            if let Some(k) = self.outstanding.remove(&h) {
+                                if let Some(q) = self.by_key.get_mut(&k) {
+                                    q.retain(|&x| x != h);
+                                    if q.is_empty() {
+                                        self.by_key.remove(&k);
+                                    }
+                                }
+                            }
+                            Some(h)
+                        }
+                        None => None,
+                    }
+                };
+                // A wait on a request a test already completed is a no-op in SimGrid too.
+                self.push(
+                    funcs::F_WAIT,
+                    CallKind::Wait {
+                        req: h.unwrap_or(u64::MAX),
+                    },
+                );
+            }
+            "test" => self.push(
+                funcs::F_TEST,
+                CallKind::Test {
+                    req: u64::MAX,
+                    flag: false,
+                },
+            ),
+            "waitall" => {
+                let reqs: Vec<u64> = self.outstanding.keys().copied().collect();
+                self.outstanding.clear();
+                self.by_key.clear();
+                self.push(funcs::F_WAITALL, CallKind::Waitall { reqs });
+            }
+            "barrier" => self.push(funcs::F_BARRIER, coll(CollKind::Barrier, 0, 0)),
+            "bcast" => {
+                let size = self.cnt(t, 2, "a count")?;
+                let root = if t.len() > 3 {
+                    self.int(t, 3, "a root")?
+                } else {
+                    0
+                };
+                let dt = self.dt(t, 4)?;
+                self.push(
+                    funcs::F_BCAST,
+                    coll(CollKind::Bcast, root, size.saturating_mul(dt)),
+                );
+            }
+            "reduce" | "allreduce" => {
+                let size = self.cnt(t, 2, "a count")?;
+                let comp = self.num(t, 3, "comp_size")?;
+                let (root, dt) = if name == "reduce" {
+                    (
+                        if t.len() > 4 {
+                            self.int(t, 4, "a root")?
+                        } else {
+                            0
+                        },
+                        self.dt(t, 5)?,
+                    )
+                } else {
+                    (0, self.dt(t, 4)?)
+                };
+                let kind = if name == "reduce" {
+                    CollKind::Reduce
+                } else {
+                    CollKind::Allreduce
+                };
+                self.push(f(name), coll(kind, root, size.saturating_mul(dt)));
+                self.compute(comp);
+            }
+            "alltoall" | "allgather" => {
+                let send = self.cnt(t, 2, "a send count")?;
+                self.cnt(t, 3, "a receive count")?;
+                let dt = self.dt(t, 4)?;
+                let kind = if name == "alltoall" {
+                    CollKind::Alltoall
+                } else {
+                    CollKind::Allgather
+                };
+                self.push(f(name), coll(kind, 0, send.saturating_mul(dt)));
+            }
+            "gather" | "scatter" => {
+                let send = self.cnt(t, 2, "a send count")?;
+                let recv = self.cnt(t, 3, "a receive count")?;
+                let root = if t.len() > 4 {
+                    self.int(t, 4, "a root")?
+                } else {
+                    0
+                };
+                let (dt1, dt2) = (self.dt(t, 5)?, self.dt(t, 6)?);
+                let (kind, bytes) = if name == "gather" {
+                    (CollKind::Gather, send.saturating_mul(dt1))
+                } else {
+                    (CollKind::Scatter, recv.saturating_mul(dt2))
+                };
+                self.push(f(name), coll(kind, root, bytes));
+            }
+            "alltoallv" => {
+                let n = self.n as usize;
+                let dt1 = self.dt(t, 4 + 2 * n)?;
+                let dt2 = self.dt(t, 5 + 2 * n)?;
+                let send = self.counts(t, 3, dt1, "a send count")?;
+                let recv = self.counts(t, 4 + n, dt2, "a receive count")?;
+                self.push(
+                    f(name),
+                    CallKind::VColl {
+                        comm: WORLD_HANDLE,
+                        kind: VKind::Alltoallv,
+                        root: 0,
+                        send,
+                        recv,
+                    },
+                );
+            }
+            "gatherv" | "allgatherv" => {
+                let n = self.n as usize;
+                let send = self.cnt(t, 2, "a send count")?;
+                let (root, dt1, dt2) = if name == "gatherv" {
+                    let root = if t.len() > 3 + n {
+                        self.int(t, 3 + n, "a root")?
+                    } else {
+                        0
+                    };
+                    (root, self.dt(t, 4 + n)?, self.dt(t, 5 + n)?)
+                } else if t.len() > 3 + 2 * n {
+                    (0, self.dt(t, 3 + n)?, self.dt(t, 4 + n)?)
+                } else if t.len() > 3 + n + 2 {
+                    (0, self.default_dt, self.default_dt) // displacements, no types
+                } else {
+                    (0, self.dt(t, 3 + n)?, self.dt(t, 4 + n)?)
+                };
+                let recv = self.counts(t, 3, dt2, "a receive count")?;
+                let kind = if name == "gatherv" {
+                    VKind::Gatherv
+                } else {
+                    VKind::Allgatherv
+                };
+                let send = vec![send.saturating_mul(dt1)];
+                self.push(
+                    f(name),
+                    CallKind::VColl {
+                        comm: WORLD_HANDLE,
+                        kind,
+                        root: root as i32,
+                        send,
+                        recv,
+                    },
+                );
+            }
+            "scatterv" => {
+                let n = self.n as usize;
+                let recv = self.cnt(t, 2 + n, "a receive count")?;
+                let root = if t.len() > 3 + n {
+                    self.int(t, 3 + n, "a root")?
+                } else {
+                    0
+                };
+                let (dt1, dt2) = (self.dt(t, 4 + n)?, self.dt(t, 5 + n)?);
+                let send = self.counts(t, 2, dt1, "a send count")?;
+                let recv = vec![recv.saturating_mul(dt2)];
+                self.push(
+                    f(name),
+                    CallKind::VColl {
+                        comm: WORLD_HANDLE,
+                        kind: VKind::Scatterv,
+                        root: root as i32,
+                        send,
+                        recv,
+                    },
+                );
+            }
+            "reducescatter" => {
+                let n = self.n as usize;
+                let comp = self.num(t, 2 + n, "comp_size")?;
+                let dt = self.dt(t, 3 + n)?;
+                let recv = self.counts(t, 2, dt, "a receive count")?;
+                self.push(
+                    funcs::F_REDUCE_SCATTER,
+                    CallKind::VColl {
+                        comm: WORLD_HANDLE,
+                        kind: VKind::ReduceScatter,
+                        root: 0,
+                        send: recv.clone(),
+                        recv,
+                    },
+                );
+                self.compute(comp);
+            }
+            "scan" | "exscan" => self.push(f(name), CallKind::Unsupported { name: name.into() }),
+            "sendRecv" => {
+                let sc = self.cnt(t, 2, "a send count")?;
+                let dst = self.peer(t, 3)?;
+                let rc = self.cnt(t, 4, "a receive count")?;
+                let src = self.peer(t, 5)?;
+                let (dt1, dt2) = (self.dt(t, 6)?, self.dt(t, 7)?);
+                self.push(
+                    funcs::F_SENDRECV,
+                    CallKind::Sendrecv {
+                        comm: WORLD_HANDLE,
+                        dst,
+                        send_tag: 0,
+                        send_bytes: sc.saturating_mul(dt1),
+                        src,
+                        recv_tag: 0,
+                        recv_bytes: rc.saturating_mul(dt2),
+                    },
+                );
+            }
+            other => return Err(self.err(format!("a SimGrid action, got `{other}`"))),
+        }
+        Ok(())
+    }
+
+    fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
+        loop {
+            if let Some(c) = self.queue.pop_front() {
+                return Ok(Some(c));
+            }
+            self.line.clear();
+            self.line_no += 1;
+            let n = self
+                .r
+                .read_line(&mut self.line)
+                .map_err(|_| self.err("a UTF-8 text line"))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let line = std::mem::take(&mut self.line);
+            let t: Vec<&str> = line.split_whitespace().collect();
+            if t.is_empty() || t[0].starts_with('#') {
+                self.line = line;
+                continue;
+            }
+            if t.len() < 2 {
+                return Err(self.err("`<rank> <action> [args]`"));
+            }
+            if self.filter && t[0].parse::<u32>().ok() != Some(self.rank) {
+                if t[0].parse::<u32>().is_err() {
+                    return Err(self.err("a rank number first"));
+                }
+                self.line = line;
+                continue;
+            }
+            let r = self.action(&t);
+            self.line = line;
+            r?;
+        }
+    }
+}
+
+impl Iterator for TiCalls {
+    type Item = Result<Call, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_call() {
+            Ok(Some(c)) => Some(Ok(c)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

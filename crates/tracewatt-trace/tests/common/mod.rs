@@ -1,0 +1,44 @@
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tracewatt_workload::generators::Workload;
+use tracewatt_workload::Op;
+
+/// `../shared/data` relative to the project root (tests run in the crate directory).
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+/// A fresh scratch directory under the system temp dir.
+pub fn scratch(tag: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "tracewatt-trace-test-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create scratch dir");
+    d
+}
+
+/// Every rank's ops, panicking on a program error.
+pub fn all_ops(w: &dyn Workload) -> Vec<Vec<Op>> {
+    (0..w.num_ranks())
+        .map(|r| {
+            w.program(r)
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap_or_else(|e| panic!("rank {r}: {e}"))
+        })
+        .collect()
+}
+
+pub const DUMPI: &[&str] = &[
+    "dumpi/sst-dumpi-testtrace",
+    "dumpi/sst-macro-testbgp",
+    "dumpi/npb-cg.S-4ranks",
+    "dumpi/npb-ft.S-4ranks",
+];

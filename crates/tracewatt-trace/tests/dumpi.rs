@@ -1,0 +1,269 @@
+//! The DUMPI reader against the real traces in ../shared/data/dumpi.
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{all_ops, data};
+use tracewatt_trace::call::CallKind;
+use tracewatt_trace::funcs::func_name;
+use tracewatt_trace::{open_trace, ReadOptions};
+use tracewatt_workload::generators::Workload;
+use tracewatt_workload::{CollKind, Op};
+
+/// One call of sst-dumpi's own text dump.
+#[derive(Debug, Default)]
+struct Golden {
+    name: String,
+    start_ns: u64,
+    end_ns: u64,
+    args: BTreeMap<String, i64>,
+}
+
+fn walltime_ns(line: &str) -> u64 {
+    let t = line
+        .split("walltime ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .expect("walltime");
+    let (s, ns) = t.split_once('.').expect("s.ns");
+    s.parse::<u64>().expect("s") * 1_000_000_000 + ns.parse::<u64>().expect("ns")
+}
+
+fn golden() -> Vec<Golden> {
+    let text = std::fs::read_to_string(data("dumpi/sst-dumpi-testtrace/testtrace-0000.txt"))
+        .expect("golden");
+    let mut out = Vec::new();
+    let mut cur: Option<Golden> = None;
+    for line in text.lines() {
+        if line.contains(" entering at walltime ") {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            cur = Some(Golden {
+                name: name.trim_start_matches("MPI_").to_ascii_lowercase(),
+                start_ns: walltime_ns(line),
+                ..Default::default()
+            });
+        } else if line.contains(" returning at walltime ") {
+            let mut g = cur.take().expect("returning without entering");
+            g.end_ns = walltime_ns(line);
+            out.push(g);
+        } else if let Some(g) = cur.as_mut() {
+            // e.g. "int count=1", "MPI_Datatype datatype=9 (MPI_INT)", "MPI_Comm comm=2 (...)"
+            let Some((lhs, rhs)) = line.split_once('=') else {
+                continue;
+            };
+            let key = lhs
+                .split_whitespace()
+                .last()
+                .unwrap_or_default()
+                .to_string();
+            let val = rhs.split_whitespace().next().unwrap_or_default();
+            if let Ok(v) = val.parse::<i64>() {
+                g.args.insert(key, v);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn testtrace_rank0_matches_sst_dumpi_text_dump() {
+    let g = golden();
+    assert_eq!(g.len(), 9, "golden calls: {g:?}");
+    let t = open_trace(&data("dumpi/sst-dumpi-testtrace"), &ReadOptions::default()).unwrap();
+    let calls: Vec<_> = t.calls(0).unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(calls.len(), g.len());
+    for (c, g) in calls.iter().zip(&g) {
+        assert_eq!(func_name(c.func), g.name);
+        assert_eq!((c.start_ns, c.end_ns), (g.start_ns, g.end_ns), "{}", g.name);
+        let int_bytes = |count: i64| count as u64 * 4; // datatype 9 = MPI_INT
+        match &c.kind {
+            CallKind::Isend {
+                comm,
+                peer,
+                tag,
+                bytes,
+                req,
+            } => {
+                assert_eq!(
+                    (*comm, *peer as i64, *tag as i64),
+                    (0, g.args["dest"], g.args["tag"])
+                );
+                assert_eq!(*bytes, int_bytes(g.args["count"]));
+                assert_eq!(*req, 2); // "MPI_Request request=[2]"
+            }
+            CallKind::Recv {
+                comm,
+                peer,
+                tag,
+                bytes,
+            } => {
+                assert_eq!(
+                    (*comm, *peer as i64, *tag as i64),
+                    (0, g.args["source"], g.args["tag"])
+                );
+                assert_eq!(*bytes, int_bytes(g.args["count"]));
+            }
+            CallKind::Wait { req } => assert_eq!(*req, 2),
+            CallKind::Coll {
+                kind: CollKind::Allreduce,
+                bytes,
+                ..
+            } => {
+                assert_eq!(*bytes, int_bytes(g.args["count"]))
+            }
+            CallKind::Coll {
+                kind: CollKind::Barrier,
+                comm,
+                ..
+            } => assert_eq!(*comm, 0),
+            CallKind::Init | CallKind::Finalize | CallKind::Local => {}
+            other => panic!("unexpected {other:?} for {}", g.name),
+        }
+    }
+    // And as ops: compute gaps from the wall clock, then the calls.
+    let ops: Vec<Op> = t.program(0).collect::<Result<_, _>>().unwrap();
+    let kinds: Vec<&str> = ops
+        .iter()
+        .map(|o| match o {
+            Op::Compute { .. } => "compute",
+            Op::Isend { .. } => "isend",
+            Op::Recv { .. } => "recv",
+            Op::Wait { .. } => "wait",
+            Op::Collective {
+                kind: CollKind::Barrier,
+                ..
+            } => "barrier",
+            Op::Collective {
+                kind: CollKind::Allreduce,
+                ..
+            } => "allreduce",
+            _ => "other",
+        })
+        .filter(|k| *k != "compute")
+        .collect();
+    assert_eq!(kinds, ["barrier", "isend", "recv", "wait", "allreduce"]);
+    // Barrier entered at .737712, Comm_size returned at .737705: 7 us of compute before it.
+    assert!(ops.contains(&Op::Compute { ps: 7_000_000 }), "{ops:?}");
+}
+
+fn per_rank_counts(rel: &str) -> Vec<BTreeMap<String, u64>> {
+    let t = open_trace(&data(rel), &ReadOptions::default()).unwrap();
+    (0..t.info().ranks)
+        .map(|r| {
+            let mut m = BTreeMap::new();
+            for c in t.calls(r).unwrap() {
+                *m.entry(func_name(c.unwrap().func).to_string()).or_insert(0) += 1;
+            }
+            m
+        })
+        .collect()
+}
+
+#[test]
+fn testbgp_counts_match_readme() {
+    let counts = per_rank_counts("dumpi/sst-macro-testbgp");
+    assert_eq!(counts.len(), 7);
+    for m in &counts {
+        assert_eq!(
+            (m["isend"], m["irecv"], m["waitall"], m["alltoall"]),
+            (84, 84, 14, 7),
+            "{m:?}"
+        );
+    }
+    // The traffic runs on a communicator built with Comm_group + Group_incl + Comm_create.
+    let t = open_trace(&data("dumpi/sst-macro-testbgp"), &ReadOptions::default()).unwrap();
+    assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+    assert_eq!(t.comms().len(), 1);
+    assert_eq!(t.comms()[0].len(), 7);
+    let ops = all_ops(&t);
+    for rank_ops in &ops {
+        let isends = rank_ops
+            .iter()
+            .filter(|o| matches!(o, Op::Isend { comm: 1, .. }))
+            .count();
+        assert_eq!(isends, 84);
+    }
+}
+
+#[test]
+fn testtrace_counts() {
+    for m in per_rank_counts("dumpi/sst-dumpi-testtrace") {
+        for f in [
+            "init",
+            "barrier",
+            "isend",
+            "recv",
+            "wait",
+            "allreduce",
+            "finalize",
+        ] {
+            assert_eq!(m[f], 1, "{f}: {m:?}");
+        }
+    }
+}
+
+#[test]
+fn npb_traces_read_fully() {
+    let cg = per_rank_counts("dumpi/npb-cg.S-4ranks");
+    let total = |c: &[BTreeMap<String, u64>], f: &str| {
+        c.iter()
+            .map(|m| m.get(f).copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    assert_eq!(total(&cg, "send"), 6720);
+    assert_eq!(total(&cg, "irecv"), 6720);
+    assert_eq!(total(&cg, "wait"), 6720);
+    let ft = per_rank_counts("dumpi/npb-ft.S-4ranks");
+    assert_eq!(total(&ft, "alltoall"), 32);
+    assert_eq!(total(&ft, "comm_split"), 8);
+    for rel in ["dumpi/npb-cg.S-4ranks", "dumpi/npb-ft.S-4ranks"] {
+        let t = open_trace(&data(rel), &ReadOptions::default()).unwrap();
+        assert!(t.warnings().is_empty(), "{rel}: {:?}", t.warnings());
+        let ops = all_ops(&t);
+        // Every rank ends drained: no request left without a wait.
+        for (r, o) in ops.iter().enumerate() {
+            let mut live = std::collections::BTreeSet::new();
+            for op in o {
+                match op {
+                    Op::Isend { req, .. } | Op::Irecv { req, .. } => {
+                        assert!(live.insert(*req), "rank {r}: req {req} reused")
+                    }
+                    Op::Wait { req } => assert!(live.remove(req)),
+                    Op::Waitall { reqs } => reqs.iter().for_each(|q| assert!(live.remove(q))),
+                    _ => {}
+                }
+            }
+            assert!(live.is_empty(), "{rel} rank {r}: {live:?}");
+        }
+    }
+    // FT splits world into row/column communicators: every member list is a permutation of a
+    // subset of the world, and every rank is in each split's result once.
+    let t = open_trace(&data("dumpi/npb-ft.S-4ranks"), &ReadOptions::default()).unwrap();
+    let comms = t.comms();
+    assert!(!comms.is_empty());
+    let covered: usize = comms.iter().map(Vec::len).sum();
+    assert_eq!(covered, 8, "{comms:?}");
+}
+
+#[test]
+fn compute_scale_scales_gaps() {
+    let p = data("dumpi/sst-dumpi-testtrace");
+    let sum = |scale: f64| -> u64 {
+        let t = open_trace(
+            &p,
+            &ReadOptions {
+                compute_scale: scale,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        t.program(0)
+            .map(|o| match o.unwrap() {
+                Op::Compute { ps } => ps,
+                _ => 0,
+            })
+            .sum()
+    };
+    let (a, b) = (sum(1.0), sum(2.0));
+    assert!(a > 0 && b.abs_diff(2 * a) < 16, "{a} {b}");
+}

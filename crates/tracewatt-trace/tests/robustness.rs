@@ -1,0 +1,132 @@
+//! Truncated and corrupted versions of real traces: every reader must return errors (naming
+//! file and offset/line), never panic or hang.
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{data, scratch};
+use proptest::prelude::*;
+use tracewatt_trace::{convert, open_trace, ReadOptions, TraceError};
+use tracewatt_workload::generators::Workload;
+
+/// Opens and runs every rank; Ok(()) if everything read cleanly.
+fn run(path: &Path) -> Result<(), String> {
+    let t = open_trace(path, &ReadOptions::default()).map_err(|e| e.to_string())?;
+    for r in 0..t.num_ranks() {
+        for op in t.program(r) {
+            op.map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_dir(src: &Path, tag: &str) -> PathBuf {
+    let d = scratch(tag);
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    d
+}
+
+fn native_copy() -> PathBuf {
+    let d = scratch("native-src");
+    convert(
+        &data("dumpi/sst-macro-testbgp"),
+        &d,
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    d
+}
+
+fn mutate(file: &Path, truncate: Option<usize>, flips: &[(usize, u8)]) {
+    let mut b = std::fs::read(file).unwrap();
+    for &(at, x) in flips {
+        if !b.is_empty() {
+            let i = at % b.len();
+            b[i] ^= x.max(1);
+        }
+    }
+    if let Some(t) = truncate {
+        b.truncate(t % (b.len() + 1));
+    }
+    std::fs::write(file, b).unwrap();
+}
+
+#[test]
+fn every_truncation_of_a_dumpi_rank_file_is_an_error_with_an_offset() {
+    let d = copy_dir(&data("dumpi/sst-dumpi-testtrace"), "trunc-dumpi");
+    let f = d.join("testtrace-0002.bin");
+    let orig = std::fs::read(&f).unwrap();
+    for len in (0..orig.len()).step_by(5) {
+        std::fs::write(&f, &orig[..len]).unwrap();
+        let e = run(&d).expect_err("truncated file read cleanly");
+        assert!(
+            e.contains("testtrace-0002.bin") && e.contains("rank 2"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn every_truncation_of_a_native_rank_file_is_an_error_with_an_offset() {
+    let d = native_copy();
+    let f = d.join("rank-3.twr");
+    let orig = std::fs::read(&f).unwrap();
+    for len in (0..orig.len()).step_by(13) {
+        std::fs::write(&f, &orig[..len]).unwrap();
+        let e = run(&d).expect_err("truncated file read cleanly");
+        assert!(e.contains("rank-3.twr") && e.contains("byte offset"), "{e}");
+    }
+}
+
+#[test]
+fn bad_simgrid_lines_name_the_line() {
+    let d = scratch("bad-ti");
+    let f = d.join("t.txt");
+    std::fs::write(&f, "0 init\n0 bcast x\n0 finalize\n").unwrap();
+    let e = open_trace(&f, &ReadOptions::default()).unwrap_err();
+    assert!(matches!(e, TraceError::Format { .. }));
+    assert!(e.to_string().contains("line 2"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn corrupt_dumpi_never_panics(rank in 0u32..7, trunc in proptest::option::of(0usize..20_000), flips in proptest::collection::vec((0usize..20_000, any::<u8>()), 0..6)) {
+        let d = copy_dir(&data("dumpi/sst-macro-testbgp"), "fuzz-dumpi");
+        mutate(&d.join(format!("testbgp-{rank:04}.bin")), trunc, &flips);
+        let _ = run(&d);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn corrupt_dumpi_meta_never_panics(trunc in proptest::option::of(0usize..200), flips in proptest::collection::vec((0usize..200, any::<u8>()), 0..4)) {
+        let d = copy_dir(&data("dumpi/sst-dumpi-testtrace"), "fuzz-meta");
+        mutate(&d.join("testtrace.meta"), trunc, &flips);
+        let _ = run(&d);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn corrupt_native_never_panics(rank in 0u32..7, trunc in proptest::option::of(0usize..8_000), flips in proptest::collection::vec((0usize..8_000, any::<u8>()), 0..6), index in any::<bool>()) {
+        let d = native_copy();
+        let f = if index { d.join("trace.twi") } else { d.join(format!("rank-{rank}.twr")) };
+        mutate(&f, trunc, &flips);
+        let _ = run(&d);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn corrupt_simgrid_never_panics(file in 0usize..33, trunc in proptest::option::of(0usize..3_000), flips in proptest::collection::vec((0usize..3_000, any::<u8>()), 0..6)) {
+        let d = copy_dir(&data("simgrid-ti/ti-32ranks"), "fuzz-ti");
+        let name = if file == 32 { "ranks.txt".to_string() } else { format!("ti_trace{file}.txt") };
+        mutate(&d.join(name), trunc, &flips);
+        let _ = run(&d);
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -1,0 +1,277 @@
+//! SimGrid TI reader on every file of ../shared/data/simgrid-ti, and the native format:
+//! conversion from every format, byte-identical round trips, identical ops after conversion.
+mod common;
+
+use std::path::Path;
+
+use common::{all_ops, data, scratch, DUMPI};
+use tracewatt_trace::call::{Call, CallKind};
+use tracewatt_trace::funcs;
+use tracewatt_trace::{convert, detect, info, open_trace, NativeWriter, ReadOptions, TraceFormat};
+use tracewatt_workload::generators::Workload;
+use tracewatt_workload::{CollKind, Op};
+
+fn simgrid_files() -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(data("simgrid-ti/actions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            n != "actions0.txt" && n != "actions1.txt"
+        })
+        .collect();
+    v.sort();
+    v.push(data("simgrid-ti/ti-32ranks"));
+    v.push(split_list());
+    v
+}
+
+/// actions0.txt + actions1.txt are one 2-rank trace (SimGrid lists them in `split_traces`).
+fn split_list() -> std::path::PathBuf {
+    let d = scratch("split");
+    let list = d.join("split_traces");
+    let a = |n: &str| {
+        data(&format!("simgrid-ti/actions/{n}"))
+            .display()
+            .to_string()
+    };
+    std::fs::write(
+        &list,
+        format!("{}\n{}\n", a("actions0.txt"), a("actions1.txt")),
+    )
+    .unwrap();
+    list
+}
+
+#[test]
+fn every_simgrid_file_reads_and_runs() {
+    for p in simgrid_files() {
+        assert_eq!(
+            detect(&p).unwrap(),
+            TraceFormat::SimgridTi,
+            "{}",
+            p.display()
+        );
+        let t = open_trace(&p, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            t.warnings().is_empty(),
+            "{}: {:?}",
+            p.display(),
+            t.warnings()
+        );
+        let ops = all_ops(&t);
+        assert!(ops.iter().all(|o| !o.is_empty()), "{}", p.display());
+    }
+}
+
+#[test]
+fn simgrid_conventions() {
+    let opts = ReadOptions {
+        flops_per_s: 1e9,
+        ..Default::default()
+    };
+    // `init` without argument: MPI_BYTE; sizes are counts x type size.
+    let t = open_trace(&data("simgrid-ti/actions/actions_allreduce.txt"), &opts).unwrap();
+    let ops: Vec<Op> = t.program(1).collect::<Result<_, _>>().unwrap();
+    assert_eq!(
+        ops,
+        [
+            Op::Collective {
+                comm: 0,
+                kind: CollKind::Allreduce,
+                root: 0,
+                bytes: 50_000,
+                algo: tracewatt_workload::CollAlgo::Auto
+            },
+            Op::Compute {
+                ps: 500_000_000_000
+            }, // the allreduce's 5e8 flops at 1 Gflop/s
+            Op::Compute {
+                ps: 500_000_000_000
+            },
+        ]
+    );
+    // `init 1`: MPI_DOUBLE by default.
+    let t = open_trace(&data("simgrid-ti/ti-32ranks"), &opts).unwrap();
+    let bcast = t
+        .program(0)
+        .find_map(|o| match o.unwrap() {
+            Op::Collective {
+                kind: CollKind::Bcast,
+                bytes,
+                ..
+            } => Some(bytes),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(bcast, 8);
+    assert_eq!(t.info().ranks, 32);
+    assert_eq!(t.info().calls["alltoallv"], 64);
+    // wait <src> <dst> <tag> finds the irecv it names; the untouched isend is drained at finalize.
+    let t = open_trace(&data("simgrid-ti/actions/actions_with_isend.txt"), &opts).unwrap();
+    let ops: Vec<Op> = t.program(1).collect::<Result<_, _>>().unwrap();
+    assert!(
+        matches!(
+            ops[0],
+            Op::Irecv {
+                req: 0,
+                bytes: 1_000_000,
+                ..
+            }
+        ),
+        "{ops:?}"
+    );
+    assert!(ops.contains(&Op::Wait { req: 0 }));
+    // Old two-argument form: `send <peer> <count>`.
+    let d = scratch("old");
+    let f = d.join("old.txt");
+    std::fs::write(
+        &f,
+        "0 init\n1 init\n0 send 1 100\n1 recv 0 100\n0 finalize\n1 finalize\n",
+    )
+    .unwrap();
+    let t = open_trace(&f, &opts).unwrap();
+    let ops = all_ops(&t);
+    assert_eq!(
+        ops[0],
+        [Op::Send {
+            comm: 0,
+            dst: 1,
+            tag: 0,
+            bytes: 100
+        }]
+    );
+}
+
+fn read_all(path: &Path) -> Vec<Vec<Call>> {
+    let t = open_trace(path, &ReadOptions::default()).unwrap();
+    (0..t.info().ranks)
+        .map(|r| t.calls(r).unwrap().collect::<Result<_, _>>().unwrap())
+        .collect()
+}
+
+#[test]
+fn convert_round_trips_byte_identical_and_keeps_ops() {
+    let mut sources: Vec<_> = DUMPI.iter().map(|r| data(r)).collect();
+    sources.extend(simgrid_files());
+    for src in sources {
+        let a = scratch("a");
+        let b = scratch("b");
+        let info_a = convert(&src, &a, &ReadOptions::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        assert_eq!(info_a.format, TraceFormat::Native);
+        convert(&a, &b, &ReadOptions::default()).unwrap();
+        let orig = info(&src, &ReadOptions::default()).unwrap();
+        assert_eq!(
+            (orig.calls.clone(), orig.p2p_bytes, orig.collective_bytes),
+            (
+                info_a.calls.clone(),
+                info_a.p2p_bytes,
+                info_a.collective_bytes
+            )
+        );
+        for r in 0..orig.ranks {
+            let f = format!("rank-{r}.twr");
+            assert_eq!(
+                std::fs::read(a.join(&f)).unwrap(),
+                std::fs::read(b.join(&f)).unwrap(),
+                "{}",
+                src.display()
+            );
+        }
+        assert_eq!(
+            std::fs::read(a.join("trace.twi")).unwrap(),
+            std::fs::read(b.join("trace.twi")).unwrap()
+        );
+        assert_eq!(read_all(&src), read_all(&a));
+        let (wo, wa) = (
+            open_trace(&src, &ReadOptions::default()).unwrap(),
+            open_trace(&a, &ReadOptions::default()).unwrap(),
+        );
+        assert_eq!(all_ops(&wo), all_ops(&wa), "{}", src.display());
+        assert_eq!(wo.comms(), wa.comms());
+        let _ = std::fs::remove_dir_all(a);
+        let _ = std::fs::remove_dir_all(b);
+    }
+}
+
+#[test]
+fn native_writer_by_hand() {
+    // What a generator (or Python) writes: explicit computes and a ring of sends.
+    let d = scratch("hand");
+    let n = 3;
+    let w = NativeWriter::create(&d, n).unwrap();
+    for r in 0..n {
+        let mut rw = w.rank(r, false).unwrap();
+        rw.write(&Call::untimed(funcs::F_INIT, CallKind::Init))
+            .unwrap();
+        rw.write(&Call::untimed(
+            funcs::F_COMPUTE,
+            CallKind::Compute { ps: 1000 },
+        ))
+        .unwrap();
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        rw.write(&Call::untimed(
+            funcs::F_IRECV,
+            CallKind::Irecv {
+                comm: 0,
+                peer: prev as i32,
+                tag: 7,
+                bytes: 64,
+                req: 9,
+            },
+        ))
+        .unwrap();
+        rw.write(&Call::untimed(
+            funcs::F_SEND,
+            CallKind::Send {
+                comm: 0,
+                peer: next as i32,
+                tag: 7,
+                bytes: 64,
+            },
+        ))
+        .unwrap();
+        rw.write(&Call::untimed(funcs::F_WAIT, CallKind::Wait { req: 9 }))
+            .unwrap();
+        rw.write(&Call::untimed(funcs::F_FINALIZE, CallKind::Finalize))
+            .unwrap();
+        rw.finish().unwrap();
+    }
+    let t = open_trace(&d, &ReadOptions::default()).unwrap();
+    assert_eq!(t.info().p2p_bytes, 192);
+    let ops = all_ops(&t);
+    assert_eq!(ops[1][0], Op::Compute { ps: 1000 });
+    assert_eq!(ops[1][3], Op::Wait { req: 0 });
+}
+
+#[test]
+fn strict_makes_unsupported_fatal() {
+    let d = scratch("strict");
+    let f = d.join("scan.txt");
+    std::fs::write(&f, "0 init\n0 scan 10 0\n0 finalize\n").unwrap();
+    let t = open_trace(&f, &ReadOptions::default()).unwrap();
+    assert_eq!(t.warnings().len(), 1);
+    assert_eq!(
+        (t.warnings()[0].name.as_str(), t.warnings()[0].count),
+        ("scan", 1)
+    );
+    let e = open_trace(
+        &f,
+        &ReadOptions {
+            strict: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("scan"), "{e}");
+}
+
+#[test]
+fn info_serialises() {
+    let i = info(&data("dumpi/sst-dumpi-testtrace"), &ReadOptions::default()).unwrap();
+    let j = serde_json::to_value(&i).unwrap();
+    assert_eq!(j["format"], "dumpi");
+    assert_eq!(j["calls"]["isend"], 4);
+    assert!(j["duration_s"].as_f64().unwrap() > 0.0);
+}

@@ -1,0 +1,930 @@
+//! Collectives decomposed into point-to-point operations by the standard algorithms (as in MPICH;
+//! Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in MPICH",
+//! IJHPCA 2005).
+//!
+//! [`expand`] writes one rank's part of a collective as `Isend`/`Irecv`/`Waitall` operations on the
+//! collective's communicator. Conventions every expansion follows:
+//!
+//! - Tags are negative (`-(1 + step)`), so a user's `ANY_TAG` receive never takes collective
+//!   traffic; every rank derives the same tag for the same step.
+//! - Request ids start at [`RESERVED_REQ_BASE`] and every request is waited before the expansion
+//!   ends, so each expansion may start again at the base.
+//! - A rank never sends to itself; its own block is a local copy.
+//! - Blocks that do not divide evenly are split as evenly as possible: part `i` of `total` bytes in
+//!   `parts` parts is `total / parts`, plus one byte for the first `total % parts` parts.
+//! - Zero-byte messages are still sent wherever the algorithm sends a message (a barrier is all
+//!   zero-byte messages; a 0-byte bcast still walks its tree), except in alltoallv, which like
+//!   MPICH skips pairs whose count is zero (both sides see the same zero).
+//!
+//! Internally every algorithm is written once against a small [`Sink`] trait that also receives a
+//! description of the data blocks each message carries; the operation sink ignores it, and the
+//! test checker uses it to verify that the algorithm really delivers what MPI requires.
+
+use crate::op::{
+    CollAlgo, CollKind, CommId, Op, Rank, ReqId, SrcSel, Tag, TagSel, RESERVED_REQ_BASE,
+};
+
+/// Why a collective could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CollError {
+    #[error("collective algorithm `{}` does not apply to {} (valid: {})", algo.name(), kind_name(*kind), valid_names(*kind))]
+    NotApplicable {
+        kind: Option<CollKind>,
+        algo: CollAlgo,
+    },
+    #[error("{}: root {root} out of range for a communicator of {size} ranks", kind.name())]
+    RootOutOfRange {
+        kind: CollKind,
+        root: Rank,
+        size: u32,
+    },
+    #[error("rank {me} out of range for a communicator of {size} ranks")]
+    RankOutOfRange { me: Rank, size: u32 },
+    #[error("a collective needs a communicator of at least one rank")]
+    EmptyCommunicator,
+    #[error("alltoallv: {which} has {len} entries but the communicator has {size} ranks")]
+    CountsLength {
+        which: &'static str,
+        len: usize,
+        size: u32,
+    },
+}
+
+fn kind_name(kind: Option<CollKind>) -> &'static str {
+    kind.map_or("alltoallv", CollKind::name)
+}
+
+fn valid_names(kind: Option<CollKind>) -> String {
+    let algos = match kind {
+        Some(k) => valid_algorithms(k),
+        None => ALLTOALLV_ALGORITHMS,
+    };
+    let mut s = String::from("auto");
+    for a in algos {
+        s.push_str(", ");
+        s.push_str(a.name());
+    }
+    s
+}
+
+/// Algorithms accepted for alltoallv besides `Auto`.
+pub const ALLTOALLV_ALGORITHMS: &[CollAlgo] = &[CollAlgo::PairwiseExchange, CollAlgo::Scattered];
+
+/// The explicit algorithms that apply to a collective (`Auto` is always accepted as well).
+pub fn valid_algorithms(kind: CollKind) -> &'static [CollAlgo] {
+    use CollAlgo::*;
+    match kind {
+        CollKind::Barrier => &[Dissemination, RecursiveDoubling],
+        CollKind::Bcast => &[BinomialTree, ScatterAllgather],
+        CollKind::Reduce => &[BinomialTree],
+        CollKind::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
+        CollKind::Allgather => &[RecursiveDoubling, Ring, Bruck],
+        CollKind::Alltoall => &[PairwiseExchange, Bruck, Scattered],
+        CollKind::Gather | CollKind::Scatter => &[BinomialTree],
+        CollKind::ReduceScatter => &[RecursiveHalving, PairwiseExchange, Ring],
+    }
+}
+
+/// MPICH-like default choice by communicator size and message size (`bytes` as in
+/// [`Op::Collective`]):
+///
+/// | collective | choice |
+/// |---|---|
+/// | barrier | dissemination |
+/// | bcast | binomial tree if `bytes < 12288` or `size < 8`, else scatter + ring allgather |
+/// | reduce, gather, scatter | binomial tree |
+/// | allreduce | recursive doubling if `bytes <= 2048` or `bytes < pof2(size)`, else Rabenseifner |
+/// | allgather (`total = bytes * size`) | recursive doubling if size is a power of two and `total < 512 KiB`; Bruck if not and `total < 80 KiB`; else ring |
+/// | alltoall | Bruck if `bytes <= 256` and `size >= 8`; scattered if `bytes <= 32768`; else pairwise exchange |
+/// | reduce_scatter (`total = bytes * size`) | recursive halving if size is a power of two and `total < 512 KiB`, else pairwise exchange |
+///
+/// (MPICH's ring allreduce and its medium-size bcast variant are not chosen automatically.)
+pub fn resolve_auto(kind: CollKind, size: u32, bytes: u64) -> CollAlgo {
+    let pow2 = size.is_power_of_two();
+    let total = bytes.saturating_mul(size as u64);
+    match kind {
+        CollKind::Barrier => CollAlgo::Dissemination,
+        CollKind::Bcast => {
+            if bytes < 12288 || size < 8 {
+                CollAlgo::BinomialTree
+            } else {
+                CollAlgo::ScatterAllgather
+            }
+        }
+        CollKind::Reduce | CollKind::Gather | CollKind::Scatter => CollAlgo::BinomialTree,
+        CollKind::Allreduce => {
+            if bytes <= 2048 || bytes < pof2_floor(size.max(1) as u64) {
+                CollAlgo::RecursiveDoubling
+            } else {
+                CollAlgo::Rabenseifner
+            }
+        }
+        CollKind::Allgather => {
+            if pow2 && total < 512 * 1024 {
+                CollAlgo::RecursiveDoubling
+            } else if !pow2 && total < 80 * 1024 {
+                CollAlgo::Bruck
+            } else {
+                CollAlgo::Ring
+            }
+        }
+        CollKind::Alltoall => {
+            if bytes <= 256 && size >= 8 {
+                CollAlgo::Bruck
+            } else if bytes <= 32768 {
+                CollAlgo::Scattered
+            } else {
+                CollAlgo::PairwiseExchange
+            }
+        }
+        CollKind::ReduceScatter => {
+            if pow2 && total < 512 * 1024 {
+                CollAlgo::RecursiveHalving
+            } else {
+                CollAlgo::PairwiseExchange
+            }
+        }
+    }
+}
+
+/// Default alltoallv algorithm: scattered (MPICH's default).
+pub fn resolve_auto_alltoallv() -> CollAlgo {
+    CollAlgo::Scattered
+}
+
+/// The algorithm that actually runs: `Auto` resolved, and the documented fallbacks applied —
+/// allgather recursive doubling on a non-power-of-two size runs Bruck; reduce_scatter recursive
+/// halving on a non-power-of-two size runs pairwise exchange. (Barrier recursive doubling and
+/// allreduce recursive doubling/Rabenseifner handle any size with MPICH's pre/post step.)
+pub fn effective_algorithm(
+    kind: CollKind,
+    algo: CollAlgo,
+    size: u32,
+    bytes: u64,
+) -> Result<CollAlgo, CollError> {
+    let algo = if algo == CollAlgo::Auto {
+        resolve_auto(kind, size, bytes)
+    } else {
+        algo
+    };
+    if !valid_algorithms(kind).contains(&algo) {
+        return Err(CollError::NotApplicable {
+            kind: Some(kind),
+            algo,
+        });
+    }
+    let pow2 = size.is_power_of_two();
+    Ok(match (kind, algo) {
+        (CollKind::Allgather, CollAlgo::RecursiveDoubling) if !pow2 => CollAlgo::Bruck,
+        (CollKind::ReduceScatter, CollAlgo::RecursiveHalving) if !pow2 => {
+            CollAlgo::PairwiseExchange
+        }
+        _ => algo,
+    })
+}
+
+/// Appends rank `me`'s part of a collective over `comm` (ranks comm-local) to `out`. See the
+/// module documentation for the conventions; `bytes` and `root` mean what they mean in
+/// [`Op::Collective`].
+#[allow(clippy::too_many_arguments)]
+pub fn expand(
+    comm: CommId,
+    kind: CollKind,
+    algo: CollAlgo,
+    size: u32,
+    me: Rank,
+    root: Rank,
+    bytes: u64,
+    out: &mut Vec<Op>,
+) -> Result<(), CollError> {
+    let mut sink = OpSink::new(comm, out);
+    schedule(&mut sink, kind, algo, size, me, root, bytes)?;
+    sink.wait();
+    Ok(())
+}
+
+/// Appends rank `me`'s part of an alltoallv over `comm`: `send_bytes[i]` goes to comm rank `i`,
+/// `recv_bytes[i]` comes from comm rank `i`. Pairs with zero bytes exchange no message.
+pub fn expand_alltoallv(
+    comm: CommId,
+    algo: CollAlgo,
+    size: u32,
+    me: Rank,
+    send_bytes: &[u64],
+    recv_bytes: &[u64],
+    out: &mut Vec<Op>,
+) -> Result<(), CollError> {
+    let mut sink = OpSink::new(comm, out);
+    schedule_alltoallv(&mut sink, algo, size, me, send_bytes, recv_bytes)?;
+    sink.wait();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sink the algorithms write to.
+
+/// How the receiver applies a message's blocks (for the data-flow checker only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// The block replaces the receiver's copy (plain data movement).
+    Copy,
+    /// The block is reduced into the receiver's partial result; contributions must be disjoint.
+    Combine,
+    /// Knowledge that accumulates (barrier): overlap allowed.
+    Union,
+}
+
+/// Where an algorithm writes its messages. `blocks` lists the data blocks a message carries,
+/// computed only if the sink wants them.
+pub(crate) trait Sink {
+    fn send(
+        &mut self,
+        peer: u64,
+        tag: Tag,
+        bytes: u64,
+        mode: Mode,
+        blocks: &dyn Fn(&mut Vec<usize>),
+    );
+    fn recv(&mut self, peer: u64, tag: Tag, bytes: u64);
+    /// Wait for every request issued since the last wait.
+    fn wait(&mut self);
+}
+
+struct OpSink<'a> {
+    comm: CommId,
+    out: &'a mut Vec<Op>,
+    pending: Vec<ReqId>,
+    next: ReqId,
+}
+
+impl<'a> OpSink<'a> {
+    fn new(comm: CommId, out: &'a mut Vec<Op>) -> Self {
+        Self {
+            comm,
+            out,
+            pending: Vec::new(),
+            next: RESERVED_REQ_BASE,
+        }
+    }
+    fn req(&mut self) -> ReqId {
+        let r = self.next;
+        self.next = self.next.wrapping_add(1).max(RESERVED_REQ_BASE);
+        self.pending.push(r);
+        r
+    }
+}
+
+impl Sink for OpSink<'_> {
+    fn send(&mut self, peer: u64, tag: Tag, bytes: u64, _: Mode, _: &dyn Fn(&mut Vec<usize>)) {
+        let req = self.req();
+        self.out.push(Op::Isend {
+            comm: self.comm,
+            dst: peer as Rank,
+            tag,
+            bytes,
+            req,
+        });
+    }
+    fn recv(&mut self, peer: u64, tag: Tag, bytes: u64) {
+        let req = self.req();
+        self.out.push(Op::Irecv {
+            comm: self.comm,
+            src: SrcSel::Rank(peer as Rank),
+            tag: TagSel::Tag(tag),
+            bytes,
+            req,
+        });
+    }
+    fn wait(&mut self) {
+        if !self.pending.is_empty() {
+            let reqs = std::mem::take(&mut self.pending).into_boxed_slice();
+            self.out.push(Op::Waitall { reqs });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers.
+
+/// Tag of step `step` of a collective: negative so user `ANY_TAG` receives never match.
+fn tag(step: u64) -> Tag {
+    -1 - (step.min(i32::MAX as u64 - 1) as Tag)
+}
+
+/// Largest power of two <= n (n >= 1).
+fn pof2_floor(n: u64) -> u64 {
+    1 << (63 - n.leading_zeros())
+}
+
+/// Part `i` of `total` split into `parts` as evenly as possible.
+pub(crate) fn split(total: u64, parts: u64, i: u64) -> u64 {
+    total / parts + u64::from(i < total % parts)
+}
+
+/// Sum of parts `a..b` of `total` split into `parts`.
+fn split_range(total: u64, parts: u64, a: u64, b: u64) -> u64 {
+    let r = total % parts;
+    (b - a) * (total / parts) + b.min(r).saturating_sub(a.min(r))
+}
+
+/// How the buffer of a bcast/reduce/allreduce is cut into blocks by an algorithm (for the
+/// checker): one block, `size` blocks, or `pof2(size)` blocks.
+#[cfg(test)]
+pub(crate) fn buffer_segments(kind: CollKind, algo: CollAlgo, size: u32, bytes: u64) -> Vec<u64> {
+    let n = size as u64;
+    let parts = match (kind, algo) {
+        (CollKind::Bcast, CollAlgo::ScatterAllgather) | (CollKind::Allreduce, CollAlgo::Ring) => n,
+        (CollKind::Allreduce, CollAlgo::Rabenseifner) => pof2_floor(n),
+        _ => 1,
+    };
+    (0..parts).map(|i| split(bytes, parts, i)).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch.
+
+pub(crate) fn schedule<S: Sink>(
+    s: &mut S,
+    kind: CollKind,
+    algo: CollAlgo,
+    size: u32,
+    me: Rank,
+    root: Rank,
+    bytes: u64,
+) -> Result<(), CollError> {
+    if size == 0 {
+        return Err(CollError::EmptyCommunicator);
+    }
+    if me >= size {
+        return Err(CollError::RankOutOfRange { me, size });
+    }
+    let rooted = matches!(
+        kind,
+        CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
+    );
+    if rooted && root >= size {
+        return Err(CollError::RootOutOfRange { kind, root, size });
+    }
+    let algo = effective_algorithm(kind, algo, size, bytes)?;
+    let (n, me, root) = (size as u64, me as u64, root as u64);
+    use CollAlgo::*;
+    match (kind, algo) {
+        (CollKind::Barrier, Dissemination) => barrier_dissemination(s, n, me),
+        (CollKind::Barrier, RecursiveDoubling) => allreduce_rd(s, n, me, 0, Mode::Union, 1),
+        (CollKind::Bcast, BinomialTree) => bcast_binomial(s, n, me, root, bytes),
+        (CollKind::Bcast, ScatterAllgather) => bcast_scatter_allgather(s, n, me, root, bytes),
+        (CollKind::Reduce, BinomialTree) => reduce_binomial(s, n, me, root, bytes),
+        (CollKind::Allreduce, RecursiveDoubling) => allreduce_rd(s, n, me, bytes, Mode::Combine, 1),
+        (CollKind::Allreduce, Ring) => {
+            let size_of = |b: u64| split(bytes, n, b);
+            reduce_scatter_ring(s, n, me, &size_of, 0);
+            ring_allgather(s, n, me, me, &size_of, &|j| j as usize, n);
+        }
+        (CollKind::Allreduce, Rabenseifner) => allreduce_rabenseifner(s, n, me, bytes),
+        (CollKind::Allgather, RecursiveDoubling) => allgather_rd(s, n, me, bytes),
+        (CollKind::Allgather, Ring) => ring_allgather(s, n, me, me, &|_| bytes, &|j| j as usize, 0),
+        (CollKind::Allgather, Bruck) => allgather_bruck(s, n, me, bytes),
+        (CollKind::Alltoall, PairwiseExchange) => {
+            alltoall_pairwise(s, n, me, &|_| bytes, &|_| bytes, false)
+        }
+        (CollKind::Alltoall, Scattered) => {
+            alltoall_scattered(s, n, me, &|_| bytes, &|_| bytes, false)
+        }
+        (CollKind::Alltoall, Bruck) => alltoall_bruck(s, n, me, bytes),
+        (CollKind::Gather, BinomialTree) => gather_binomial(s, n, me, root, bytes),
+        (CollKind::Scatter, BinomialTree) => {
+            let vr = (me + n - root) % n;
+            binomial_scatter(s, n, vr, root, &|a, b| (b - a) * bytes, &|j| {
+                ((j + root) % n) as usize
+            });
+        }
+        (CollKind::ReduceScatter, RecursiveHalving) => {
+            recursive_halving_core(s, n, me, &|r| r, &|a, b| (b - a) * bytes, 1)
+        }
+        (CollKind::ReduceScatter, PairwiseExchange) => reduce_scatter_pairwise(s, n, me, bytes),
+        (CollKind::ReduceScatter, Ring) => reduce_scatter_ring(s, n, me, &|_| bytes, 0),
+        (k, a) => {
+            // effective_algorithm only returns pairs handled above.
+            return Err(CollError::NotApplicable {
+                kind: Some(k),
+                algo: a,
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn schedule_alltoallv<S: Sink>(
+    s: &mut S,
+    algo: CollAlgo,
+    size: u32,
+    me: Rank,
+    send_bytes: &[u64],
+    recv_bytes: &[u64],
+) -> Result<(), CollError> {
+    if size == 0 {
+        return Err(CollError::EmptyCommunicator);
+    }
+    if me >= size {
+        return Err(CollError::RankOutOfRange { me, size });
+    }
+    for (which, v) in [("send_bytes", send_bytes), ("recv_bytes", recv_bytes)] {
+        if v.len() != size as usize {
+            return Err(CollError::CountsLength {
+                which,
+                len: v.len(),
+                size,
+            });
+        }
+    }
+    let algo = if algo == CollAlgo::Auto {
+        resolve_auto_alltoallv()
+    } else {
+        algo
+    };
+    let (n, me) = (size as u64, me as u64);
+    let sb = |d: u64| send_bytes[d as usize];
+    let rb = |d: u64| recv_bytes[d as usize];
+    match algo {
+        CollAlgo::PairwiseExchange => alltoall_pairwise(s, n, me, &sb, &rb, true),
+        CollAlgo::Scattered => alltoall_scattered(s, n, me, &sb, &rb, true),
+        a => {
+            return Err(CollError::NotApplicable {
+                kind: None,
+                algo: a,
+            })
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The algorithms. `n` = communicator size, `me` = comm rank, as u64 so sums cannot overflow.
+
+/// Dissemination barrier (Hensgen, Finkel & Manber): in round k send to `me + 2^k`, receive from
+/// `me - 2^k`; ceil(log2 n) rounds of zero-byte messages.
+fn barrier_dissemination<S: Sink>(s: &mut S, n: u64, me: u64) {
+    let mut dist = 1;
+    let mut k = 0;
+    while dist < n {
+        s.recv((me + n - dist) % n, tag(k), 0);
+        s.send((me + dist) % n, tag(k), 0, Mode::Union, &|v| v.push(0));
+        s.wait();
+        dist *= 2;
+        k += 1;
+    }
+}
+
+/// MPICH's non-power-of-two pre-step: the first `2 * rem` ranks pair up, even ones hand their
+/// whole buffer to the odd neighbour and sit out. Returns the rank's index among the `pof2`
+/// remaining ranks, or `None` if it sits out.
+fn fold_to_pof2<S: Sink>(
+    s: &mut S,
+    n: u64,
+    me: u64,
+    bytes: u64,
+    mode: Mode,
+    nblocks: u64,
+) -> Option<u64> {
+    let rem = n - pof2_floor(n);
+    if me < 2 * rem {
+        if me & 1 == 0 {
+            s.send(me + 1, tag(0), bytes, mode, &|v| {
+                v.extend(0..nblocks as usize)
+            });
+            s.wait();
+            None
+        } else {
+            s.recv(me - 1, tag(0), bytes);
+            s.wait();
+            Some(me / 2)
+        }
+    } else {
+        Some(me - rem)
+    }
+}
+
+/// The matching post-step: odd ranks of the first `2 * rem` give the result back.
+fn unfold_from_pof2<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64, nblocks: u64, step: u64) {
+    let rem = n - pof2_floor(n);
+    if me < 2 * rem {
+        if me % 2 == 1 {
+            s.send(me - 1, tag(step), bytes, Mode::Copy, &|v| {
+                v.extend(0..nblocks as usize)
+            });
+        } else {
+            s.recv(me + 1, tag(step), bytes);
+        }
+        s.wait();
+    }
+}
+
+/// Real rank of index `nr` among the pof2 ranks left after [`fold_to_pof2`].
+fn pof2_real(n: u64, nr: u64) -> u64 {
+    let rem = n - pof2_floor(n);
+    if nr < rem {
+        nr * 2 + 1
+    } else {
+        nr + rem
+    }
+}
+
+/// Recursive-doubling allreduce (whole buffer exchanged with `me ^ 2^k`), with MPICH's
+/// pre/post step for non-power-of-two sizes. Also the recursive-doubling barrier (0 bytes).
+fn allreduce_rd<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64, mode: Mode, nblocks: u64) {
+    let pof2 = pof2_floor(n);
+    if let Some(nr) = fold_to_pof2(s, n, me, bytes, mode, nblocks) {
+        let mut mask = 1;
+        let mut step = 1;
+        while mask < pof2 {
+            let dst = pof2_real(n, nr ^ mask);
+            s.send(dst, tag(step), bytes, mode, &|v| {
+                v.extend(0..nblocks as usize)
+            });
+            s.recv(dst, tag(step), bytes);
+            s.wait();
+            mask <<= 1;
+            step += 1;
+        }
+    }
+    unfold_from_pof2(s, n, me, bytes, nblocks, 64);
+}
+
+/// Binomial-tree broadcast: receive from the parent (clear the lowest set bit of the relative
+/// rank), then send to children `vr + 2^k` for decreasing k.
+fn bcast_binomial<S: Sink>(s: &mut S, n: u64, me: u64, root: u64, bytes: u64) {
+    let vr = (me + n - root) % n;
+    let abs = |v: u64| (v + root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask != 0 {
+            s.recv(abs(vr - mask), tag(0), bytes);
+            s.wait();
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            s.send(abs(vr + mask), tag(0), bytes, Mode::Copy, &|v| v.push(0));
+        }
+        mask >>= 1;
+    }
+    s.wait();
+}
+
+/// Binomial scatter over relative ranks: relative rank `vr` receives the blocks of its subtree
+/// `[vr, vr + lowbit(vr))` from its parent and hands `[c, c + m)` to each child `c = vr + m`.
+/// `bytes_of(a, b)` is the size of blocks `a..b`, `block_id` maps a relative block to the id the
+/// checker knows.
+fn binomial_scatter<S: Sink>(
+    s: &mut S,
+    n: u64,
+    vr: u64,
+    root: u64,
+    bytes_of: &dyn Fn(u64, u64) -> u64,
+    block_id: &dyn Fn(u64) -> usize,
+) {
+    let abs = |v: u64| (v + root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask != 0 {
+            let hi = (vr + mask).min(n);
+            s.recv(abs(vr - mask), tag(0), bytes_of(vr, hi));
+            s.wait();
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let c = vr + mask;
+            let hi = (c + mask).min(n);
+            s.send(abs(c), tag(0), bytes_of(c, hi), Mode::Copy, &|v| {
+                v.extend((c..hi).map(block_id))
+            });
+        }
+        mask >>= 1;
+    }
+    s.wait();
+}
+
+/// Ring allgather: at step i send block `pos - i` to the right neighbour and receive block
+/// `pos - i - 1` from the left (positions mod n); after n-1 steps every rank has every block.
+fn ring_allgather<S: Sink>(
+    s: &mut S,
+    n: u64,
+    me: u64,
+    pos: u64,
+    size_of: &dyn Fn(u64) -> u64,
+    block_id: &dyn Fn(u64) -> usize,
+    tag0: u64,
+) {
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    for i in 0..n.saturating_sub(1) {
+        let sb = (pos + n - i % n) % n;
+        let rb = (pos + 2 * n - i % n - 1) % n;
+        s.send(right, tag(tag0 + 1 + i), size_of(sb), Mode::Copy, &|v| {
+            v.push(block_id(sb))
+        });
+        s.recv(left, tag(tag0 + 1 + i), size_of(rb));
+        s.wait();
+    }
+}
+
+/// Van de Geijn broadcast: binomial scatter of n chunks, then ring allgather of the chunks.
+fn bcast_scatter_allgather<S: Sink>(s: &mut S, n: u64, me: u64, root: u64, bytes: u64) {
+    let vr = (me + n - root) % n;
+    binomial_scatter(s, n, vr, root, &|a, b| split_range(bytes, n, a, b), &|j| {
+        j as usize
+    });
+    ring_allgather(s, n, me, vr, &|j| split(bytes, n, j), &|j| j as usize, 0);
+}
+
+/// Binomial-tree reduce (commutative): receive partial results from children `vr | 2^k` while
+/// bit k of `vr` is clear, then send to the parent.
+fn reduce_binomial<S: Sink>(s: &mut S, n: u64, me: u64, root: u64, bytes: u64) {
+    let vr = (me + n - root) % n;
+    let abs = |v: u64| (v + root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask == 0 {
+            let src = vr | mask;
+            if src < n {
+                s.recv(abs(src), tag(0), bytes);
+                s.wait();
+            }
+        } else {
+            s.send(abs(vr & !mask), tag(0), bytes, Mode::Combine, &|v| {
+                v.push(0)
+            });
+            s.wait();
+            break;
+        }
+        mask <<= 1;
+    }
+}
+
+/// Binomial-tree gather: like reduce, but a rank forwards the blocks of its whole subtree.
+fn gather_binomial<S: Sink>(s: &mut S, n: u64, me: u64, root: u64, bytes: u64) {
+    let vr = (me + n - root) % n;
+    let abs = |v: u64| (v + root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask == 0 {
+            let src = vr | mask;
+            if src < n {
+                let hi = (src + mask).min(n);
+                s.recv(abs(src), tag(0), (hi - src) * bytes);
+                s.wait();
+            }
+        } else {
+            let hi = (vr + mask).min(n);
+            s.send(
+                abs(vr & !mask),
+                tag(0),
+                (hi - vr) * bytes,
+                Mode::Copy,
+                &|v| v.extend((vr..hi).map(|j| abs(j) as usize)),
+            );
+            s.wait();
+            break;
+        }
+        mask <<= 1;
+    }
+}
+
+/// Recursive halving among `p` (a power of two) participants with index `nr`: at each step keep
+/// the half of the current block range containing `nr` and send the other half (reduced so far)
+/// to `nr ^ mask`; ends holding block `nr` fully reduced. `bytes_of(a, b)` sizes blocks `a..b`,
+/// `real` maps a participant index to its comm rank.
+fn recursive_halving_core<S: Sink>(
+    s: &mut S,
+    p: u64,
+    nr: u64,
+    real: &dyn Fn(u64) -> u64,
+    bytes_of: &dyn Fn(u64, u64) -> u64,
+    step0: u64,
+) {
+    let (mut lo, mut hi) = (0, p);
+    let mut mask = p / 2;
+    let mut step = step0;
+    while mask > 0 {
+        let mid = lo + (hi - lo) / 2;
+        let (keep, give) = if nr & mask == 0 {
+            ((lo, mid), (mid, hi))
+        } else {
+            ((mid, hi), (lo, mid))
+        };
+        let dst = real(nr ^ mask);
+        s.send(
+            dst,
+            tag(step),
+            bytes_of(give.0, give.1),
+            Mode::Combine,
+            &|v| v.extend((give.0..give.1).map(|b| b as usize)),
+        );
+        s.recv(dst, tag(step), bytes_of(keep.0, keep.1));
+        s.wait();
+        (lo, hi) = keep;
+        mask /= 2;
+        step += 1;
+    }
+}
+
+/// Rabenseifner allreduce: (pre-step to pof2), reduce-scatter by recursive halving over pof2
+/// blocks, allgather by recursive doubling, (post-step).
+fn allreduce_rabenseifner<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
+    let pof2 = pof2_floor(n);
+    let bytes_of = |a: u64, b: u64| split_range(bytes, pof2, a, b);
+    if let Some(nr) = fold_to_pof2(s, n, me, bytes, Mode::Combine, pof2) {
+        let real = |x: u64| pof2_real(n, x);
+        recursive_halving_core(s, pof2, nr, &real, &bytes_of, 1);
+        let mut mask = 1;
+        let mut step = 100;
+        while mask < pof2 {
+            let partner = nr ^ mask;
+            let mine = nr & !(mask - 1);
+            let theirs = partner & !(mask - 1);
+            let dst = real(partner);
+            s.send(
+                dst,
+                tag(step),
+                bytes_of(mine, mine + mask),
+                Mode::Copy,
+                &|v| v.extend((mine..mine + mask).map(|b| b as usize)),
+            );
+            s.recv(dst, tag(step), bytes_of(theirs, theirs + mask));
+            s.wait();
+            mask <<= 1;
+            step += 1;
+        }
+    }
+    unfold_from_pof2(s, n, me, bytes, pof2, 200);
+}
+
+/// Recursive-doubling allgather (power-of-two sizes): exchange the aligned group of `2^k` blocks
+/// with `me ^ 2^k`.
+fn allgather_rd<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
+    let mut mask = 1;
+    let mut step = 0;
+    while mask < n {
+        let partner = me ^ mask;
+        let mine = me & !(mask - 1);
+        s.send(partner, tag(step), mask * bytes, Mode::Copy, &|v| {
+            v.extend((mine..mine + mask).map(|b| b as usize))
+        });
+        s.recv(partner, tag(step), mask * bytes);
+        s.wait();
+        mask <<= 1;
+        step += 1;
+    }
+}
+
+/// Bruck allgather: local slot j holds block `me + j`; at step k send slots `0..2^k` to
+/// `me - 2^k` and receive the same count from `me + 2^k`; a last partial step for non-powers of two.
+fn allgather_bruck<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
+    let mut pof2 = 1;
+    let mut step = 0;
+    while pof2 <= n / 2 {
+        let (dst, src) = ((me + n - pof2) % n, (me + pof2) % n);
+        s.send(dst, tag(step), pof2 * bytes, Mode::Copy, &|v| {
+            v.extend((0..pof2).map(|j| ((me + j) % n) as usize))
+        });
+        s.recv(src, tag(step), pof2 * bytes);
+        s.wait();
+        pof2 *= 2;
+        step += 1;
+    }
+    let rem = n - pof2;
+    if rem > 0 {
+        let (dst, src) = ((me + n - pof2) % n, (me + pof2) % n);
+        s.send(dst, tag(step), rem * bytes, Mode::Copy, &|v| {
+            v.extend((0..rem).map(|j| ((me + j) % n) as usize))
+        });
+        s.recv(src, tag(step), rem * bytes);
+        s.wait();
+    }
+}
+
+/// Pairwise-exchange alltoall(v): n-1 steps; at step i exchange with `me ^ i` (power-of-two
+/// sizes) or send to `me + i` and receive from `me - i`. Block (src, dst) has id `src * n + dst`.
+fn alltoall_pairwise<S: Sink>(
+    s: &mut S,
+    n: u64,
+    me: u64,
+    send_of: &dyn Fn(u64) -> u64,
+    recv_of: &dyn Fn(u64) -> u64,
+    skip_zero: bool,
+) {
+    let pow2 = n.is_power_of_two();
+    for i in 1..n {
+        let (dst, src) = if pow2 {
+            (me ^ i, me ^ i)
+        } else {
+            ((me + i) % n, (me + n - i) % n)
+        };
+        let (sb, rb) = (send_of(dst), recv_of(src));
+        send_if(s, skip_zero, dst, tag(i), sb, me * n + dst);
+        recv_if(s, skip_zero, src, tag(i), rb);
+        s.wait();
+    }
+}
+
+/// Alltoall(v) posting every receive (from `me + i`) and every send (to `me - i`) at once, then
+/// one waitall.
+fn alltoall_scattered<S: Sink>(
+    s: &mut S,
+    n: u64,
+    me: u64,
+    send_of: &dyn Fn(u64) -> u64,
+    recv_of: &dyn Fn(u64) -> u64,
+    skip_zero: bool,
+) {
+    for i in 1..n {
+        let src = (me + i) % n;
+        recv_if(s, skip_zero, src, tag(0), recv_of(src));
+    }
+    for i in 1..n {
+        let dst = (me + n - i) % n;
+        send_if(s, skip_zero, dst, tag(0), send_of(dst), me * n + dst);
+    }
+    s.wait();
+}
+
+/// Send one alltoall block, unless it is empty and empty pairs are skipped (alltoallv).
+fn send_if<S: Sink>(s: &mut S, skip_zero: bool, dst: u64, t: Tag, bytes: u64, block: u64) {
+    if !(skip_zero && bytes == 0) {
+        s.send(dst, t, bytes, Mode::Copy, &|v| v.push(block as usize));
+    }
+}
+
+fn recv_if<S: Sink>(s: &mut S, skip_zero: bool, src: u64, t: Tag, bytes: u64) {
+    if !(skip_zero && bytes == 0) {
+        s.recv(src, t, bytes);
+    }
+}
+
+/// Bruck alltoall: slot j of rank r holds the block destined to `r + j`; at step k every slot
+/// with bit k set moves to `r + 2^k`. Each rank receives
+/// `bytes * sum_k |{ j < n : bit k of j set }|` bytes in total.
+fn alltoall_bruck<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
+    let mut pof2 = 1;
+    let mut step = 0;
+    while pof2 < n {
+        let (dst, src) = ((me + pof2) % n, (me + n - pof2) % n);
+        let count = (0..n).filter(|j| j & pof2 != 0).count() as u64;
+        s.send(dst, tag(step), count * bytes, Mode::Copy, &|v| {
+            for j in (0..n).filter(|j| j & pof2 != 0) {
+                let orig = (me + n - (j & (pof2 - 1))) % n;
+                let dest = (orig + j) % n;
+                v.push((orig * n + dest) as usize);
+            }
+        });
+        s.recv(src, tag(step), count * bytes);
+        s.wait();
+        pof2 *= 2;
+        step += 1;
+    }
+}
+
+/// Pairwise reduce-scatter: at step i send my contribution to block `me + i` to its owner and
+/// combine the contribution to my block from `me - i`.
+fn reduce_scatter_pairwise<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
+    for i in 1..n {
+        let (dst, src) = ((me + i) % n, (me + n - i) % n);
+        s.send(dst, tag(i), bytes, Mode::Combine, &|v| v.push(dst as usize));
+        s.recv(src, tag(i), bytes);
+        s.wait();
+    }
+}
+
+/// Ring reduce-scatter: at step i send the partial block `me - 1 - i` right and combine block
+/// `me - 2 - i` from the left; after n-1 steps rank `me` holds block `me` fully reduced.
+fn reduce_scatter_ring<S: Sink>(
+    s: &mut S,
+    n: u64,
+    me: u64,
+    size_of: &dyn Fn(u64) -> u64,
+    tag0: u64,
+) {
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    for i in 0..n.saturating_sub(1) {
+        let sb = (me + 2 * n - 1 - i) % n;
+        let rb = (me + 2 * n - 2 - i) % n;
+        s.send(right, tag(tag0 + i), size_of(sb), Mode::Combine, &|v| {
+            v.push(sb as usize)
+        });
+        s.recv(left, tag(tag0 + i), size_of(rb));
+        s.wait();
+    }
+}
+
+#[cfg(test)]
+#[path = "collectives_tests.rs"]
+mod tests;

@@ -1,0 +1,589 @@
+//! The acceptance test of the collectives: every algorithm, run on every rank together by the
+//! zero-time checker, must deliver exactly the data MPI semantics require. Messages carry a
+//! description of their data blocks (from the algorithm); the checker verifies that the sender
+//! holds what it sends when it sends it, that message bytes equal the blocks' sizes, that
+//! reductions never count a contribution twice, and finally that every rank holds exactly what
+//! the collective must leave there. A wrong peer, step, block or size fails.
+
+use super::*;
+use crate::check::{run, DataModel};
+use crate::op::Program;
+use std::collections::BTreeMap;
+
+/// Records ops (through the real op sink) plus each send's block annotation.
+struct Recorder<'a> {
+    ops: OpSink<'a>,
+    anns: Vec<(Mode, Vec<usize>)>,
+}
+
+impl Sink for Recorder<'_> {
+    fn send(
+        &mut self,
+        peer: u64,
+        tag: Tag,
+        bytes: u64,
+        mode: Mode,
+        blocks: &dyn Fn(&mut Vec<usize>),
+    ) {
+        let mut v = Vec::new();
+        blocks(&mut v);
+        self.anns.push((mode, v));
+        self.ops.send(peer, tag, bytes, mode, blocks);
+    }
+    fn recv(&mut self, peer: u64, tag: Tag, bytes: u64) {
+        self.ops.recv(peer, tag, bytes);
+    }
+    fn wait(&mut self) {
+        self.ops.wait();
+    }
+}
+
+type Set = u128;
+
+/// Blocks held per rank: block id -> contributor set.
+struct Blocks {
+    sizes: Vec<u64>,
+    held: Vec<BTreeMap<usize, Set>>,
+    anns: Vec<Vec<(Mode, Vec<usize>)>>,
+}
+
+impl DataModel for Blocks {
+    type Msg = (Mode, Vec<(usize, Set)>);
+    fn on_send(&mut self, rank: Rank, index: u64, bytes: u64) -> Result<Self::Msg, String> {
+        let (mode, blocks) = self.anns[rank as usize]
+            .get(index as usize)
+            .ok_or("send without annotation")?
+            .clone();
+        let sum: u64 = blocks.iter().map(|&b| self.sizes[b]).sum();
+        if sum != bytes {
+            return Err(format!(
+                "send of {bytes} B carries blocks {blocks:?} of {sum} B"
+            ));
+        }
+        let mut items = Vec::new();
+        for b in blocks {
+            match self.held[rank as usize].get(&b) {
+                Some(&set) => items.push((b, set)),
+                None => return Err(format!("sends block {b} it does not hold")),
+            }
+        }
+        Ok((mode, items))
+    }
+    fn on_deliver(&mut self, rank: Rank, (mode, items): Self::Msg) -> Result<(), String> {
+        let held = &mut self.held[rank as usize];
+        for (b, set) in items {
+            match mode {
+                Mode::Copy => {
+                    held.insert(b, set);
+                }
+                Mode::Union => *held.entry(b).or_default() |= set,
+                Mode::Combine => {
+                    let h = held.entry(b).or_default();
+                    if *h & set != 0 {
+                        return Err(format!("block {b}: contributions {set:b} counted twice"));
+                    }
+                    *h |= set;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn full(n: u64) -> Set {
+    if n == 128 {
+        Set::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
+/// Which blocks a rank must end with, and whether they must be fully reduced.
+enum Want {
+    /// Every rank holds every block.
+    AllEverywhere,
+    /// `root` holds every block.
+    AllAt(usize),
+    /// Rank r holds block r.
+    Own,
+    /// Rank d holds block s*n+d for every s.
+    Transposed,
+}
+
+struct Case {
+    n: u64,
+    sizes: Vec<u64>,
+    init: Vec<BTreeMap<usize, Set>>,
+    want: Want,
+    reduced: bool,
+    /// Zero-byte blocks need not be delivered (alltoallv skips empty pairs).
+    zero_ok: bool,
+}
+
+fn case(kind: CollKind, algo: CollAlgo, n: u64, root: u64, bytes: u64) -> Case {
+    let nu = n as usize;
+    let me_set = |r: usize| 1u128 << r;
+    let blocks_n = vec![bytes; nu];
+    let eff = effective_algorithm(kind, algo, n as u32, bytes).expect("valid");
+    let mut init = vec![BTreeMap::new(); nu];
+    let (sizes, want, reduced) = match kind {
+        CollKind::Barrier => {
+            for (r, h) in init.iter_mut().enumerate() {
+                h.insert(0, me_set(r));
+            }
+            (vec![0], Want::AllEverywhere, true)
+        }
+        CollKind::Bcast => {
+            let segs = buffer_segments(kind, eff, n as u32, bytes);
+            for b in 0..segs.len() {
+                init[root as usize].insert(b, me_set(root as usize));
+            }
+            (segs, Want::AllEverywhere, false)
+        }
+        CollKind::Reduce | CollKind::Allreduce => {
+            let segs = buffer_segments(kind, eff, n as u32, bytes);
+            for (r, h) in init.iter_mut().enumerate() {
+                for b in 0..segs.len() {
+                    h.insert(b, me_set(r));
+                }
+            }
+            let want = if kind == CollKind::Reduce {
+                Want::AllAt(root as usize)
+            } else {
+                Want::AllEverywhere
+            };
+            (segs, want, true)
+        }
+        CollKind::Allgather | CollKind::Gather => {
+            for (r, h) in init.iter_mut().enumerate() {
+                h.insert(r, me_set(r));
+            }
+            let want = if kind == CollKind::Gather {
+                Want::AllAt(root as usize)
+            } else {
+                Want::AllEverywhere
+            };
+            (blocks_n, want, false)
+        }
+        CollKind::Scatter => {
+            for b in 0..nu {
+                init[root as usize].insert(b, me_set(root as usize));
+            }
+            (blocks_n, Want::Own, false)
+        }
+        CollKind::ReduceScatter => {
+            for (r, h) in init.iter_mut().enumerate() {
+                for b in 0..nu {
+                    h.insert(b, me_set(r));
+                }
+            }
+            (blocks_n, Want::Own, true)
+        }
+        CollKind::Alltoall => {
+            for (r, h) in init.iter_mut().enumerate() {
+                for d in 0..nu {
+                    h.insert(r * nu + d, me_set(r));
+                }
+            }
+            (vec![bytes; nu * nu], Want::Transposed, false)
+        }
+    };
+    Case {
+        n,
+        sizes,
+        init,
+        want,
+        reduced,
+        zero_ok: false,
+    }
+}
+
+/// Runs `sched` for every rank through the checker and verifies the final state of `c`.
+/// Returns bytes received per rank.
+fn check_case(c: Case, sched: &dyn Fn(&mut Recorder, u64)) -> Result<Vec<u64>, String> {
+    let n = c.n as usize;
+    let mut programs: Vec<Program> = Vec::new();
+    let mut anns = Vec::new();
+    for me in 0..c.n {
+        let mut out = Vec::new();
+        let mut rec = Recorder {
+            ops: OpSink::new(WORLD_FOR_TEST, &mut out),
+            anns: Vec::new(),
+        };
+        sched(&mut rec, me);
+        rec.wait();
+        anns.push(rec.anns);
+        for op in &out {
+            assert!(
+                matches!(op, Op::Isend { .. } | Op::Irecv { .. } | Op::Waitall { .. }),
+                "{op:?}"
+            );
+            if let Op::Isend { tag, .. }
+            | Op::Irecv {
+                tag: TagSel::Tag(tag),
+                ..
+            } = op
+            {
+                assert!(*tag < 0, "collective tag {tag} must be negative");
+            }
+        }
+        programs.push(Box::new(out.into_iter().map(Ok)));
+    }
+    let mut model = Blocks {
+        sizes: c.sizes.clone(),
+        held: c.init.clone(),
+        anns,
+    };
+    let traffic = run(c.n as u32, &[], programs, &mut model).map_err(|e| e.to_string())?;
+    let fullset = full(c.n);
+    let ok_block = |r: usize, b: usize| -> Result<(), String> {
+        match model.held[r].get(&b) {
+            None if c.zero_ok && c.sizes[b] == 0 => Ok(()),
+            None => Err(format!("rank {r} lacks block {b}")),
+            Some(&s) if c.reduced && s != fullset => {
+                Err(format!("rank {r} block {b} reduces only {s:b}"))
+            }
+            _ => Ok(()),
+        }
+    };
+    match c.want {
+        Want::AllEverywhere => {
+            for r in 0..n {
+                for b in 0..c.sizes.len() {
+                    ok_block(r, b)?;
+                }
+            }
+        }
+        Want::AllAt(root) => {
+            for b in 0..c.sizes.len() {
+                ok_block(root, b)?;
+            }
+        }
+        Want::Own => {
+            for r in 0..n {
+                ok_block(r, r)?;
+            }
+        }
+        Want::Transposed => {
+            for d in 0..n {
+                for s in 0..n {
+                    ok_block(d, s * n + d)?;
+                }
+            }
+        }
+    }
+    Ok(traffic.received)
+}
+
+const WORLD_FOR_TEST: CommId = 0;
+
+fn sizes() -> Vec<u64> {
+    (1..=17).chain([32, 64]).collect()
+}
+
+const BYTES: [u64; 5] = [0, 1, 5, 1000, 4099];
+
+fn check_kind(kind: CollKind) {
+    let mut algos = vec![CollAlgo::Auto];
+    algos.extend_from_slice(valid_algorithms(kind));
+    let rooted = matches!(
+        kind,
+        CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
+    );
+    for &algo in &algos {
+        for n in sizes() {
+            let roots: Vec<u64> = if rooted {
+                let mut r = vec![0, n - 1, n / 2];
+                r.dedup();
+                r
+            } else {
+                vec![0]
+            };
+            for bytes in BYTES {
+                for &root in &roots {
+                    let c = case(kind, algo, n, root, bytes);
+                    let sched = |s: &mut Recorder, me: u64| {
+                        schedule(s, kind, algo, n as u32, me as Rank, root as Rank, bytes)
+                            .expect("schedule");
+                    };
+                    let received = check_case(c, &sched).unwrap_or_else(|e| {
+                        panic!(
+                            "{} / {} n={n} root={root} bytes={bytes}: {e}",
+                            kind.name(),
+                            algo.name()
+                        )
+                    });
+                    check_received(kind, algo, n, root, bytes, &received);
+                }
+            }
+        }
+    }
+}
+
+/// Exact per-rank received bytes where the algorithm fixes them by a simple formula.
+fn check_received(kind: CollKind, algo: CollAlgo, n: u64, root: u64, bytes: u64, got: &[u64]) {
+    let eff = effective_algorithm(kind, algo, n as u32, bytes).expect("valid");
+    let expect = |r: u64| -> Option<u64> {
+        use CollAlgo::*;
+        match (kind, eff) {
+            (CollKind::Allgather, _) => Some((n - 1) * bytes),
+            (CollKind::Alltoall, PairwiseExchange | Scattered) => Some((n - 1) * bytes),
+            (CollKind::Alltoall, Bruck) => {
+                let mut total = 0;
+                let mut p = 1;
+                while p < n {
+                    total += (0..n).filter(|j| j & p != 0).count() as u64 * bytes;
+                    p *= 2;
+                }
+                Some(total)
+            }
+            (CollKind::Bcast, BinomialTree) => Some(if r == root { 0 } else { bytes }),
+            (CollKind::Gather, _) if r == root => Some((n - 1) * bytes),
+            (CollKind::Scatter, _) if r == root => Some(0),
+            (CollKind::ReduceScatter, PairwiseExchange) => Some((n - 1) * bytes),
+            (CollKind::ReduceScatter, Ring) => Some((n - 1) * bytes),
+            (CollKind::Barrier, _) => Some(0),
+            _ => None,
+        }
+    };
+    for r in 0..n {
+        if let Some(e) = expect(r) {
+            assert_eq!(
+                got[r as usize],
+                e,
+                "{} / {} n={n} rank {r} received bytes",
+                kind.name(),
+                eff.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn barrier_all_algorithms() {
+    check_kind(CollKind::Barrier);
+}
+#[test]
+fn bcast_all_algorithms() {
+    check_kind(CollKind::Bcast);
+}
+#[test]
+fn reduce_all_algorithms() {
+    check_kind(CollKind::Reduce);
+}
+#[test]
+fn allreduce_all_algorithms() {
+    check_kind(CollKind::Allreduce);
+}
+#[test]
+fn allgather_all_algorithms() {
+    check_kind(CollKind::Allgather);
+}
+#[test]
+fn alltoall_all_algorithms() {
+    check_kind(CollKind::Alltoall);
+}
+#[test]
+fn gather_all_algorithms() {
+    check_kind(CollKind::Gather);
+}
+#[test]
+fn scatter_all_algorithms() {
+    check_kind(CollKind::Scatter);
+}
+#[test]
+fn reduce_scatter_all_algorithms() {
+    check_kind(CollKind::ReduceScatter);
+}
+
+#[test]
+fn alltoallv_all_algorithms() {
+    for algo in [
+        CollAlgo::Auto,
+        CollAlgo::PairwiseExchange,
+        CollAlgo::Scattered,
+    ] {
+        for n in sizes() {
+            let nu = n as usize;
+            // A deterministic irregular matrix with zeros: bytes(s -> d).
+            let m = |s: usize, d: usize| -> u64 {
+                if s == d {
+                    0
+                } else {
+                    ((s * 7 + d * 13) % 5) as u64 * 37
+                }
+            };
+            let mut init = vec![BTreeMap::new(); nu];
+            let mut sizes_v = vec![0; nu * nu];
+            for (s, h) in init.iter_mut().enumerate() {
+                for d in 0..nu {
+                    h.insert(s * nu + d, 1u128 << s);
+                    sizes_v[s * nu + d] = m(s, d);
+                }
+            }
+            let c = Case {
+                n,
+                sizes: sizes_v,
+                init,
+                want: Want::Transposed,
+                reduced: false,
+                zero_ok: true,
+            };
+            let sched = |s: &mut Recorder, me: u64| {
+                let me = me as usize;
+                let send: Vec<u64> = (0..nu).map(|d| m(me, d)).collect();
+                let recv: Vec<u64> = (0..nu).map(|s| m(s, me)).collect();
+                schedule_alltoallv(s, algo, n as u32, me as Rank, &send, &recv).expect("schedule");
+            };
+            let received = check_case(c, &sched)
+                .unwrap_or_else(|e| panic!("alltoallv / {} n={n}: {e}", algo.name()));
+            for (d, got) in received.iter().enumerate() {
+                let want: u64 = (0..nu).filter(|&s| s != d).map(|s| m(s, d)).sum();
+                assert_eq!(*got, want);
+            }
+        }
+    }
+}
+
+#[test]
+fn checker_rejects_broken_algorithms() {
+    // A ring allgather that stops one step early.
+    let n = 6;
+    let short = |s: &mut Recorder, me: u64| {
+        ring_allgather(s, n, me, me, &|_| 8, &|j| j as usize, 0);
+        // nothing else
+        let _ = me;
+    };
+    assert!(check_case(case(CollKind::Allgather, CollAlgo::Ring, n, 0, 8), &short).is_ok());
+    let broken = |s: &mut Recorder, me: u64| {
+        let right = (me + 1) % n;
+        let left = (me + n - 1) % n;
+        for i in 0..n - 2 {
+            let sb = (me + n - i) % n;
+            s.send(right, tag(i), 8, Mode::Copy, &|v| v.push(sb as usize));
+            s.recv(left, tag(i), 8);
+            s.wait();
+        }
+    };
+    let err = check_case(case(CollKind::Allgather, CollAlgo::Ring, n, 0, 8), &broken).unwrap_err();
+    assert!(err.contains("lacks block"), "{err}");
+    // A reduce that double-counts: every rank sends its partial to the root directly AND the root
+    // gets a forwarded partial.
+    let double = |s: &mut Recorder, me: u64| match me {
+        0 => {
+            s.recv(1, tag(0), 8);
+            s.recv(2, tag(0), 8);
+            s.wait();
+        }
+        1 => {
+            s.recv(2, tag(1), 8);
+            s.wait();
+            s.send(0, tag(0), 8, Mode::Combine, &|v| v.push(0));
+            s.wait();
+        }
+        _ => {
+            s.send(1, tag(1), 8, Mode::Combine, &|v| v.push(0));
+            s.send(0, tag(0), 8, Mode::Combine, &|v| v.push(0));
+            s.wait();
+        }
+    };
+    let err = check_case(
+        case(CollKind::Reduce, CollAlgo::BinomialTree, 3, 0, 8),
+        &double,
+    )
+    .unwrap_err();
+    assert!(err.contains("counted twice"), "{err}");
+    // A wrong message size.
+    let wrong_size = |s: &mut Recorder, me: u64| {
+        let peer = 1 - me;
+        s.send(peer, tag(0), 9, Mode::Copy, &|v| v.push(me as usize));
+        s.recv(peer, tag(0), 9);
+        s.wait();
+    };
+    let err = check_case(
+        case(CollKind::Allgather, CollAlgo::Ring, 2, 0, 8),
+        &wrong_size,
+    )
+    .unwrap_err();
+    assert!(err.contains("carries blocks"), "{err}");
+}
+
+#[test]
+fn expand_emits_only_nonblocking_ops_and_waits_everything() {
+    let mut out = Vec::new();
+    expand(
+        3,
+        CollKind::Allreduce,
+        CollAlgo::Auto,
+        12,
+        5,
+        0,
+        100_000,
+        &mut out,
+    )
+    .expect("expand");
+    let mut outstanding = std::collections::BTreeSet::new();
+    for op in &out {
+        match op {
+            Op::Isend { comm, req, .. } | Op::Irecv { comm, req, .. } => {
+                assert_eq!(*comm, 3);
+                assert!(*req >= RESERVED_REQ_BASE);
+                assert!(outstanding.insert(*req));
+            }
+            Op::Waitall { reqs } => {
+                for r in reqs.iter() {
+                    assert!(outstanding.remove(r));
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(outstanding.is_empty());
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let mut out = Vec::new();
+    let e = expand(0, CollKind::Bcast, CollAlgo::Ring, 4, 0, 0, 8, &mut out).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("ring") && msg.contains("bcast"), "{msg}");
+    let e = expand(0, CollKind::Gather, CollAlgo::Auto, 4, 0, 4, 8, &mut out).unwrap_err();
+    assert!(matches!(e, CollError::RootOutOfRange { .. }), "{e}");
+    let e = expand_alltoallv(0, CollAlgo::Bruck, 2, 0, &[0, 1], &[0, 1], &mut out).unwrap_err();
+    assert!(e.to_string().contains("alltoallv"), "{e}");
+    let e = expand_alltoallv(0, CollAlgo::Auto, 3, 0, &[0, 1], &[0, 1, 2], &mut out).unwrap_err();
+    assert!(e.to_string().contains("send_bytes"), "{e}");
+}
+
+#[test]
+fn auto_thresholds() {
+    use CollAlgo::*;
+    assert_eq!(resolve_auto(CollKind::Bcast, 64, 12287), BinomialTree);
+    assert_eq!(resolve_auto(CollKind::Bcast, 64, 12288), ScatterAllgather);
+    assert_eq!(resolve_auto(CollKind::Bcast, 7, 1 << 20), BinomialTree);
+    assert_eq!(
+        resolve_auto(CollKind::Allreduce, 64, 2048),
+        RecursiveDoubling
+    );
+    assert_eq!(resolve_auto(CollKind::Allreduce, 64, 2049), Rabenseifner);
+    assert_eq!(
+        resolve_auto(CollKind::Allgather, 64, 8191),
+        RecursiveDoubling
+    );
+    assert_eq!(resolve_auto(CollKind::Allgather, 64, 8192), Ring);
+    assert_eq!(resolve_auto(CollKind::Allgather, 10, 100), Bruck);
+    assert_eq!(resolve_auto(CollKind::Alltoall, 8, 256), Bruck);
+    assert_eq!(resolve_auto(CollKind::Alltoall, 4, 256), Scattered);
+    assert_eq!(
+        resolve_auto(CollKind::Alltoall, 64, 32769),
+        PairwiseExchange
+    );
+    assert_eq!(
+        resolve_auto(CollKind::ReduceScatter, 12, 8),
+        PairwiseExchange
+    );
+    assert_eq!(
+        resolve_auto(CollKind::ReduceScatter, 16, 8),
+        RecursiveHalving
+    );
+}

@@ -1,0 +1,519 @@
+//! Built-in workloads: the ping-pong of the EEE paper, synthetic traffic, the TraceR/TraceRP
+//! communication benchmarks and NPB-like skeletons. Each is selected by `kind` in a run's
+//! configuration ([`WorkloadSpec`]) and built for a rank count and seed by [`build`].
+//!
+//! Programs are streamed: a generator produces one iteration's operations at a time, so an
+//! 8,192-rank job with thousands of iterations never sits in memory. Anything random is drawn
+//! from [`tracewatt_core::Rng`] streams forked from the seed, so the same seed gives the same
+//! operations.
+
+mod npb;
+mod synthetic;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::op::{CollAlgo, Op, Program, Rank};
+
+pub use npb::NpbClass;
+
+/// A job's communication and computation, one program per rank.
+pub trait Workload: std::fmt::Debug + Send + Sync {
+    fn num_ranks(&self) -> u32;
+    /// Communicators besides world (comm id = index + 1), each as its members' WORLD ranks in
+    /// comm-rank order.
+    fn comms(&self) -> Vec<Vec<Rank>>;
+    /// Rank `rank`'s program, streamed (never materialised whole).
+    fn program(&self, rank: Rank) -> Program;
+}
+
+/// An invalid workload configuration: which field and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("workload.{field}: {expected}")]
+pub struct WorkloadError {
+    /// The offending field (`ranks` for the job's rank count).
+    pub field: &'static str,
+    pub expected: String,
+}
+
+pub(crate) fn invalid(field: &'static str, expected: impl Into<String>) -> WorkloadError {
+    WorkloadError {
+        field,
+        expected: expected.into(),
+    }
+}
+
+/// A built-in workload, as written in a run's configuration (`[job.workload]`, selected by
+/// `kind`). Every field has a default; unknown fields are errors. Times are in microseconds
+/// (`*_us`), sizes in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// Rank 0 sends `bytes` to rank 1, which replies; rank 0 starts a round every `interval_us`
+    /// (the EEE paper's ping at fixed intervals). Rank 0 posts the reply's receive and the ping,
+    /// then computes for `interval_us` and waits, so rounds start exactly `interval_us` apart as
+    /// long as the round trip is shorter. Ranks other than 0 and 1 (if any) do nothing.
+    Pingpong {
+        /// Message size each way (default 64, the paper's ICMP packet).
+        #[serde(default = "d_64")]
+        bytes: u64,
+        /// Rounds (default 100).
+        #[serde(default = "d_100")]
+        iterations: u32,
+        /// Send interval (default 1000 us; the paper sweeps 100-2000 us).
+        #[serde(default = "d_1000f")]
+        interval_us: f64,
+    },
+    /// Every rank sends `messages` messages of `bytes` to uniformly random other ranks, one every
+    /// `interval_us`, with `isend`; receives with `ANY_SOURCE`; finishes with a waitall.
+    UniformRandom {
+        /// Messages sent per rank (default 20).
+        #[serde(default = "d_20")]
+        messages: u32,
+        /// Message size (default 2048).
+        #[serde(default = "d_2048")]
+        bytes: u64,
+        /// Time between a rank's sends (default 1.0 us).
+        #[serde(default = "d_1f")]
+        interval_us: f64,
+    },
+    /// 3-D halo exchange (TraceR's near-neighbour benchmark, the communication of an
+    /// unstructured-mesh code): per iteration every rank exchanges `bytes` with its 6 neighbours
+    /// in a periodic 3-D process grid (`MPI_Dims_create` shape), then computes.
+    NearNeighbor {
+        /// Default 10.
+        #[serde(default = "d_10")]
+        iterations: u32,
+        /// Bytes per neighbour per iteration (default 8192).
+        #[serde(default = "d_8192")]
+        bytes: u64,
+        /// Compute per iteration (default 10 us).
+        #[serde(default = "d_10f")]
+        compute_us: f64,
+    },
+    /// TraceR's permutation benchmark (matrix multiply/transpose traffic): per iteration every
+    /// rank sends `bytes` to its partner in a fresh random permutation of the ranks and receives
+    /// from the rank that maps to it, then computes. Fixed points exchange nothing.
+    Permutation {
+        /// Default 10.
+        #[serde(default = "d_10")]
+        iterations: u32,
+        /// Default 65536.
+        #[serde(default = "d_65536")]
+        bytes: u64,
+        /// Default 10 us.
+        #[serde(default = "d_10f")]
+        compute_us: f64,
+    },
+    /// The MPI collectives of Qbox first-principles MD on a 2-D process grid (rows x columns,
+    /// `MPI_Dims_create` shape): per iteration compute, an alltoall on the column communicator
+    /// (the FFT transposes), compute, an allreduce on the row communicator (the dense linear
+    /// algebra), a bcast on the column communicator (root cycling through the column) and an
+    /// 8-byte allreduce on world (the energy).
+    Qbox {
+        /// Default 10.
+        #[serde(default = "d_10")]
+        iterations: u32,
+        /// Alltoall block per pair (default 4096).
+        #[serde(default = "d_4096")]
+        alltoall_bytes: u64,
+        /// Row allreduce buffer (default 65536).
+        #[serde(default = "d_65536")]
+        allreduce_bytes: u64,
+        /// Column bcast buffer (default 16384).
+        #[serde(default = "d_16384")]
+        bcast_bytes: u64,
+        /// Each of the two compute phases per iteration (default 10 us).
+        #[serde(default = "d_10f")]
+        compute_us: f64,
+    },
+    /// 4-D stencil (TraceR's stencil4d): per iteration exchange `bytes` with the 8 neighbours in
+    /// a periodic 4-D process grid, then compute.
+    Stencil4d {
+        /// Default 10.
+        #[serde(default = "d_10")]
+        iterations: u32,
+        /// Default 8192.
+        #[serde(default = "d_8192")]
+        bytes: u64,
+        /// Default 10 us.
+        #[serde(default = "d_10f")]
+        compute_us: f64,
+    },
+    /// MPI_Alltoall of `bytes` per pair on world, per iteration, with `compute_us` between.
+    A2a {
+        /// Default 1.
+        #[serde(default = "d_1")]
+        iterations: u32,
+        /// Default 1024.
+        #[serde(default = "d_1024")]
+        bytes: u64,
+        /// Default 0 us.
+        #[serde(default)]
+        compute_us: f64,
+        /// Collective algorithm (default auto).
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+    },
+    /// NPB FT skeleton (see [`NpbClass`] for the parameters of all NPB kinds).
+    Ft {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Cg {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Mg {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Lu {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Bt {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Sp {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Ep {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+    Is {
+        #[serde(default)]
+        class: NpbClass,
+        #[serde(default)]
+        iterations: Option<u32>,
+        #[serde(default = "d_1f")]
+        compute_scale: f64,
+        #[serde(default)]
+        gflops_per_rank: Option<f64>,
+    },
+}
+
+fn d_1() -> u32 {
+    1
+}
+fn d_10() -> u32 {
+    10
+}
+fn d_20() -> u32 {
+    20
+}
+fn d_100() -> u32 {
+    100
+}
+fn d_64() -> u64 {
+    64
+}
+fn d_1024() -> u64 {
+    1024
+}
+fn d_2048() -> u64 {
+    2048
+}
+fn d_4096() -> u64 {
+    4096
+}
+fn d_8192() -> u64 {
+    8192
+}
+fn d_16384() -> u64 {
+    16384
+}
+fn d_65536() -> u64 {
+    65536
+}
+fn d_1f() -> f64 {
+    1.0
+}
+fn d_10f() -> f64 {
+    10.0
+}
+fn d_1000f() -> f64 {
+    1000.0
+}
+fn d_auto() -> CollAlgo {
+    CollAlgo::Auto
+}
+
+impl WorkloadSpec {
+    /// The `kind` name as written in configuration.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Pingpong { .. } => "pingpong",
+            WorkloadSpec::UniformRandom { .. } => "uniform_random",
+            WorkloadSpec::NearNeighbor { .. } => "near_neighbor",
+            WorkloadSpec::Permutation { .. } => "permutation",
+            WorkloadSpec::Qbox { .. } => "qbox",
+            WorkloadSpec::Stencil4d { .. } => "stencil4d",
+            WorkloadSpec::A2a { .. } => "a2a",
+            WorkloadSpec::Ft { .. } => "ft",
+            WorkloadSpec::Cg { .. } => "cg",
+            WorkloadSpec::Mg { .. } => "mg",
+            WorkloadSpec::Lu { .. } => "lu",
+            WorkloadSpec::Bt { .. } => "bt",
+            WorkloadSpec::Sp { .. } => "sp",
+            WorkloadSpec::Ep { .. } => "ep",
+            WorkloadSpec::Is { .. } => "is",
+        }
+    }
+}
+
+/// Builds a workload for `ranks` ranks; `seed` drives every random choice.
+pub fn build(
+    spec: &WorkloadSpec,
+    ranks: u32,
+    seed: u64,
+) -> Result<Box<dyn Workload>, WorkloadError> {
+    if ranks == 0 {
+        return Err(invalid("ranks", "must be >= 1"));
+    }
+    use WorkloadSpec as W;
+    match *spec {
+        W::Pingpong {
+            bytes,
+            iterations,
+            interval_us,
+        } => synthetic::pingpong(ranks, bytes, iterations, interval_us),
+        W::UniformRandom {
+            messages,
+            bytes,
+            interval_us,
+        } => synthetic::uniform_random(ranks, seed, messages, bytes, interval_us),
+        W::NearNeighbor {
+            iterations,
+            bytes,
+            compute_us,
+        } => synthetic::halo("near_neighbor", ranks, 3, iterations, bytes, compute_us),
+        W::Stencil4d {
+            iterations,
+            bytes,
+            compute_us,
+        } => synthetic::halo("stencil4d", ranks, 4, iterations, bytes, compute_us),
+        W::Permutation {
+            iterations,
+            bytes,
+            compute_us,
+        } => synthetic::permutation(ranks, seed, iterations, bytes, compute_us),
+        W::Qbox {
+            iterations,
+            alltoall_bytes,
+            allreduce_bytes,
+            bcast_bytes,
+            compute_us,
+        } => synthetic::qbox(
+            ranks,
+            iterations,
+            [alltoall_bytes, allreduce_bytes, bcast_bytes],
+            compute_us,
+        ),
+        W::A2a {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+        } => synthetic::a2a(ranks, iterations, bytes, compute_us, algo),
+        W::Ft {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Cg {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Mg {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Lu {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Bt {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Sp {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Ep {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        }
+        | W::Is {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        } => npb::build(
+            spec.kind_name(),
+            ranks,
+            npb::Params {
+                class,
+                iterations,
+                compute_scale,
+                gflops_per_rank,
+            },
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces.
+
+type Body = dyn Fn(Rank) -> Program + Send + Sync;
+
+/// A workload defined by a program-making closure.
+pub(crate) struct Generated {
+    name: &'static str,
+    ranks: u32,
+    comms: Vec<Vec<Rank>>,
+    body: Arc<Body>,
+}
+
+impl std::fmt::Debug for Generated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generated")
+            .field("name", &self.name)
+            .field("ranks", &self.ranks)
+            .field("comms", &self.comms.len())
+            .finish()
+    }
+}
+
+impl Workload for Generated {
+    fn num_ranks(&self) -> u32 {
+        self.ranks
+    }
+    fn comms(&self) -> Vec<Vec<Rank>> {
+        self.comms.clone()
+    }
+    fn program(&self, rank: Rank) -> Program {
+        (self.body)(rank)
+    }
+}
+
+pub(crate) fn generated(
+    name: &'static str,
+    ranks: u32,
+    comms: Vec<Vec<Rank>>,
+    body: impl Fn(Rank) -> Program + Send + Sync + 'static,
+) -> Result<Box<dyn Workload>, WorkloadError> {
+    Ok(Box::new(Generated {
+        name,
+        ranks,
+        comms,
+        body: Arc::new(body),
+    }))
+}
+
+/// A program of `count` steps, each step's ops made on demand.
+pub(crate) fn stepped(count: u64, step: impl Fn(u64) -> Vec<Op> + Send + 'static) -> Program {
+    Box::new((0..count).flat_map(step).map(Ok))
+}
+
+/// Microseconds to picoseconds for a validated field.
+pub(crate) fn us_field(field: &'static str, us: f64) -> Result<u64, WorkloadError> {
+    tracewatt_core::time::from_units(us, tracewatt_core::time::PS_PER_US)
+        .ok_or_else(|| invalid(field, format!("must be a finite number >= 0, got {us}")))
+}
+
+pub(crate) fn at_least_one(field: &'static str, v: u32) -> Result<(), WorkloadError> {
+    if v == 0 {
+        Err(invalid(field, "must be >= 1"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Balanced factorisation of `n` into `d` dimensions, largest first (like `MPI_Dims_create`).
+pub(crate) fn dims_create(n: u32, d: usize) -> Vec<u32> {
+    let mut factors = Vec::new();
+    let mut m = n;
+    let mut p = 2;
+    while p * p <= m {
+        while m / p * p == m {
+            factors.push(p);
+            m /= p;
+        }
+        p += 1;
+    }
+    if m > 1 {
+        factors.push(m);
+    }
+    let mut dims = vec![1u32; d];
+    for f in factors.into_iter().rev() {
+        if let Some(smallest) = dims.iter_mut().min() {
+            *smallest *= f;
+        }
+    }
+    dims.sort_unstable_by(|a, b| b.cmp(a));
+    dims
+}
+
+#[cfg(test)]
+mod tests;

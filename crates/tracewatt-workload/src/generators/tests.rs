@@ -1,0 +1,243 @@
+use super::*;
+use crate::check::check_workload;
+
+fn spec(json: &str) -> WorkloadSpec {
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"))
+}
+
+fn ops(w: &dyn Workload, rank: Rank) -> Vec<Op> {
+    w.program(rank)
+        .map(|op| op.expect("generator ops never fail"))
+        .collect()
+}
+
+/// Builds and runs every rank of `json` on `ranks` ranks through the zero-time checker.
+fn consistent(json: &str, ranks: u32) -> crate::check::Traffic {
+    let w = build(&spec(json), ranks, 7).unwrap_or_else(|e| panic!("{json} on {ranks}: {e}"));
+    assert_eq!(w.num_ranks(), ranks);
+    let t = check_workload(w.as_ref()).unwrap_or_else(|e| panic!("{json} on {ranks}: {e}"));
+    assert_eq!(t.sent.iter().sum::<u64>(), t.received.iter().sum::<u64>());
+    t
+}
+
+const ALL_KINDS: [&str; 15] = [
+    "pingpong",
+    "uniform_random",
+    "near_neighbor",
+    "permutation",
+    "qbox",
+    "stencil4d",
+    "a2a",
+    "ft",
+    "cg",
+    "mg",
+    "lu",
+    "bt",
+    "sp",
+    "ep",
+    "is",
+];
+
+#[test]
+fn every_kind_builds_with_defaults() {
+    for kind in ALL_KINDS {
+        let s = spec(&format!(r#"{{"kind":"{kind}"}}"#));
+        assert_eq!(s.kind_name(), kind);
+        let w = build(&s, 16, 1).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        // The first ops of every rank are available without materialising the program.
+        for r in 0..16 {
+            let _ = w.program(r).take(10).count();
+        }
+    }
+}
+
+#[test]
+fn synthetic_workloads_are_consistent() {
+    let t = consistent(r#"{"kind":"pingpong","iterations":5}"#, 2);
+    assert_eq!(t.pairs[&(0, 1)], (5, 5 * 64));
+    assert_eq!(t.pairs[&(1, 0)], (5, 5 * 64));
+    assert_eq!(t.compute_ps, 5 * 1_000_000_000);
+    consistent(r#"{"kind":"pingpong","iterations":3,"bytes":1000000}"#, 5);
+    let t = consistent(r#"{"kind":"uniform_random"}"#, 16);
+    assert_eq!(t.messages, 16 * 20);
+    assert_eq!(t.received.iter().sum::<u64>(), 16 * 20 * 2048);
+    consistent(r#"{"kind":"uniform_random","messages":3}"#, 2);
+    for n in [1, 2, 8, 12, 27] {
+        let t = consistent(r#"{"kind":"near_neighbor","iterations":2}"#, n);
+        if n == 27 {
+            // 3x3x3 periodic grid: 6 distinct neighbours, 2 iterations.
+            assert!(t.received.iter().all(|&b| b == 2 * 6 * 8192));
+        }
+    }
+    for n in [1, 2, 10, 33] {
+        consistent(r#"{"kind":"permutation","iterations":4}"#, n);
+    }
+    for n in [1, 6, 12, 16] {
+        consistent(r#"{"kind":"qbox","iterations":2}"#, n);
+    }
+    for n in [6, 16, 81] {
+        let t = consistent(r#"{"kind":"stencil4d","iterations":1}"#, n);
+        if n == 81 {
+            assert!(t.received.iter().all(|&b| b == 8 * 8192));
+        }
+    }
+    for algo in ["auto", "bruck", "scattered", "pairwise_exchange"] {
+        let t = consistent(
+            &format!(r#"{{"kind":"a2a","algo":"{algo}","bytes":100}}"#),
+            12,
+        );
+        if algo == "scattered" || algo == "pairwise_exchange" {
+            assert!(t.received.iter().all(|&b| b == 11 * 100));
+        }
+    }
+}
+
+#[test]
+fn npb_skeletons_are_consistent() {
+    let cases: &[(&str, &[u32])] = &[
+        (r#"{"kind":"ft","class":"S","iterations":2}"#, &[1, 2, 8]),
+        (r#"{"kind":"ft","class":"W","iterations":1}"#, &[64]),
+        (
+            r#"{"kind":"cg","class":"S","iterations":1}"#,
+            &[1, 2, 8, 16],
+        ),
+        (r#"{"kind":"mg","class":"S","iterations":1}"#, &[1, 2, 8]),
+        (r#"{"kind":"lu","class":"S","iterations":1}"#, &[1, 2, 4, 8]),
+        (r#"{"kind":"bt","class":"S","iterations":1}"#, &[1, 4, 9]),
+        (r#"{"kind":"sp","class":"S","iterations":1}"#, &[4, 16]),
+        (r#"{"kind":"ep","class":"S"}"#, &[1, 5]),
+        (r#"{"kind":"is","class":"S","iterations":2}"#, &[1, 2, 8]),
+    ];
+    for (json, sizes) in cases {
+        for &n in sizes.iter() {
+            let t = consistent(json, n);
+            assert!(t.compute_ps > 0, "{json} on {n}: no compute");
+            if n > 1 {
+                assert!(t.messages > 0, "{json} on {n}: no messages");
+            }
+        }
+    }
+}
+
+#[test]
+fn npb_compute_follows_the_operation_count() {
+    // FT class C on 16 ranks at the default 0.8 Gop/s per rank: ~25 s of compute per rank.
+    let w = build(&spec(r#"{"kind":"ft","class":"C"}"#), 16, 0).expect("ft");
+    let ps: u64 = ops(w.as_ref(), 0)
+        .iter()
+        .map(|op| match op {
+            Op::Compute { ps } => *ps,
+            _ => 0,
+        })
+        .sum();
+    let s = ps as f64 / 1e12;
+    assert!((20.0..40.0).contains(&s), "{s} s");
+    // compute_scale halves it.
+    let w = build(
+        &spec(r#"{"kind":"ft","class":"C","compute_scale":0.5}"#),
+        16,
+        0,
+    )
+    .expect("ft");
+    let half: u64 = ops(w.as_ref(), 0)
+        .iter()
+        .map(|op| match op {
+            Op::Compute { ps } => *ps,
+            _ => 0,
+        })
+        .sum();
+    assert!((half as f64 * 2.0 - ps as f64).abs() < 1e6);
+}
+
+#[test]
+fn errors_name_the_field() {
+    let cases = [
+        (r#"{"kind":"pingpong"}"#, 1, "workload.ranks"),
+        (
+            r#"{"kind":"pingpong","iterations":0}"#,
+            2,
+            "workload.iterations",
+        ),
+        (
+            r#"{"kind":"pingpong","interval_us":-1.0}"#,
+            2,
+            "workload.interval_us",
+        ),
+        (r#"{"kind":"uniform_random"}"#, 1, "workload.ranks"),
+        (
+            r#"{"kind":"near_neighbor","compute_us":-2.0}"#,
+            4,
+            "workload.compute_us",
+        ),
+        (r#"{"kind":"a2a","algo":"ring"}"#, 4, "workload.algo"),
+        (
+            r#"{"kind":"cg"}"#,
+            12,
+            "workload.ranks: cg needs a power-of-two",
+        ),
+        (r#"{"kind":"bt"}"#, 8, "workload.ranks: bt needs a square"),
+        (r#"{"kind":"sp","iterations":0}"#, 4, "workload.iterations"),
+        (
+            r#"{"kind":"ep","gflops_per_rank":0.0}"#,
+            4,
+            "workload.gflops_per_rank",
+        ),
+        (
+            r#"{"kind":"mg","compute_scale":-1.0}"#,
+            4,
+            "workload.compute_scale",
+        ),
+        (r#"{"kind":"ft","class":"S"}"#, 8192, "workload.ranks"),
+        (r#"{"kind":"a2a"}"#, 0, "workload.ranks"),
+    ];
+    for (json, ranks, want) in cases {
+        let err = build(&spec(json), ranks, 0).expect_err(json).to_string();
+        assert!(err.starts_with(want), "{json}: {err}");
+    }
+    assert!(serde_json::from_str::<WorkloadSpec>(r#"{"kind":"a2a","byte":4}"#).is_err());
+    assert!(serde_json::from_str::<WorkloadSpec>(r#"{"kind":"cg","class":"Q"}"#).is_err());
+    assert_eq!(
+        spec(r#"{"kind":"cg","class":"c"}"#),
+        spec(r#"{"kind":"cg","class":"C"}"#)
+    );
+}
+
+#[test]
+fn same_seed_same_ops() {
+    for json in [r#"{"kind":"uniform_random"}"#, r#"{"kind":"permutation"}"#] {
+        let a = build(&spec(json), 24, 99).expect("build");
+        let b = build(&spec(json), 24, 99).expect("build");
+        let c = build(&spec(json), 24, 100).expect("build");
+        let mut differs = false;
+        for r in 0..24 {
+            assert_eq!(ops(a.as_ref(), r), ops(b.as_ref(), r));
+            differs |= ops(a.as_ref(), r) != ops(c.as_ref(), r);
+        }
+        assert!(differs, "{json}: seed has no effect");
+    }
+}
+
+#[test]
+fn large_jobs_build_and_stream_cheaply() {
+    // 8,192 ranks: building and pulling a few ops per rank must not be quadratic.
+    for json in [
+        r#"{"kind":"uniform_random"}"#,
+        r#"{"kind":"permutation"}"#,
+        r#"{"kind":"qbox"}"#,
+        r#"{"kind":"stencil4d"}"#,
+        r#"{"kind":"lu","class":"D"}"#,
+    ] {
+        let w = build(&spec(json), 8192, 3).expect("build");
+        for r in (0..8192).step_by(97) {
+            assert!(w.program(r).take(50).count() > 0, "{json}");
+        }
+    }
+}
+
+#[test]
+fn dims_create_is_balanced() {
+    assert_eq!(dims_create(8192, 3), vec![32, 16, 16]);
+    assert_eq!(dims_create(12, 2), vec![4, 3]);
+    assert_eq!(dims_create(7, 3), vec![7, 1, 1]);
+    assert_eq!(dims_create(16, 4), vec![2, 2, 2, 2]);
+}

@@ -1,0 +1,94 @@
+"""tracewatt: packet-level simulation of HPC interconnects with low-power links, and their energy.
+
+::
+
+    import tracewatt
+    res = tracewatt.simulate("examples/pingpong.toml")
+    print(res.summary["makespan_s"])
+    res.links.head()
+
+See ``docs/config.md`` for the configuration schema and ``docs/cli.md`` for the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tracewatt import _tracewatt
+from tracewatt.config import Config
+from tracewatt.errors import (
+    ConfigError,
+    DeadlockError,
+    InterruptedError,
+    TopologyError,
+    TracewattError,
+    WorkloadError,
+)
+from tracewatt.results import Results
+
+__version__: str = _tracewatt.__version__
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "ConfigLike",
+    "DeadlockError",
+    "InterruptedError",
+    "ProgressCallback",
+    "Results",
+    "TopologyError",
+    "TracewattError",
+    "WorkloadError",
+    "__version__",
+    "as_config",
+    "machine",
+    "presets",
+    "simulate",
+]
+
+#: Anything :func:`simulate` accepts as a configuration: a :class:`Config`, a dict shaped like
+#: the TOML document, or the path of a ``.toml`` / ``.json`` file.
+ConfigLike = Config | Mapping[str, Any] | str | os.PathLike[str]
+
+#: Called about five times a second with ``{"sim_time_s", "events", "ranks_done",
+#: "ranks_total"}``; an exception raised by it stops the run and propagates.
+ProgressCallback = Callable[[dict[str, Any]], object]
+
+
+def as_config(config: ConfigLike) -> Config:
+    """Turns any accepted configuration form into a :class:`Config`."""
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, Mapping):
+        return Config.from_dict(config)
+    if isinstance(config, str | os.PathLike):
+        return Config.load(config)
+    raise TypeError(f"expected a Config, a dict or a file path, not {type(config).__name__}")
+
+
+def simulate(config: ConfigLike, *, progress: ProgressCallback | None = None) -> Results:
+    """Runs one simulation (in Rust, with the GIL released) and returns its :class:`Results`.
+
+    ``config`` is a :class:`Config`, a dict, or a path (``str`` / ``os.PathLike``) to a TOML or
+    JSON file. Ctrl-C interrupts the run with :class:`tracewatt.InterruptedError`.
+    """
+    c = as_config(config)
+    raw = _tracewatt.simulate(c.text, c.format, c.source, progress)
+    return Results.from_raw(raw)
+
+
+def machine(config: ConfigLike) -> dict[str, Any]:
+    """Describes the configured machine: ``nodes``, ``switches``, ``links``, ``diameter_hops``,
+    ``virtual_channels``, ``ranks_per_node``, ``link_classes`` (kind, links, bandwidth_gbps,
+    latency_ns) and ``preset``."""
+    c = as_config(config)
+    out: dict[str, Any] = json.loads(_tracewatt.machine_info(c.text, c.format, c.source))
+    return out
+
+
+def presets() -> list[str]:
+    """Names of the built-in machine presets (``machine.preset = "<name>"``)."""
+    return list(_tracewatt.presets())

@@ -1,0 +1,423 @@
+"""The ``tracewatt`` command line. See ``docs/cli.md``.
+
+Exit codes: 0 success; 1 unexpected internal error; 2 usage, configuration or topology error;
+3 workload, trace or deadlock error (the run could not complete); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from tracewatt import _format
+from tracewatt.config import Config, parse_value
+from tracewatt.errors import (
+    ConfigError,
+    DeadlockError,
+    InterruptedError,
+    TracewattError,
+    WorkloadError,
+)
+from tracewatt.results import summary_json
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_RUN = 3
+EXIT_INTERRUPTED = 130
+
+PROG = "tracewatt"
+
+
+class UsageError(Exception):
+    """A command-line mistake (exit code 2)."""
+
+
+def exit_code(e: BaseException) -> int:
+    """The documented exit code for an exception."""
+    if isinstance(e, KeyboardInterrupt | InterruptedError):
+        return EXIT_INTERRUPTED
+    if isinstance(e, ConfigError | UsageError):
+        return EXIT_USAGE
+    if isinstance(e, WorkloadError | DeadlockError | TracewattError):
+        return EXIT_RUN
+    return EXIT_INTERNAL
+
+
+def _error(msg: str) -> None:
+    print(f"{PROG}: error: {msg}", file=sys.stderr, flush=True)
+
+
+def _warn(msg: str) -> None:
+    print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class ProgressLine:
+    """A one-line progress display on a terminal (redrawn with carriage returns)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.start = time.monotonic()
+        self.width = 0
+
+    def draw(self, text: str) -> None:
+        pad = max(0, self.width - len(text))
+        self.width = len(text)
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+
+    def sim(self, p: dict[str, Any]) -> None:
+        done, total = int(p.get("ranks_done", 0)), int(p.get("ranks_total", 0))
+        frac = done / total if total else 0.0
+        bar = "#" * int(frac * 20)
+        self.draw(
+            f"[{bar:<20}] sim {_format.seconds(float(p.get('sim_time_s', 0.0)))}"
+            f" | {_format.count(int(p.get('events', 0)))} events"
+            f" | ranks done {done}/{total}"
+            f" | {time.monotonic() - self.start:.1f} s"
+        )
+
+    def clear(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+# --------------------------------------------------------------------------- config
+
+
+def _load_config(args: argparse.Namespace) -> Config:
+    path = Path(args.config)
+    if not path.exists():
+        raise UsageError(f"{args.config}: no such file")
+    if path.is_dir():
+        raise UsageError(f"{args.config}: is a directory, not a configuration file")
+    cfg = Config.load(path)
+    overrides: dict[str, Any] = {}
+    for item in getattr(args, "set", None) or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set {item!r}: expected PATH=VALUE, e.g. seed=3")
+        overrides[key] = parse_value(value.strip())
+    if getattr(args, "seed", None) is not None:
+        overrides["seed"] = args.seed
+    return cfg.with_overrides(overrides) if overrides else cfg
+
+
+# --------------------------------------------------------------------------- run
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """The human-readable summary printed by ``tracewatt run``."""
+    msgs = summary.get("messages", {})
+    net = summary.get("network", {})
+    lines = [
+        f"makespan              {_format.seconds(summary.get('makespan_s'))}",
+        f"seed                  {summary.get('seed')}",
+    ]
+    jobs = summary.get("jobs", [])
+    if jobs:
+        lines.append("")
+        rows = [
+            [
+                str(j.get("name")),
+                str(j.get("ranks")),
+                str(j.get("nodes")),
+                _format.seconds(j.get("start_s")),
+                _format.seconds(j.get("completion_s")),
+                _format.seconds(j.get("runtime_s")),
+            ]
+            for j in jobs
+        ]
+        lines.append(
+            _format.table(
+                ["job", "ranks", "nodes", "start", "completion", "runtime"],
+                rows,
+                [False, True, True, True, True, True],
+            ).rstrip("\n")
+        )
+        lines.append("")
+    lines += [
+        f"messages              {_format.count(msgs.get('count'))}"
+        f"  ({_format.nbytes(msgs.get('bytes'))})",
+        f"message latency       mean {_format.seconds(msgs.get('latency_mean_s'))}"
+        f"  p50 {_format.seconds(msgs.get('latency_p50_s'))}"
+        f"  p99 {_format.seconds(msgs.get('latency_p99_s'))}"
+        f"  max {_format.seconds(msgs.get('latency_max_s'))}",
+        f"packets               {_format.count(net.get('packets'))}",
+        f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
+        f"events                {_format.count(summary.get('events'))}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tracewatt import simulate
+
+    cfg = _load_config(args)
+    bar = ProgressLine(sys.stderr) if _show_progress(args) else None
+    try:
+        res = simulate(cfg, progress=bar.sim if bar else None)
+    finally:
+        if bar:
+            bar.clear()
+    if args.output is not None:
+        res.write(args.output)
+    if args.json:
+        sys.stdout.write(summary_json(res.summary))
+    elif not args.quiet:
+        sys.stdout.write(summary_text(res.summary))
+        if args.output is not None:
+            sys.stdout.write(f"results written to {args.output}\n")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- machine
+
+
+def machine_text(info: dict[str, Any]) -> str:
+    lines = [
+        f"preset                {info.get('preset') or '-'}",
+        f"nodes                 {_format.count(info.get('nodes'))}",
+        f"switches              {_format.count(info.get('switches'))}",
+        f"links                 {_format.count(info.get('links'))}",
+        f"diameter              {info.get('diameter_hops')} switch hops",
+        f"virtual channels      {info.get('virtual_channels')}",
+        f"ranks per node        {info.get('ranks_per_node')}",
+        "",
+    ]
+    rows = [
+        [
+            str(c.get("kind")),
+            _format.count(c.get("links")),
+            f"{float(c.get('bandwidth_gbps', 0.0)):g}",
+            f"{float(c.get('latency_ns', 0.0)):g}",
+        ]
+        for c in info.get("link_classes", [])
+    ]
+    lines.append(
+        _format.table(
+            ["link class", "links", "bandwidth_gbps", "latency_ns"], rows, [False, True, True, True]
+        ).rstrip("\n")
+    )
+    return "\n".join(lines) + "\n"
+
+
+def cmd_machine(args: argparse.Namespace) -> int:
+    from tracewatt import machine
+
+    info = machine(_load_config(args))
+    if args.json:
+        sys.stdout.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(machine_text(info))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- presets
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from tracewatt import presets
+
+    names = presets()
+    if args.json:
+        sys.stdout.write(json.dumps(names) + "\n")
+    else:
+        sys.stdout.write("".join(f"{n}\n" for n in names))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- study
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from tracewatt import study
+
+    spec = study.StudySpec.load(args.study)
+    total = len(spec.cells)
+    bar = ProgressLine(sys.stderr) if _show_progress(args) else None
+    if not args.quiet:
+        workers = args.workers or os.cpu_count() or 1
+        _warn(f"study `{spec.name}`: {total} runs on {min(workers, total)} process(es)")
+    if bar:
+        bar.draw(f"runs done 0/{total}")
+
+    def on_done(c: study.CellResult, done: int, total: int) -> None:
+        if bar:
+            bar.clear()
+        if c.error is not None:
+            _error(f"{c.topology}/{c.workload}: {c.error[1]}")
+        elif not args.quiet and not bar:
+            _warn(f"[{done}/{total}] {c.topology}/{c.workload} done in {c.wall_s:.1f} s")
+        if bar:
+            bar.draw(f"runs done {done}/{total} (last: {c.topology}/{c.workload})")
+
+    try:
+        cells = study.run_study(spec, args.output, workers=args.workers, on_done=on_done)
+    finally:
+        if bar:
+            bar.clear()
+    if args.json:
+        frame = study.to_frame(cells)
+        sys.stdout.write(frame.to_json(orient="records", indent=2) + "\n")
+    elif not args.quiet:
+        sys.stdout.write(study.format_table(cells))
+        if args.output is not None:
+            sys.stdout.write(
+                f"results written to {args.output}/ (study.csv, <topology>/<workload>/)\n"
+            )
+    codes = [
+        EXIT_USAGE if c.error[0] in ("ConfigError", "TopologyError") else EXIT_RUN
+        for c in cells
+        if c.error is not None
+    ]
+    return max(codes) if codes else EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tracewatt import __version__
+
+    p = _Parser(
+        prog=PROG,
+        description="Packet-level simulation of HPC interconnects and their energy.",
+        epilog="Exit codes: 0 ok, 1 internal error, 2 usage/config/topology error, "
+        "3 workload/trace/deadlock error, 130 interrupted. See docs/cli.md.",
+    )
+    p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    def add_set(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--set",
+            action="append",
+            metavar="PATH=VALUE",
+            default=[],
+            help="override a configuration field; VALUE is a TOML literal "
+            "(e.g. --set machine.links.bandwidth_gbps=40 --set 'jobs[0].nodes=4'); repeatable",
+        )
+
+    r = sub.add_parser("run", help="run one simulation", description="Run one simulation.")
+    r.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
+    r.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write summary.json and the Parquet tables to DIR (default: write nothing)",
+    )
+    r.add_argument(
+        "--json", action="store_true", help="print summary.json to stdout instead of the table"
+    )
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary table")
+    r.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")
+    add_set(r)
+    r.set_defaults(func=cmd_run)
+
+    m = sub.add_parser(
+        "machine", help="describe a configuration's machine", description="Describe the machine."
+    )
+    m.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
+    m.add_argument("--json", action="store_true", help="print the description as JSON")
+    add_set(m)
+    m.set_defaults(func=cmd_machine)
+
+    pr = sub.add_parser("presets", help="list the machine presets", description="List presets.")
+    pr.add_argument("--json", action="store_true", help="print a JSON list")
+    pr.set_defaults(func=cmd_presets)
+
+    s = sub.add_parser(
+        "study",
+        help="run the default study (TraceRP machines x workloads) in parallel",
+        description="Run a study: every (topology, workload) cell of a study definition, in "
+        "parallel on a local process pool.",
+    )
+    s.add_argument(
+        "-o", "--output", metavar="DIR", help="write DIR/study.csv and DIR/<topology>/<workload>/"
+    )
+    s.add_argument(
+        "--study",
+        metavar="FILE",
+        help="study definition (TOML; default: the built-in studies/default.toml)",
+    )
+    s.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes (default: os.cpu_count())",
+    )
+    s.add_argument("--json", action="store_true", help="print the rows as JSON instead")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
+    s.set_defaults(func=cmd_study)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "workers", None) is not None and args.workers < 1:
+            parser.error("--workers must be at least 1")
+        code: int = args.func(args)
+        return code
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except (TracewattError, UsageError) as e:
+        _error(str(e))
+        return exit_code(e)
+    except BrokenPipeError:
+        # stdout closed early (e.g. `| head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as e:
+        _error(f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}")
+        return EXIT_INTERNAL
+    except Exception as e:
+        _error(f"internal error: {type(e).__name__}: {e} (please report this)")
+        if os.environ.get("TRACEWATT_DEBUG"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
+    except BaseException as e:
+        # A Rust panic surfaces as pyo3's PanicException, a BaseException.
+        if type(e).__name__ == "PanicException":
+            _error(f"internal error: {e} (please report this)")
+            if os.environ.get("TRACEWATT_DEBUG"):
+                traceback.print_exc()
+            return EXIT_INTERNAL
+        raise
+
+
+def entry() -> NoReturn:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

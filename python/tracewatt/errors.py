@@ -1,0 +1,31 @@
+"""The tracewatt exception hierarchy (defined by the Rust extension, re-exported here).
+
+::
+
+    TracewattError                 every error tracewatt raises on purpose
+    ├── ConfigError                malformed or impossible configuration (names file and field)
+    │   └── TopologyError          the topology cannot be built or routed as configured
+    ├── WorkloadError              a workload, generator or trace is invalid
+    ├── DeadlockError              the workload cannot finish (names the waiting ranks)
+    └── InterruptedError           the run was interrupted (Ctrl-C)
+
+Note that ``tracewatt.errors.InterruptedError`` is not the built-in ``InterruptedError``.
+"""
+
+from tracewatt._tracewatt import (
+    ConfigError,
+    DeadlockError,
+    InterruptedError,
+    TopologyError,
+    TracewattError,
+    WorkloadError,
+)
+
+__all__ = [
+    "ConfigError",
+    "DeadlockError",
+    "InterruptedError",
+    "TopologyError",
+    "TracewattError",
+    "WorkloadError",
+]

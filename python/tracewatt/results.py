@@ -1,0 +1,246 @@
+"""Results of a run: a JSON summary and column tables as pandas DataFrames.
+
+On disk (``Results.write``) a run is a directory with ``summary.json`` and one Parquet file per
+table. Files are written deterministically (same results, same bytes) and each one atomically
+(temporary name, then rename); ``summary.json`` is written last, so a directory without it is
+incomplete. Column names carry their units (``_s`` seconds, ``_bps`` bits per second, ``bytes``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = ["TABLES", "Results", "summary_json"]
+
+#: The tables of a run, in the order they are written.
+TABLES: tuple[str, ...] = ("links", "idle_hist", "idle_thresholds", "ranks", "jobs")
+
+_STRING_COLUMNS = frozenset({"src", "dst", "kind", "job"})
+_INT_COLUMNS = frozenset(
+    {
+        "link_id",
+        "bandwidth_bps",
+        "bytes",
+        "packets",
+        "idle_count",
+        "count",
+        "rank",
+        "node",
+        "sends",
+        "bytes_sent",
+        "ranks",
+        "nodes",
+    }
+)
+
+# Fixed Parquet writer settings: no timestamps are written by pyarrow, and with these fixed the
+# bytes depend only on the data (and the pyarrow version, recorded in the file's `created_by`).
+_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "write_statistics": True,
+    "use_dictionary": True,
+    "version": "2.6",
+    "data_page_version": "1.0",
+}
+
+
+def summary_json(summary: Mapping[str, Any]) -> str:
+    """The canonical text of ``summary.json`` (also what ``tracewatt run --json`` prints)."""
+    return json.dumps(summary, indent=2, sort_keys=True) + "\n"
+
+
+def _arrow_type(name: str, values: Sequence[Any]) -> pa.DataType:
+    if values:
+        v = values[0]
+        if isinstance(v, str):
+            return pa.string()
+        if isinstance(v, bool):
+            return pa.bool_()
+        if isinstance(v, int):
+            return pa.int64()
+        return pa.float64()
+    if name in _STRING_COLUMNS:
+        return pa.string()
+    if name in _INT_COLUMNS:
+        return pa.int64()
+    return pa.float64()
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    df: pd.DataFrame = table.to_pandas()
+    # Strings as the default string dtype of the installed pandas, whichever way they came.
+    for name, typ in zip(table.column_names, table.schema.types, strict=True):
+        if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            df[name] = pd.Series(table.column(name).to_pylist(), dtype=str, index=df.index)
+    return df
+
+
+def _table_from_columns(columns: Mapping[str, Sequence[Any]]) -> pa.Table:
+    arrays = [pa.array(list(v), type=_arrow_type(k, v)) for k, v in columns.items()]
+    return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _frame_to_arrow(df: pd.DataFrame) -> pa.Table:
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    # No pandas metadata: the files stay plain Parquet and their bytes independent of pandas.
+    return table.replace_schema_metadata(None)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _atomic_write_parquet(path: Path, table: pa.Table) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        pq.write_table(table, tmp, **_PARQUET_OPTIONS)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class Results:
+    """What one simulation produced.
+
+    ``summary`` is the JSON summary as a dict (``makespan_s``, ``seed``, ``jobs``, ``messages``,
+    ``network``, ``machine``, ``config`` with every default filled in, ...). The tables are
+    DataFrames: :attr:`links`, :attr:`idle_hist`, :attr:`idle_thresholds`, :attr:`ranks`,
+    :attr:`jobs` (and any further table the core adds, in :attr:`tables`).
+    """
+
+    __slots__ = ("summary", "tables")
+
+    summary: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+
+    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pd.DataFrame]) -> None:
+        self.summary = summary
+        self.tables = dict(tables)
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> Results:
+        """From the extension's ``simulate`` output: ``{"summary": str, "tables": {...}}``."""
+        summary = json.loads(raw["summary"])
+        tables = {
+            name: _to_pandas(_table_from_columns(cols)) for name, cols in raw["tables"].items()
+        }
+        return cls(summary, tables)
+
+    # ---------------------------------------------------------------- tables
+
+    def _table(self, name: str) -> pd.DataFrame:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise KeyError(f"these results have no `{name}` table") from None
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """Per link direction: ``link_id, src, dst, kind, bandwidth_bps, bytes, packets, busy_s,
+        idle_count, idle_s``."""
+        return self._table("links")
+
+    @property
+    def idle_hist(self) -> pd.DataFrame:
+        """Idle-interval histogram, long form, non-empty bins: ``link_id, bin_lo_s, bin_hi_s,
+        count, total_s``."""
+        return self._table("idle_hist")
+
+    @property
+    def idle_thresholds(self) -> pd.DataFrame:
+        """Exact idle intervals longer than each threshold: ``link_id, threshold_s, count,
+        total_s``."""
+        return self._table("idle_thresholds")
+
+    @property
+    def ranks(self) -> pd.DataFrame:
+        """Per rank: ``job, rank, node, finish_s, compute_s, wait_s, sends, bytes_sent``."""
+        return self._table("ranks")
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """Per job: ``job, ranks, nodes, start_s, completion_s, runtime_s``."""
+        return self._table("jobs")
+
+    @property
+    def makespan_s(self) -> float:
+        return float(self.summary["makespan_s"])
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved configuration of the run (every default filled in)."""
+        cfg: dict[str, Any] = self.summary["config"]
+        return cfg
+
+    # ---------------------------------------------------------------- files
+
+    def write(self, directory: str | os.PathLike[str]) -> Path:
+        """Writes ``summary.json`` and ``<table>.parquet`` files into ``directory`` (created if
+        needed); returns its path. Same results give byte-identical files."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "summary.json").unlink(missing_ok=True)
+        for name in self._ordered_names():
+            _atomic_write_parquet(d / f"{name}.parquet", _frame_to_arrow(self.tables[name]))
+        _atomic_write_bytes(d / "summary.json", summary_json(self.summary).encode("utf-8"))
+        return d
+
+    @classmethod
+    def read(cls, directory: str | os.PathLike[str]) -> Results:
+        """Reads a directory written by :meth:`write` (or ``tracewatt run -o``)."""
+        d = Path(directory)
+        summary_path = d / "summary.json"
+        if not summary_path.is_file():
+            raise FileNotFoundError(
+                f"{d}: no summary.json (not a results directory, or incomplete)"
+            )
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        tables: dict[str, pd.DataFrame] = {}
+        names = [n for n in TABLES if (d / f"{n}.parquet").is_file()]
+        extra = [p.stem for p in d.glob("*.parquet") if not p.name.startswith(".")]
+        names += sorted(s for s in extra if s not in TABLES)
+        for name in names:
+            tables[name] = _to_pandas(pq.read_table(d / f"{name}.parquet"))
+        return cls(summary, tables)
+
+    def _ordered_names(self) -> list[str]:
+        known = [n for n in TABLES if n in self.tables]
+        return known + sorted(n for n in self.tables if n not in TABLES)
+
+    # ---------------------------------------------------------------- protocol
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Results):
+            return NotImplemented
+        if self.summary != other.summary or set(self.tables) != set(other.tables):
+            return False
+        return all(self.tables[k].equals(other.tables[k]) for k in self.tables)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"summary": self.summary, "tables": self.tables}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.summary = state["summary"]
+        self.tables = state["tables"]
+
+    def __repr__(self) -> str:
+        jobs = len(self.summary.get("jobs", []))
+        sizes = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
+        return f"<Results makespan_s={self.summary.get('makespan_s')} jobs={jobs} {sizes}>"

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Whole-run benchmarks of tracewatt: wall time, peak memory, events/s and packet-hops/s.
+
+Each scenario runs in a fresh process so its peak resident memory is its own. Usage:
+
+    python3 scripts/bench.py            # every scenario
+    python3 scripts/bench.py dragonfly  # scenarios whose name contains "dragonfly"
+
+Prints a Markdown table (the README's performance section is copied from it) and writes
+bench-results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCENARIOS: dict[str, str] = {
+    "a: dragonfly-1056 uniform random (20 x 2 KiB per node, adaptive)": """
+seed = 1
+[machine]
+preset = "bench-dragonfly-1056"
+[[jobs]]
+ranks = 1056
+[jobs.workload]
+kind = "uniform_random"
+messages = 20
+bytes = 2048
+interval_us = 1.0
+""",
+}
+
+for preset in ("tracerp-fattree-288", "tracerp-torus-4x8x8", "tracerp-dragonfly-342"):
+    SCENARIOS[f"b: {preset} stencil4d 8192 ranks x 10 it"] = f"""
+seed = 1
+[machine]
+preset = "{preset}"
+[[jobs]]
+ranks = 8192
+[jobs.workload]
+kind = "stencil4d"
+iterations = 10
+"""
+    SCENARIOS[f"b: {preset} a2a 8192 ranks x 1 KiB"] = f"""
+seed = 1
+[machine]
+preset = "{preset}"
+[[jobs]]
+ranks = 8192
+[jobs.workload]
+kind = "a2a"
+bytes = 1024
+iterations = 1
+"""
+
+CHILD = """
+import json, sys, time, resource
+import tracewatt
+cfg = tracewatt.Config.from_toml(sys.stdin.read(), "bench")
+t0 = time.perf_counter()
+r = tracewatt.simulate(cfg)
+wall = time.perf_counter() - t0
+s = r.summary
+print(json.dumps({
+    "wall_s": wall,
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "events": s["events"],
+    "packet_hops": s["network"]["packet_hops"],
+    "mean_switch_hops": s["network"]["mean_switch_hops"],
+    "packet_latency_mean_s": s["network"]["packet_latency_mean_s"],
+    "packet_latency_max_s": s["network"]["packet_latency_max_s"],
+    "makespan_s": s["makespan_s"],
+}))
+"""
+
+
+def main() -> int:
+    pick = sys.argv[1] if len(sys.argv) > 1 else ""
+    rows = []
+    for name, text in SCENARIOS.items():
+        if pick not in name:
+            continue
+        t0 = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD], input=text, capture_output=True, text=True, check=False
+        )
+        if out.returncode != 0:
+            print(f"{name}: FAILED\n{out.stderr}", file=sys.stderr)
+            return 1
+        r = json.loads(out.stdout)
+        r["name"] = name
+        r["process_s"] = time.perf_counter() - t0
+        r["events_per_s"] = r["events"] / r["wall_s"]
+        r["packet_hops_per_s"] = r["packet_hops"] / r["wall_s"]
+        rows.append(r)
+        print(f"done: {name} in {r['wall_s']:.2f} s", file=sys.stderr)
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    print(f"Machine: {cpu}, {resource.getpagesize()} B pages, Python {platform.python_version()}")
+    print("Command: python3 scripts/bench.py (one core per run)\n")
+    print("| scenario | wall s | peak MB | events/s | packet-hops/s | mean hops | "
+          "mean pkt latency us | max pkt latency us |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['name']} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
+            f"{r['events_per_s'] / 1e6:.2f} M | {r['packet_hops_per_s'] / 1e6:.2f} M | "
+            f"{r['mean_switch_hops']:.2f} | {r['packet_latency_mean_s'] * 1e6:.2f} | "
+            f"{r['packet_latency_max_s'] * 1e6:.2f} |"
+        )
+    Path("bench-results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

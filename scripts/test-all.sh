@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs tracewatt with its test tools and runs every check: Rust format, lints and tests;
+# Python lint, format, types and tests. This is the README's test command (`.ci/run` runs it).
+# Works as root on a fresh Debian/Ubuntu machine with Python >= 3.11 and pip, without a venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PIP_ROOT_USER_ACTION=ignore        # installing as root without a venv is intended here
+export PIP_BREAK_SYSTEM_PACKAGES=1        # Debian marks its Python "externally managed" (PEP 668)
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------------------------
+# System packages.
+# >>> LEAD: apt-get install of system dependencies (Open MPI for the tracer, a C compiler, ...)
+# >>> goes here, e.g.:
+# >>>   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+# >>>     apt-get update && apt-get install -y --no-install-recommends build-essential openmpi-bin libopenmpi-dev
+# >>>   fi
+# ---------------------------------------------------------------------------------------------
+
+# Rust toolchain (with rustfmt and clippy), unless one is already installed.
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    step "installing the Rust toolchain (rustup)"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs \
+      | sh -s -- -y --profile minimal --component rustfmt,clippy
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+fi
+
+PYTHON="${PYTHON:-python3}"
+
+step "installing tracewatt and its test tools ($("$PYTHON" --version))"
+# A regular (non-editable) install: pip builds the Rust extension in release mode through maturin
+# and puts the package in site-packages; the tests import that installed package.
+"$PYTHON" -m pip install --quiet '.[test]'
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --workspace
+
+step "ruff check"
+"$PYTHON" -m ruff check python tests
+
+step "ruff format --check"
+"$PYTHON" -m ruff format --check python tests
+
+step "mypy"
+"$PYTHON" -m mypy
+
+step "pytest"
+# `python/` is not on sys.path under pytest, so this tests the installed package.
+"$PYTHON" -m pytest "$@"
+
+step "all checks passed"

@@ -1,0 +1,128 @@
+"""Shared helpers: small real configurations and a CLI runner. No mocks: every test runs the
+real extension module."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracewatt import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+PINGPONG: dict[str, Any] = {
+    "seed": 1,
+    "machine": {
+        "topology": {"kind": "single_switch", "nodes": 2},
+        "links": {"bandwidth_gbps": 10.0},
+    },
+    "jobs": [
+        {
+            "name": "pp",
+            "ranks": 2,
+            "workload": {"kind": "pingpong", "bytes": 64, "iterations": 20, "interval_us": 100.0},
+        }
+    ],
+}
+
+# A random workload on a small fat-tree: seeds matter.
+RANDOM_FATTREE: dict[str, Any] = {
+    "seed": 5,
+    "machine": {
+        "topology": {"kind": "fat_tree", "levels": 2, "radix": 8},
+        "links": {"bandwidth_gbps": 10.0},
+    },
+    "jobs": [
+        {
+            "name": "ur",
+            "ranks": 32,
+            "workload": {"kind": "uniform_random", "messages": 10, "bytes": 4096},
+        }
+    ],
+}
+
+
+@pytest.fixture
+def pingpong() -> dict[str, Any]:
+    return copy.deepcopy(PINGPONG)
+
+
+@pytest.fixture
+def random_fattree() -> dict[str, Any]:
+    return copy.deepcopy(RANDOM_FATTREE)
+
+
+def write_toml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+PINGPONG_TOML = """\
+seed = 1
+
+[machine]
+ranks_per_node = 1
+
+[machine.topology]
+kind = "single_switch"
+nodes = 2
+
+[machine.links]
+bandwidth_gbps = 10.0
+
+[[jobs]]
+name = "pp"
+ranks = 2
+
+[jobs.workload]
+kind = "pingpong"
+bytes = 64
+iterations = 20
+interval_us = 100.0
+"""
+
+
+@pytest.fixture
+def pingpong_toml(tmp_path: Path) -> Path:
+    return write_toml(tmp_path / "pingpong.toml", PINGPONG_TOML)
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Runs ``tracewatt ARGS`` in-process (the same ``main`` the console script calls)."""
+
+    def run(*args: str | os.PathLike[str]) -> CliResult:
+        capsys.readouterr()
+        code = cli.main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def run_process(args: Sequence[str | os.PathLike[str]], **kw: Any) -> CliResult:
+    """Runs ``python -m tracewatt ARGS`` in a child process."""
+    p = subprocess.run(
+        [sys.executable, "-m", "tracewatt", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        **kw,
+    )
+    return CliResult(p.returncode, p.stdout, p.stderr)

@@ -1,0 +1,171 @@
+"""The `tracewatt` command: run, machine, presets, options, outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, CliResult, run_process
+from tracewatt import Results
+
+Run = Callable[..., CliResult]
+
+
+def test_run_prints_summary_table(run_cli: Run, pingpong_toml: Path) -> None:
+    r = run_cli("run", pingpong_toml)
+    assert r.code == 0, r.err
+    for label in ("makespan", "messages", "message latency", "p50", "p99", "packets", "hops"):
+        assert label in r.out
+    assert "pp" in r.out  # the job's line
+    assert "\x1b[" not in r.out + r.err  # no colour codes
+
+
+def test_run_json_equals_summary_file(run_cli: Run, pingpong_toml: Path, tmp_path: Path) -> None:
+    out = tmp_path / "res"
+    r = run_cli("run", pingpong_toml, "--json", "-o", out)
+    assert r.code == 0, r.err
+    parsed = json.loads(r.out)  # nothing else on stdout
+    assert parsed == json.loads((out / "summary.json").read_text())
+    assert r.out == (out / "summary.json").read_text()
+    assert parsed["messages"]["count"] == 40
+    res = Results.read(out)
+    assert res.summary == parsed
+    assert len(res.links) == 4
+
+
+def test_run_quiet_prints_nothing(run_cli: Run, pingpong_toml: Path) -> None:
+    r = run_cli("run", pingpong_toml, "--quiet")
+    assert r.code == 0
+    assert r.out == ""
+    assert r.err == ""
+
+
+def test_run_without_output_dir_writes_nothing(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    before = set(tmp_path.iterdir())
+    assert run_cli("run", pingpong_toml, "-q").code == 0
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_run_set_and_seed(run_cli: Run, pingpong_toml: Path) -> None:
+    r = run_cli(
+        "run",
+        pingpong_toml,
+        "--json",
+        "--seed",
+        "4",
+        "--set",
+        "machine.links.bandwidth_gbps=40",
+        "--set",
+        "jobs[0].workload.iterations=3",
+        "--set",
+        'jobs[0].name="renamed"',
+        "--set",
+        "machine.switching=store_and_forward",  # a bare word is taken as a string
+    )
+    assert r.code == 0, r.err
+    s = json.loads(r.out)
+    assert s["seed"] == 4
+    assert s["config"]["machine"]["links"]["bandwidth_gbps"] == 40.0
+    assert s["config"]["machine"]["switching"] == "store_and_forward"
+    assert s["jobs"][0]["name"] == "renamed"
+    assert s["messages"]["count"] == 6
+
+
+def test_set_without_equals_is_usage_error(run_cli: Run, pingpong_toml: Path) -> None:
+    r = run_cli("run", pingpong_toml, "--set", "seed")
+    assert r.code == 2
+    assert r.err.startswith("tracewatt: error: ")
+    assert "PATH=VALUE" in r.err
+
+
+def test_machine(run_cli: Run) -> None:
+    cfg = EXAMPLES / "fattree-stencil4d.toml"
+    r = run_cli("machine", cfg)
+    assert r.code == 0, r.err
+    for label in ("nodes", "switches", "links", "diameter", "link class"):
+        assert label in r.out
+    assert "288" in r.out
+    j = run_cli("machine", cfg, "--json")
+    info = json.loads(j.out)
+    assert info["nodes"] == 288
+    assert info["preset"] == "tracerp-fattree-288"
+    assert {"switches", "links", "diameter_hops", "link_classes"} <= set(info)
+
+
+def test_presets(run_cli: Run) -> None:
+    r = run_cli("presets")
+    assert r.code == 0
+    names = r.out.split()
+    assert "tracerp-fattree-288" in names and "miwa2014-16node" in names
+    assert json.loads(run_cli("presets", "--json").out) == names
+
+
+def test_usage_errors_exit_2(run_cli: Run, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as e:
+        run_cli("frobnicate")
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        run_cli("run")
+    assert e.value.code == 2
+    r = run_cli("run", tmp_path / "nope.toml")
+    assert r.code == 2
+    assert r.err == f"tracewatt: error: {tmp_path / 'nope.toml'}: no such file\n"
+
+
+def test_help_and_version(run_cli: Run) -> None:
+    with pytest.raises(SystemExit) as e:
+        run_cli("--help")
+    assert e.value.code == 0
+    with pytest.raises(SystemExit) as e:
+        run_cli("--version")
+    assert e.value.code == 0
+
+
+def test_console_script_and_module(pingpong_toml: Path) -> None:
+    exe = shutil.which("tracewatt")
+    assert exe is not None, "the `tracewatt` console script is not installed"
+    p = subprocess.run(
+        [exe, "run", str(pingpong_toml), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["messages"]["count"] == 40
+    # Not a TTY: no progress bar on stderr.
+    assert p.stderr == ""
+    r = run_process(["presets"])
+    assert r.code == 0 and "tracerp-torus-4x8x8" in r.out
+
+
+def test_workload_error_exits_3(run_cli: Run, tmp_path: Path) -> None:
+    cfg = tmp_path / "one.toml"
+    cfg.write_text(
+        """
+[machine]
+topology = { kind = "single_switch", nodes = 2 }
+links = { bandwidth_gbps = 10.0 }
+
+[[jobs]]
+ranks = 1
+workload = { kind = "pingpong" }
+"""
+    )
+    r = run_cli("run", cfg)
+    assert r.code == 3
+    assert r.err.startswith(f"tracewatt: error: {cfg}")
+    assert "jobs[0].workload" in r.err
+    assert "ranks" in r.err
+
+
+def _json_from(r: CliResult) -> Any:
+    return json.loads(r.out)
