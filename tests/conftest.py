@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tracewatt import cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import EXAMPLES, CliResult, run_process
 from tracewatt import Results
 
@@ -169,3 +170,76 @@ workload = { kind = "pingpong" }
 
 def _json_from(r: CliResult) -> Any:
     return json.loads(r.out)
+
+
+def test_progress_on_a_terminal(pingpong_toml: Path) -> None:
+    """With stderr on a terminal the progress line is drawn there, stdout is unchanged, and
+    --quiet turns it off."""
+    import os
+    import pty
+    import sys
+
+    def run(*extra: str) -> tuple[int, str, bytes]:
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.run(
+                [sys.executable, "-m", "tracewatt", "run", str(pingpong_toml), *extra],
+                stdout=subprocess.PIPE,
+                stderr=slave,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            os.close(slave)
+            chunks = []
+            while True:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            return p.returncode, p.stdout, b"".join(chunks)
+        finally:
+            os.close(master)
+
+    code, out, err = run()
+    assert code == 0
+    assert "makespan" in out
+    assert b"ranks done 2/2" in err
+    assert b"\x1b[" not in err  # no colour or cursor escapes, only carriage returns
+    code, out, err = run("--quiet")
+    assert code == 0 and out == "" and err == b""
+
+
+def test_interrupt_exits_130(tmp_path: Path) -> None:
+    import signal
+    import sys
+    import time
+
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(
+        """
+[machine]
+preset = "bench-dragonfly-1056"
+
+[[jobs]]
+ranks = 1056
+workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+"""
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tracewatt", "run", str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)
+    assert p.poll() is None, "the long simulation finished before it could be interrupted"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert out == ""
+    assert err.startswith("tracewatt: error: ")
+    assert "interrupted" in err

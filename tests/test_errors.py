@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import tracewatt
 from conftest import PINGPONG, CliResult
 from tracewatt import Config

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 import tracewatt
 from conftest import EXAMPLES
 

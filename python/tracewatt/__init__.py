@@ -24,6 +24,7 @@ from tracewatt.errors import (
     DeadlockError,
     InterruptedError,
     TopologyError,
+    TraceError,
     TracewattError,
     WorkloadError,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "ProgressCallback",
     "Results",
     "TopologyError",
+    "TraceError",
     "TracewattError",
     "WorkloadError",
     "__version__",

@@ -31,6 +31,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_RUN = 3
+EXIT_VALIDATION = 4
 EXIT_INTERRUPTED = 130
 
 PROG = "tracewatt"
@@ -164,6 +165,13 @@ def summary_text(summary: dict[str, Any]) -> str:
         f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
         f"events                {_format.count(summary.get('events'))}",
     ]
+    energy = summary.get("energy_j")
+    power = summary.get("avg_power_w")
+    if isinstance(energy, dict) and "total" in energy:
+        parts = "  ".join(f"{k} {float(v):.4g} J" for k, v in energy.items() if k != "total")
+        lines.append(f"energy                {float(energy['total']):.4g} J  ({parts})")
+    if isinstance(power, dict) and "total" in power:
+        lines.append(f"average power         {float(power['total']):,.1f} W")
     return "\n".join(lines) + "\n"
 
 
@@ -197,7 +205,7 @@ def machine_text(info: dict[str, Any]) -> str:
         f"nodes                 {_format.count(info.get('nodes'))}",
         f"switches              {_format.count(info.get('switches'))}",
         f"links                 {_format.count(info.get('links'))}",
-        f"diameter              {info.get('diameter_hops')} switch hops",
+        f"diameter              {info.get('diameter_hops')} hops",
         f"virtual channels      {info.get('virtual_channels')}",
         f"ranks per node        {info.get('ranks_per_node')}",
         "",
@@ -291,6 +299,140 @@ def cmd_study(args: argparse.Namespace) -> int:
     return max(codes) if codes else EXIT_OK
 
 
+# --------------------------------------------------------------------------- compare
+
+
+def compare_text(c: Any) -> str:
+    rows = [[name, f"{b:.6g}", f"{p:.6g}", f"{d:+.3f} %"] for name, b, p, d in c.table()]
+    out = _format.table(
+        ["quantity", "always-on", "policy", "change"], rows, [False, True, True, True]
+    )
+    out += (
+        f"\nenergy saved          {c.saving_pct:.3f} % (link ports: {c.link_saving_pct:.3f} %)\n"
+        f"slowdown              {c.slowdown_pct:.3f} %\n"
+    )
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tracewatt.compare import compare, comparison_json
+
+    cfg = _load_config(args)
+    bar = ProgressLine(sys.stderr) if _show_progress(args) else None
+    try:
+        c = compare(cfg, progress=bar.sim if bar else None)
+    finally:
+        if bar:
+            bar.clear()
+    if args.output is not None:
+        out = Path(args.output)
+        c.baseline.write(out / "baseline")
+        c.policy.write(out)
+        # The policy's summary, extended with the baseline and the savings, replaces its own.
+        (out / "summary.json").write_text(comparison_json(c))
+    if args.json:
+        sys.stdout.write(comparison_json(c))
+    elif not args.quiet:
+        sys.stdout.write(compare_text(c))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- analyze
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as e:
+        raise UsageError(f"{text!r}: expected a comma-separated list of numbers") from e
+
+
+def cmd_analyze_idle(args: argparse.Namespace) -> int:
+    from tracewatt.analysis import screen_idle
+    from tracewatt.results import Results
+
+    path = Path(args.results)
+    if not (path / "summary.json").is_file():
+        raise UsageError(
+            f"{args.results}: not a results folder (no summary.json); write one with "
+            "`tracewatt run CONFIG -o DIR`"
+        )
+    res = Results.read(path)
+    df = screen_idle(
+        res,
+        _floats(args.timeouts),
+        _floats(args.wakes),
+        _floats(args.sleeps) if args.sleeps else None,
+    )
+    if args.output is not None:
+        df.to_csv(args.output, index=False)
+    if args.json:
+        sys.stdout.write(df.to_json(orient="records", indent=2) + "\n")
+    elif not args.quiet:
+        cols = [
+            "idle_timeout_us",
+            "wake_time_us",
+            "sleep_time_us",
+            "wakes",
+            "lpi_fraction",
+            "link_saving_pct",
+            "penalty_bound_pct",
+            "exact",
+            "confirm",
+        ]
+        rows = [
+            [
+                f"{r.idle_timeout_us:g}",
+                f"{r.wake_time_us:g}",
+                f"{r.sleep_time_us:g}",
+                f"{r.wakes:,.0f}",
+                f"{r.lpi_fraction:.4f}",
+                f"{r.link_saving_pct:.2f}",
+                f"{r.penalty_bound_pct:.4f}",
+                "yes" if r.exact else "interp.",
+                "confirm" if r.confirm else "",
+            ]
+            for r in df.itertuples()
+        ]
+        sys.stdout.write(_format.table(cols, rows, [True] * 7 + [False, False]))
+        sys.stdout.write(
+            "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by full "
+            "simulation (tracewatt compare with --set power.links.idle_timeout_us=...).\n"
+        )
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from tracewatt.validate import CHECKS, run_checks
+
+    select = args.check or None
+    for k in select or []:
+        if k not in CHECKS:
+            raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
+    checks = []
+    for k in CHECKS:
+        if select is not None and k not in select:
+            continue
+        if not args.quiet and not args.json:
+            _warn(f"check {k}: running")
+        checks.extend(run_checks([k]))
+    if args.json:
+        sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
+    elif not args.quiet:
+        for c in checks:
+            verdict = "PASS" if c.passed else "FAIL"
+            sys.stdout.write(
+                f"[{verdict}] {c.id}. {c.name}\n  target:    {c.target}\n"
+                f"  simulated: {c.simulated}\n"
+            )
+            if args.verbose or not c.passed:
+                sys.stdout.write("".join(f"    {d}\n" for d in c.details))
+    return EXIT_OK if all(c.passed for c in checks) else EXIT_VALIDATION
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -375,6 +517,66 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the rows as JSON instead")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
     s.set_defaults(func=cmd_study)
+
+    c = sub.add_parser(
+        "compare",
+        help="run a configuration and its always-on baseline; print savings and slowdown",
+        description="Run the configuration's power policy and the always-on baseline (at once, on "
+        "two threads) and print energy saved and slowdown.",
+    )
+    c.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
+    c.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write the policy's results to DIR (summary.json gains baseline, saving_pct, "
+        "slowdown_pct) and the baseline's to DIR/baseline",
+    )
+    c.add_argument("--json", action="store_true", help="print the comparison summary as JSON")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no table")
+    c.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")
+    add_set(c)
+    c.set_defaults(func=cmd_compare)
+
+    a = sub.add_parser("analyze", help="analyses of results", description="Analyses of results.")
+    asub = a.add_subparsers(dest="analysis", metavar="ANALYSIS", parser_class=_Parser)
+    asub.required = True
+    ai = asub.add_parser(
+        "idle",
+        help="screen idle_timeout / wake_time settings from a run's idle intervals",
+        description="From one run's idle intervals (ideally always-on), the wakes, LPI residency, "
+        "link energy and penalty bound of every (idle_timeout, wake_time, sleep_time) setting.",
+    )
+    ai.add_argument("results", metavar="RESULTS", help="a results folder written by run -o")
+    ai.add_argument(
+        "--timeouts",
+        default="10,50,250,600,1250,1600,16000,160000",
+        help="idle_timeout values, us, comma-separated",
+    )
+    ai.add_argument("--wakes", default="5,10,17,170,850,1700", help="wake_time values, us")
+    ai.add_argument("--sleeps", default="", help="sleep_time values, us (default: the run's)")
+    ai.add_argument("-o", "--output", metavar="CSV", help="also write the table as CSV")
+    ai.add_argument("--json", action="store_true", help="print the table as JSON")
+    ai.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    ai.set_defaults(func=cmd_analyze_idle)
+
+    v = sub.add_parser(
+        "validate",
+        help="reproduce the papers' checks; print target beside simulated value",
+        description="Run the validation checks of research.md. Exit status 4 if any fails.",
+    )
+    v.add_argument(
+        "--check", action="append", metavar="ID", help="run only this check (repeatable)"
+    )
+    v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
+    v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
+    v.set_defaults(func=cmd_validate)
+
+    # Imported here: cli_trace imports this module's helpers.
+    from tracewatt import cli_trace
+
+    cli_trace.register(sub)
     return p
 
 

@@ -6,6 +6,7 @@
     ├── ConfigError                malformed or impossible configuration (names file and field)
     │   └── TopologyError          the topology cannot be built or routed as configured
     ├── WorkloadError              a workload, generator or trace is invalid
+    │   └── TraceError             a trace cannot be read (names file, rank, byte offset or line)
     ├── DeadlockError              the workload cannot finish (names the waiting ranks)
     └── InterruptedError           the run was interrupted (Ctrl-C)
 
@@ -17,6 +18,7 @@ from tracewatt._tracewatt import (
     DeadlockError,
     InterruptedError,
     TopologyError,
+    TraceError,
     TracewattError,
     WorkloadError,
 )
@@ -26,6 +28,7 @@ __all__ = [
     "DeadlockError",
     "InterruptedError",
     "TopologyError",
+    "TraceError",
     "TracewattError",
     "WorkloadError",
 ]

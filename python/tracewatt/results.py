@@ -21,7 +21,15 @@ import pyarrow.parquet as pq
 __all__ = ["TABLES", "Results", "summary_json"]
 
 #: The tables of a run, in the order they are written.
-TABLES: tuple[str, ...] = ("links", "idle_hist", "idle_thresholds", "ranks", "jobs")
+TABLES: tuple[str, ...] = (
+    "links",
+    "idle_hist",
+    "idle_thresholds",
+    "ranks",
+    "jobs",
+    "switches",
+    "timeline",
+)
 
 _STRING_COLUMNS = frozenset({"src", "dst", "kind", "job"})
 _INT_COLUMNS = frozenset(
@@ -38,6 +46,10 @@ _INT_COLUMNS = frozenset(
         "bytes_sent",
         "ranks",
         "nodes",
+        "wakes",
+        "refreshes",
+        "switch_id",
+        "ports",
     }
 )
 
@@ -152,7 +164,8 @@ class Results:
     @property
     def links(self) -> pd.DataFrame:
         """Per link direction: ``link_id, src, dst, kind, bandwidth_bps, bytes, packets, busy_s,
-        idle_count, idle_s``."""
+        idle_count, idle_s`` and the power state columns (``lpi_s``, ``wakes``, ``energy_j``,
+        ...; see docs/cli.md)."""
         return self._table("links")
 
     @property
@@ -176,6 +189,17 @@ class Results:
     def jobs(self) -> pd.DataFrame:
         """Per job: ``job, ranks, nodes, start_s, completion_s, runtime_s``."""
         return self._table("jobs")
+
+    @property
+    def switches(self) -> pd.DataFrame:
+        """Per switch: ``switch_id, ports`` and its energy (``backplane_j, ports_j``,
+        ``avg_power_w``)."""
+        return self._table("switches")
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """Power over time, one row per interval (``t_start_s, t_end_s`` and ``*_w`` columns)."""
+        return self._table("timeline")
 
     @property
     def makespan_s(self) -> float:

@@ -44,6 +44,7 @@ from typing import Any
 import pandas as pd
 
 from tracewatt import _format
+from tracewatt.compare import Comparison
 from tracewatt.config import Config, set_path
 from tracewatt.errors import ConfigError, TracewattError
 from tracewatt.results import Results
@@ -211,6 +212,23 @@ def _busy_pct(r: Results, how: str) -> float:
     return float(frac.mean() if how == "mean" else frac.max())
 
 
+def _comparison(r: Mapping[str, Results]) -> Comparison | None:
+    """EEE against always-on, when the study has both variants."""
+    if "eee" in r and "always_on" in r:
+        return Comparison(policy=r["eee"], baseline=r["always_on"])
+    return None
+
+
+def _link_saving_pct(r: Mapping[str, Results]) -> float:
+    c = _comparison(r)
+    return c.link_saving_pct if c else float("nan")
+
+
+def _slowdown_pct(r: Mapping[str, Results]) -> float:
+    c = _comparison(r)
+    return c.slowdown_pct if c else float("nan")
+
+
 def _f(digits: int) -> Callable[[Any], str]:
     return lambda v: f"{v:.{digits}f}"
 
@@ -231,6 +249,9 @@ COLUMNS: list[Metric] = [
     ),
     Metric("link_busy_mean_pct", lambda r: _busy_pct(_base(r), "mean"), _f(2)),
     Metric("link_busy_max_pct", lambda r: _busy_pct(_base(r), "max"), _f(1)),
+    Metric("lpi_fraction", lambda r: float(_base(r).summary["links"]["lpi_fraction"]), _f(3)),
+    Metric("link_saving_pct", _link_saving_pct, _f(1)),
+    Metric("slowdown_pct", _slowdown_pct, _f(2)),
 ]
 
 #: Columns shown in the printed table (study.csv has every column).
@@ -239,6 +260,8 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "messages",
     "mean_hops",
     "link_busy_mean_pct",
+    "link_saving_pct",
+    "slowdown_pct",
 )
 
 

@@ -39,7 +39,9 @@ fn network(c: &mut Criterion) {
     let text = tracewatt_bench::dragonfly_uniform(2);
     let config = Config::parse(&text, Format::Toml, "bench").expect("bench config parses");
     let probe = simulate(&config, "bench", &mut |_| true).expect("bench run succeeds");
-    let hops = probe.summary["network"]["packet_hops"].as_u64().unwrap_or(1);
+    let hops = probe.summary["network"]["packet_hops"]
+        .as_u64()
+        .unwrap_or(1);
     let mut g = c.benchmark_group("network");
     g.sample_size(10);
     g.throughput(Throughput::Elements(hops));

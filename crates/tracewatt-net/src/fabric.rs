@@ -4,7 +4,13 @@
 //! queue per virtual channel at its sending device, serialises one packet at a time at its
 //! bandwidth, and may only start a packet when the downstream input buffer of that virtual channel
 //! has room for it (credit flow control; credits come back one link latency after the packet's
-//! tail leaves that buffer). A packet holds its input-buffer space at a switch until its tail has
+//! tail leaves that buffer).
+//!
+//! Events are scheduled only where something must happen at a future time nobody else will
+//! look: a packet's arrival; a link becoming free while a packet waits behind the current one; a
+//! blocked port's credit coming back. Credits returning to a port that is not blocked are applied
+//! when the port next looks at them, and a link that nobody waits for simply records until when
+//! it is busy. That keeps the work per packet-hop near one event. A packet holds its input-buffer space at a switch until its tail has
 //! left on the next link, so full buffers push back hop by hop to the source NIC. Switching is
 //! virtual cut-through (a packet may leave a switch once its head has arrived and the switch
 //! latency has passed, but never finishes before its tail has arrived) or store-and-forward.
@@ -14,7 +20,7 @@
 //! Nothing else in the packet path knows about power.
 
 use crate::routing::{QueueView, RouteState, Router};
-use crate::topology::{ChannelId, Device, NodeId, Topology};
+use crate::topology::{ChannelId, Device, NodeId, SwitchId, Topology};
 use std::collections::VecDeque;
 use tracewatt_core::time::serialization_ps;
 use tracewatt_core::{Ps, Rng, Schedule};
@@ -72,31 +78,41 @@ pub enum NetEvent {
     /// A packet reached the downstream device of the channel it was sent on (head at a switch,
     /// after the switch latency; the tail at a node).
     Arrive { pkt: u32 },
-    /// A channel finished serialising its current packet.
+    /// A channel finished serialising its packet and another one waits.
     LinkFree { ch: ChannelId },
-    /// Buffer space freed downstream of `ch` reached `ch`'s sender.
-    Credit { ch: ChannelId, vc: u8, bytes: u32 },
+    /// A credit a blocked channel waits for has come back.
+    Credit { ch: ChannelId },
 }
 
 /// What the fabric tells the layer above (the MPI model) after handling an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notice {
-    /// The last packet of message `token` left the source NIC.
-    Injected { token: u64 },
+    /// The last packet of message `token` leaves the source NIC at `at` (now or later).
+    Injected { token: u64, at: Ps },
     /// The last packet of message `token` arrived at its destination node.
     Delivered { token: u64 },
 }
+
+/// No packet / no node.
+const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 struct Packet {
     msg: u32,
     bytes: u32,
+    /// Source and destination node (copied from the message so routing needs no other record).
+    src: NodeId,
+    dst: NodeId,
     route: RouteState,
     /// Channel the packet was last sent on (its downstream buffer holds the packet) and the VC.
     ch: ChannelId,
     vc: u8,
+    /// Next packet in the same output queue, or `NIL`.
+    next: u32,
     /// When the packet's tail reaches the downstream device of `ch`.
     tail_ps: Ps,
+    /// When the packet left the source NIC, for packet latency statistics.
+    born_ps: Ps,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +123,7 @@ struct Msg {
     /// Payload bytes not yet cut into packets.
     unsent: u64,
     packets: u32,
-    /// Packets that have fully left the source NIC.
+    /// Packets that have started leaving the source NIC.
     injected: u32,
     delivered: u32,
 }
@@ -143,31 +159,50 @@ impl<T: Copy> Slab<T> {
     }
 }
 
-/// Per-channel state, struct-of-arrays.
-#[derive(Debug)]
-struct Channels {
-    bits_per_s: Vec<u64>,
-    latency_ps: Vec<Ps>,
-    /// True if the channel leads into a switch (it then has finite credits).
-    to_switch: Vec<bool>,
-    from_node: Vec<Option<NodeId>>,
-    /// Packet currently being serialised, if any.
-    sending: Vec<Option<u32>>,
-    /// Output queues, `ch * vcs + vc`.
-    queue: Vec<VecDeque<u32>>,
-    /// Free downstream buffer bytes, `ch * vcs + vc`.
-    credits: Vec<u32>,
+const NEVER: Ps = Ps::MAX;
+
+/// The per-hop state of one channel, in one cache line: a hop reads and writes most of it.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct Chan {
+    /// End of the current (or last) transmission.
+    busy_until: Ps,
+    /// Time of the scheduled `Credit` wake-up, or `NEVER`.
+    credit_event: Ps,
+    latency_ps: Ps,
+    bits_per_s: u64,
+    /// Serialisation time of a full-size packet (the common case; saves a 128-bit division).
+    full_packet_ps: Ps,
     /// Bytes queued at the output plus bytes held in the downstream buffer: what adaptive
     /// routing compares.
-    occupancy: Vec<u64>,
+    occupancy: u64,
+    /// Sending node, or `NIL` for a switch.
+    from_node: NodeId,
+    /// Receiving switch, or `NIL` for a node (the channel then has infinite credits).
+    to_switch: SwitchId,
+    /// Bit v set when VC v's queue is non-empty.
+    waiting: u16,
     /// Round-robin pointer over virtual channels.
-    rr: Vec<u8>,
+    rr: u8,
+    /// A `LinkFree` event is scheduled.
+    free_event: bool,
+    /// Packets wait but none fits its downstream buffer.
+    blocked: bool,
 }
 
-struct Occupancy<'a>(&'a [u64]);
+/// One virtual channel of a channel: its output queue (a list threaded through the packets) and
+/// the free space of its downstream buffer.
+#[derive(Debug, Clone, Copy)]
+struct Vc {
+    head: u32,
+    tail: u32,
+    credits: u32,
+}
+
+struct Occupancy<'a>(&'a [Chan]);
 impl QueueView for Occupancy<'_> {
     fn queued_bytes(&self, ch: ChannelId) -> u64 {
-        self.0[ch as usize]
+        self.0[ch as usize].occupancy
     }
 }
 
@@ -178,7 +213,11 @@ pub struct Fabric {
     router: Box<dyn Router>,
     params: FabricParams,
     vcs: usize,
-    ch: Channels,
+    ch: Vec<Chan>,
+    /// `ch * vcs + vc`.
+    vc: Vec<Vc>,
+    /// Credits on their way back: (time usable, bytes), `ch * vcs + vc`.
+    returning: Vec<Vec<(Ps, u32)>>,
     packets: Slab<Packet>,
     msgs: Slab<Msg>,
     /// Per node: messages waiting to be cut into packets, in order.
@@ -189,39 +228,46 @@ pub struct Fabric {
     hops_delivered: u64,
     latency_sum_ps: u128,
     latency_max_ps: Ps,
-    /// Per packet slot: when it left the source NIC, for packet latency statistics.
-    born_ps: Vec<Ps>,
 }
 
 impl Fabric {
     pub fn new(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
         let vcs = router.num_vcs().max(1) as usize;
+        assert!(vcs <= 16, "at most 16 virtual channels");
         let n = topo.channels.len();
-        let mut ch = Channels {
-            bits_per_s: Vec::with_capacity(n),
-            latency_ps: Vec::with_capacity(n),
-            to_switch: Vec::with_capacity(n),
-            from_node: Vec::with_capacity(n),
-            sending: vec![None; n],
-            queue: (0..n * vcs).map(|_| VecDeque::new()).collect(),
-            credits: Vec::with_capacity(n * vcs),
-            occupancy: vec![0; n],
-            rr: vec![0; n],
-        };
+        let mut ch = Vec::with_capacity(n);
+        let mut vc = Vec::with_capacity(n * vcs);
         for c in &topo.channels {
-            ch.bits_per_s.push(c.bandwidth_bps);
-            ch.latency_ps.push(c.latency_ps);
-            let to_switch = matches!(c.dst, Device::Switch(_));
-            ch.to_switch.push(to_switch);
-            ch.from_node.push(match c.src {
-                Device::Node(n) => Some(n),
-                Device::Switch(_) => None,
+            let to_switch = match c.dst {
+                Device::Switch(s) => s,
+                Device::Node(_) => NIL,
+            };
+            ch.push(Chan {
+                busy_until: 0,
+                credit_event: NEVER,
+                latency_ps: c.latency_ps,
+                bits_per_s: c.bandwidth_bps,
+                full_packet_ps: serialization_ps(params.packet_bytes as u64, c.bandwidth_bps),
+                occupancy: 0,
+                from_node: match c.src {
+                    Device::Node(n) => n,
+                    Device::Switch(_) => NIL,
+                },
+                to_switch,
+                waiting: 0,
+                rr: 0,
+                free_event: false,
+                blocked: false,
             });
             for _ in 0..vcs {
-                ch.credits.push(if to_switch {
-                    params.buffer_bytes
-                } else {
-                    u32::MAX
+                vc.push(Vc {
+                    head: NIL,
+                    tail: NIL,
+                    credits: if to_switch != NIL {
+                        params.buffer_bytes
+                    } else {
+                        u32::MAX
+                    },
                 });
             }
         }
@@ -232,6 +278,8 @@ impl Fabric {
             params,
             vcs,
             ch,
+            vc,
+            returning: vec![Vec::new(); n * vcs],
             packets: Slab::new(),
             msgs: Slab::new(),
             nic_queue: vec![VecDeque::new(); nodes],
@@ -241,7 +289,6 @@ impl Fabric {
             hops_delivered: 0,
             latency_sum_ps: 0,
             latency_max_ps: 0,
-            born_ps: Vec::new(),
         }
     }
 
@@ -272,17 +319,14 @@ impl Fabric {
 
     /// Hands a message to `src`'s NIC at `now`. Zero-byte messages still travel as one
     /// header-only packet (MPI sends an envelope).
-    #[allow(clippy::too_many_arguments)]
     pub fn send<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         now: Ps,
         token: u64,
-        src: NodeId,
-        dst: NodeId,
+        (src, dst): (NodeId, NodeId),
         bytes: u64,
         q: &mut S,
         obs: &mut O,
-        rng: &mut Rng,
     ) {
         let pb = self.params.packet_bytes as u64;
         let m = self.msgs.insert(Msg {
@@ -296,7 +340,6 @@ impl Fabric {
         });
         self.nic_queue[src as usize].push_back(m);
         let inj = self.topo.node_injection[src as usize];
-        let _ = rng;
         self.try_send(inj, now, q, obs);
     }
 
@@ -311,11 +354,15 @@ impl Fabric {
     ) {
         match ev {
             NetEvent::Arrive { pkt } => self.arrive(now, pkt, q, obs, rng),
-            NetEvent::LinkFree { ch } => self.link_free(now, ch, q, obs),
-            NetEvent::Credit { ch, vc, bytes } => {
-                let i = ch as usize * self.vcs + vc as usize;
-                self.ch.credits[i] += bytes;
-                self.ch.occupancy[ch as usize] -= bytes as u64;
+            NetEvent::LinkFree { ch } => {
+                self.ch[ch as usize].free_event = false;
+                self.try_send(ch, now, q, obs);
+            }
+            NetEvent::Credit { ch } => {
+                let c = &mut self.ch[ch as usize];
+                if c.credit_event == now {
+                    c.credit_event = NEVER;
+                }
                 self.try_send(ch, now, q, obs);
             }
         }
@@ -330,75 +377,76 @@ impl Fabric {
         rng: &mut Rng,
     ) {
         let p = self.packets.items[pkt as usize];
-        match self.topo.channels[p.ch as usize].dst {
-            Device::Node(_) => {
-                // The tail is in: the packet is delivered. Its ejection-channel credit is
-                // infinite, so nothing to return.
-                let lat = now - self.born_ps[pkt as usize];
-                self.latency_sum_ps += lat as u128;
-                self.latency_max_ps = self.latency_max_ps.max(lat);
-                self.packets_delivered += 1;
-                self.hops_delivered += p.route.hops as u64;
-                self.packets.remove(pkt);
-                let m = &mut self.msgs.items[p.msg as usize];
-                m.delivered += 1;
-                if m.delivered == m.packets {
-                    self.notices.push(Notice::Delivered { token: m.token });
-                    if m.injected == m.packets {
-                        self.msgs.remove(p.msg);
-                    }
-                }
+        let sw = self.ch[p.ch as usize].to_switch;
+        if sw == NIL {
+            // The tail is in: the packet is delivered. Its ejection-channel credit is
+            // infinite, so nothing to return.
+            let lat = now - p.born_ps;
+            self.latency_sum_ps += lat as u128;
+            self.latency_max_ps = self.latency_max_ps.max(lat);
+            self.packets_delivered += 1;
+            self.hops_delivered += p.route.hops as u64;
+            self.packets.remove(pkt);
+            let m = &mut self.msgs.items[p.msg as usize];
+            m.delivered += 1;
+            if m.delivered == m.packets {
+                self.notices.push(Notice::Delivered { token: m.token });
+                self.msgs.remove(p.msg);
             }
-            Device::Switch(sw) => {
-                let (src, dst) = {
-                    let m = &self.msgs.items[p.msg as usize];
-                    (m.src, m.dst)
-                };
-                let mut route = p.route;
-                let (out, vc) = self.router.route(
-                    sw,
-                    src,
-                    dst,
-                    &mut route,
-                    &Occupancy(&self.ch.occupancy),
-                    rng,
-                );
-                debug_assert!((vc as usize) < self.vcs, "router returned vc out of range");
-                // `route.vc` now names the VC the packet will occupy downstream of `out`.
-                route.vc = vc;
-                self.packets.items[pkt as usize].route = route;
-                self.ch.queue[out as usize * self.vcs + vc as usize].push_back(pkt);
-                self.ch.occupancy[out as usize] += p.bytes as u64;
-                self.try_send(out, now, q, obs);
-            }
+            return;
+        }
+        let mut route = p.route;
+        let (out, vc) = self
+            .router
+            .route(sw, p.src, p.dst, &mut route, &Occupancy(&self.ch), rng);
+        debug_assert!((vc as usize) < self.vcs, "router returned vc out of range");
+        // `route.vc` now names the VC the packet will occupy downstream of `out`.
+        route.vc = vc;
+        {
+            let pk = &mut self.packets.items[pkt as usize];
+            pk.route = route;
+            pk.next = NIL;
+        }
+        // Append to the output queue.
+        let i = out as usize * self.vcs + vc as usize;
+        let v = &mut self.vc[i];
+        if v.tail == NIL {
+            v.head = pkt;
+        } else {
+            self.packets.items[v.tail as usize].next = pkt;
+        }
+        v.tail = pkt;
+        let o = &mut self.ch[out as usize];
+        o.waiting |= 1 << vc;
+        o.occupancy += p.bytes as u64;
+        self.try_send(out, now, q, obs);
+    }
+
+    fn has_waiting(&self, c: usize) -> bool {
+        let node = self.ch[c].from_node;
+        if node != NIL {
+            !self.nic_queue[node as usize].is_empty()
+        } else {
+            self.ch[c].waiting != 0
         }
     }
 
-    fn link_free<O: LinkObserver, S: Schedule<NetEvent>>(
-        &mut self,
-        now: Ps,
-        ch: ChannelId,
-        q: &mut S,
-        obs: &mut O,
-    ) {
-        let c = ch as usize;
-        let pkt = self.ch.sending[c].take();
-        if let (Some(pkt), Some(_)) = (pkt, self.ch.from_node[c]) {
-            let mi = self.packets.items[pkt as usize].msg;
-            let m = &mut self.msgs.items[mi as usize];
-            m.injected += 1;
-            if m.injected == m.packets {
-                self.notices.push(Notice::Injected { token: m.token });
-                if m.delivered == m.packets {
-                    self.msgs.remove(mi);
-                }
+    /// Moves credits of `ch * vcs + vc = i` whose return time has come into the available pool.
+    fn collect_credits(&mut self, i: usize, now: Ps) {
+        let r = &mut self.returning[i];
+        let mut k = 0;
+        while k < r.len() {
+            if r[k].0 <= now {
+                self.vc[i].credits += r[k].1;
+                r.swap_remove(k);
+            } else {
+                k += 1;
             }
         }
-        self.try_send(ch, now, q, obs);
     }
 
     /// Starts the next packet on `ch` if the channel is free, something is queued and the
-    /// downstream buffer has room.
+    /// downstream buffer has room; otherwise makes sure an event will retry when that changes.
     fn try_send<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         ch: ChannelId,
@@ -407,65 +455,117 @@ impl Fabric {
         obs: &mut O,
     ) {
         let c = ch as usize;
-        if self.ch.sending[c].is_some() {
+        let busy_until = self.ch[c].busy_until;
+        if busy_until > now {
+            if !self.ch[c].free_event && self.has_waiting(c) {
+                self.ch[c].free_event = true;
+                q.schedule(busy_until, NetEvent::LinkFree { ch });
+            }
             return;
         }
-        let pkt = match self.ch.from_node[c] {
-            Some(node) => match self.next_nic_packet(node, ch) {
-                Some(p) => p,
-                None => return,
-            },
-            None => match self.next_queued_packet(ch) {
-                Some(p) => p,
-                None => return,
-            },
+        let node = self.ch[c].from_node;
+        let pkt = if node != NIL {
+            self.next_nic_packet(node, ch, now)
+        } else {
+            self.next_queued_packet(ch, now)
         };
+        let Some(pkt) = pkt else {
+            if self.has_waiting(c) {
+                self.ch[c].blocked = true;
+                self.schedule_credit_wakeup(ch, q);
+            }
+            return;
+        };
+        self.ch[c].blocked = false;
         self.transmit(ch, pkt, now, q, obs);
     }
 
+    /// A blocked channel: wake it when the earliest returning credit of a waiting VC arrives.
+    fn schedule_credit_wakeup<S: Schedule<NetEvent>>(&mut self, ch: ChannelId, q: &mut S) {
+        let c = ch as usize;
+        let base = c * self.vcs;
+        let mask = if self.ch[c].from_node != NIL {
+            1
+        } else {
+            self.ch[c].waiting
+        };
+        let mut t = NEVER;
+        for vc in 0..self.vcs {
+            if mask & (1 << vc) != 0 {
+                for (at, _) in &self.returning[base + vc] {
+                    t = t.min(*at);
+                }
+            }
+        }
+        if t < self.ch[c].credit_event {
+            self.ch[c].credit_event = t;
+            q.schedule(t, NetEvent::Credit { ch });
+        }
+    }
+
     /// Cuts the next packet of the NIC's head message if the first switch has room for it.
-    fn next_nic_packet(&mut self, node: NodeId, ch: ChannelId) -> Option<u32> {
+    fn next_nic_packet(&mut self, node: NodeId, ch: ChannelId, now: Ps) -> Option<u32> {
         let &m = self.nic_queue[node as usize].front()?;
+        let i = ch as usize * self.vcs;
         let msg = &mut self.msgs.items[m as usize];
         let bytes = msg.unsent.min(self.params.packet_bytes as u64) as u32;
-        if self.ch.credits[ch as usize * self.vcs] < bytes.max(1) {
-            return None;
+        if self.vc[i].credits < bytes.max(1) {
+            self.collect_credits(i, now);
+            if self.vc[i].credits < bytes.max(1) {
+                return None;
+            }
         }
+        let msg = &mut self.msgs.items[m as usize];
         msg.unsent -= bytes as u64;
+        let (src, dst) = (msg.src, msg.dst);
         if msg.unsent == 0 {
             self.nic_queue[node as usize].pop_front();
         }
         let pkt = self.packets.insert(Packet {
             msg: m,
             bytes,
+            src,
+            dst,
             route: RouteState::new(),
             ch,
             vc: 0,
+            next: NIL,
             tail_ps: 0,
+            born_ps: 0,
         });
-        if self.born_ps.len() <= pkt as usize {
-            self.born_ps.resize(pkt as usize + 1, 0);
-        }
         Some(pkt)
     }
 
     /// Round-robin over virtual channels: the first VC after the last served one whose head
     /// packet fits in the downstream buffer.
-    fn next_queued_packet(&mut self, ch: ChannelId) -> Option<u32> {
+    fn next_queued_packet(&mut self, ch: ChannelId, now: Ps) -> Option<u32> {
         let c = ch as usize;
         let base = c * self.vcs;
         for k in 0..self.vcs {
-            let vc = (self.ch.rr[c] as usize + 1 + k) % self.vcs;
-            let Some(&pkt) = self.ch.queue[base + vc].front() else {
+            let vc = (self.ch[c].rr as usize + 1 + k) % self.vcs;
+            if self.ch[c].waiting & (1 << vc) == 0 {
                 continue;
-            };
-            let bytes = self.packets.items[pkt as usize].bytes;
-            if self.ch.credits[base + vc] >= bytes.max(1) {
-                self.ch.queue[base + vc].pop_front();
-                self.ch.rr[c] = vc as u8;
-                self.ch.occupancy[c] -= bytes as u64;
-                return Some(pkt);
             }
+            let i = base + vc;
+            let pkt = self.vc[i].head;
+            let p = &self.packets.items[pkt as usize];
+            let (need, bytes, next) = (p.bytes.max(1), p.bytes, p.next);
+            if self.vc[i].credits < need {
+                self.collect_credits(i, now);
+                if self.vc[i].credits < need {
+                    continue;
+                }
+            }
+            let v = &mut self.vc[i];
+            v.head = next;
+            if next == NIL {
+                v.tail = NIL;
+                self.ch[c].waiting &= !(1 << vc);
+            }
+            let o = &mut self.ch[c];
+            o.rr = vc as u8;
+            o.occupancy -= bytes as u64;
+            return Some(pkt);
         }
         None
     }
@@ -481,8 +581,14 @@ impl Fabric {
         let c = ch as usize;
         let p = self.packets.items[pkt as usize];
         let start = obs.earliest_start(ch, now).max(now);
-        let ser = serialization_ps(p.bytes as u64, self.ch.bits_per_s[c]);
-        let from_node = self.ch.from_node[c].is_some();
+        let o = self.ch[c];
+        let ser = if p.bytes == self.params.packet_bytes {
+            o.full_packet_ps
+        } else {
+            serialization_ps(p.bytes as u64, o.bits_per_s)
+        };
+        let from_node = o.from_node != NIL;
+        let to_switch = o.to_switch != NIL;
         // Cut-through: the tail cannot leave before it has arrived.
         let end = if from_node {
             start + ser
@@ -491,31 +597,41 @@ impl Fabric {
         };
         obs.on_transmit(ch, start, end, p.bytes);
         self.packet_hops += 1;
-        if from_node {
-            self.born_ps[pkt as usize] = start;
-        }
         let vc = if from_node { 0 } else { p.route.vc };
-        let lat = self.ch.latency_ps[c];
-        // Reserve the downstream buffer.
-        if self.ch.to_switch[c] {
-            let i = c * self.vcs + vc as usize;
-            self.ch.credits[i] -= p.bytes.max(1);
-            self.ch.occupancy[c] += p.bytes.max(1) as u64;
+        let lat = o.latency_ps;
+        let need = p.bytes.max(1);
+        if to_switch {
+            // Reserve the downstream buffer.
+            self.vc[c * self.vcs + vc as usize].credits -= need;
+            self.ch[c].occupancy += need as u64;
         }
-        // The buffer the packet leaves frees when its tail has gone; the credit travels back.
-        if !from_node {
-            let held = p.ch;
-            let back = self.ch.latency_ps[held as usize];
-            q.schedule(
-                end + back,
-                NetEvent::Credit {
-                    ch: held,
-                    vc: p.vc,
-                    bytes: p.bytes.max(1),
-                },
-            );
+        let mut born_ps = p.born_ps;
+        if from_node {
+            born_ps = start;
+            let m = &mut self.msgs.items[p.msg as usize];
+            m.injected += 1;
+            if m.injected == m.packets {
+                self.notices.push(Notice::Injected {
+                    token: m.token,
+                    at: end,
+                });
+            }
+        } else {
+            // The buffer the packet leaves frees when its tail has gone; the credit travels back.
+            let held = p.ch as usize;
+            let h = &mut self.ch[held];
+            let back = end + h.latency_ps;
+            h.occupancy -= need as u64;
+            let wake = h.blocked && back < h.credit_event;
+            if wake {
+                h.credit_event = back;
+            }
+            self.returning[held * self.vcs + p.vc as usize].push((back, need));
+            if wake {
+                q.schedule(back, NetEvent::Credit { ch: p.ch });
+            }
         }
-        let arrive = if self.ch.to_switch[c] {
+        let arrive = if to_switch {
             match self.params.switching {
                 Switching::CutThrough => start + lat + self.params.switch_latency_ps,
                 Switching::StoreAndForward => end + lat + self.params.switch_latency_ps,
@@ -528,9 +644,13 @@ impl Fabric {
             pk.ch = ch;
             pk.vc = vc;
             pk.tail_ps = end + lat;
+            pk.born_ps = born_ps;
         }
-        self.ch.sending[c] = Some(pkt);
-        q.schedule(end, NetEvent::LinkFree { ch });
+        self.ch[c].busy_until = end;
         q.schedule(arrive, NetEvent::Arrive { pkt });
+        if self.has_waiting(c) {
+            self.ch[c].free_event = true;
+            q.schedule(end, NetEvent::LinkFree { ch });
+        }
     }
 }

@@ -3,24 +3,61 @@
 //! hierarchy rooted at `TracewattError`.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::time::{Duration, Instant};
 use tracewatt_sim::{Column, Config, Format, Progress, SimError};
 
-create_exception!(_tracewatt, TracewattError, PyException, "Base class of every tracewatt error.");
-create_exception!(_tracewatt, ConfigError, TracewattError, "A configuration is malformed or impossible.");
-create_exception!(_tracewatt, TopologyError, ConfigError, "A topology cannot be built or routed as configured.");
-create_exception!(_tracewatt, WorkloadError, TracewattError, "A workload or rank program is invalid.");
-create_exception!(_tracewatt, DeadlockError, TracewattError, "The workload cannot finish: ranks wait for messages nobody sends.");
-create_exception!(_tracewatt, InterruptedError, TracewattError, "The simulation was interrupted.");
+create_exception!(
+    _tracewatt,
+    TracewattError,
+    PyException,
+    "Base class of every tracewatt error."
+);
+create_exception!(
+    _tracewatt,
+    ConfigError,
+    TracewattError,
+    "A configuration is malformed or impossible."
+);
+create_exception!(
+    _tracewatt,
+    TopologyError,
+    ConfigError,
+    "A topology cannot be built or routed as configured."
+);
+create_exception!(
+    _tracewatt,
+    WorkloadError,
+    TracewattError,
+    "A workload or rank program is invalid."
+);
+create_exception!(
+    _tracewatt,
+    TraceError,
+    WorkloadError,
+    "A trace cannot be read: names the file and, where it applies, the rank and byte offset or line."
+);
+create_exception!(
+    _tracewatt,
+    DeadlockError,
+    TracewattError,
+    "The workload cannot finish: ranks wait for messages nobody sends."
+);
+create_exception!(
+    _tracewatt,
+    InterruptedError,
+    TracewattError,
+    "The simulation was interrupted."
+);
 
 fn to_py(e: SimError) -> PyErr {
     let msg = e.to_string();
     match e {
         SimError::Config { .. } => ConfigError::new_err(msg),
         SimError::Topology { .. } => TopologyError::new_err(msg),
+        SimError::Trace { .. } => TraceError::new_err(msg),
         SimError::Workload { .. } | SimError::Program(_) => WorkloadError::new_err(msg),
         SimError::Deadlock { .. } => DeadlockError::new_err(msg),
         SimError::Interrupted { .. } => InterruptedError::new_err(msg),
@@ -32,7 +69,11 @@ fn parse(text: &str, format: &str, source: &str) -> PyResult<Config> {
     let f = match format {
         "toml" => Format::Toml,
         "json" => Format::Json,
-        other => return Err(ConfigError::new_err(format!("unknown configuration format `{other}`; expected toml or json"))),
+        other => {
+            return Err(ConfigError::new_err(format!(
+                "unknown configuration format `{other}`; expected toml or json"
+            )))
+        }
     };
     Config::parse(text, f, source).map_err(to_py)
 }
@@ -41,6 +82,15 @@ fn parse(text: &str, format: &str, source: &str) -> PyResult<Config> {
 #[pyfunction]
 fn resolve_config(text: &str, format: &str, source: &str) -> PyResult<String> {
     Ok(parse(text, format, source)?.resolved_json().to_string())
+}
+
+/// The always-on baseline of a configuration (every link class, and every node override, forced
+/// to `always_on`), resolved, as JSON.
+#[pyfunction]
+fn baseline_config(text: &str, format: &str, source: &str) -> PyResult<String> {
+    let mut config = parse(text, format, source)?;
+    config.power.set_always_on();
+    Ok(config.resolved_json().to_string())
 }
 
 /// Describes the configured machine (JSON).
@@ -127,17 +177,90 @@ fn simulate<'py>(
     Ok(out)
 }
 
+fn read_options(
+    compute_scale: f64,
+    flops_per_s: f64,
+    strict: bool,
+) -> PyResult<tracewatt_trace::ReadOptions> {
+    if !(compute_scale.is_finite() && compute_scale >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "compute_scale must be a non-negative number, got {compute_scale}"
+        )));
+    }
+    if !(flops_per_s.is_finite() && flops_per_s > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "flops_per_s must be a positive number, got {flops_per_s}"
+        )));
+    }
+    Ok(tracewatt_trace::ReadOptions {
+        compute_scale,
+        flops_per_s,
+        strict,
+    })
+}
+
+fn trace_err(e: tracewatt_trace::TraceError) -> PyErr {
+    TraceError::new_err(e.to_string())
+}
+
+fn info_json(info: &tracewatt_trace::TraceInfo) -> PyResult<String> {
+    serde_json::to_string(info)
+        .map_err(|e| TracewattError::new_err(format!("cannot serialise the trace info: {e}")))
+}
+
+/// Reads a whole trace (any supported format) with the GIL released; returns its `TraceInfo`
+/// (format, path, ranks, communicators, calls by name summed over ranks, p2p_bytes,
+/// collective_bytes, duration_s, unsupported) as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, compute_scale=1.0, flops_per_s=1e9, strict=false))]
+fn trace_info(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    compute_scale: f64,
+    flops_per_s: f64,
+    strict: bool,
+) -> PyResult<String> {
+    let opts = read_options(compute_scale, flops_per_s, strict)?;
+    let info = py
+        .detach(|| tracewatt_trace::info(&path, &opts))
+        .map_err(trace_err)?;
+    info_json(&info)
+}
+
+/// Converts a trace to tracewatt's native format in `out_dir` (created if missing), with the GIL
+/// released; returns the converted trace's `TraceInfo` as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, out_dir, compute_scale=1.0, flops_per_s=1e9, strict=false))]
+fn trace_convert(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    out_dir: std::path::PathBuf,
+    compute_scale: f64,
+    flops_per_s: f64,
+    strict: bool,
+) -> PyResult<String> {
+    let opts = read_options(compute_scale, flops_per_s, strict)?;
+    let info = py
+        .detach(|| tracewatt_trace::convert(&path, &out_dir, &opts))
+        .map_err(trace_err)?;
+    info_json(&info)
+}
+
 #[pymodule]
 fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(baseline_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TopologyError", py.get_type::<TopologyError>())?;
     m.add("WorkloadError", py.get_type::<WorkloadError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("DeadlockError", py.get_type::<DeadlockError>())?;
     m.add("InterruptedError", py.get_type::<InterruptedError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -154,7 +154,49 @@ pub struct JobSpec {
     /// With `mapping = "list"`: for each rank, the index of its node in the allocation.
     #[serde(default)]
     pub rank_nodes: Vec<u32>,
-    pub workload: WorkloadSpec,
+    /// A generated workload (`[jobs.workload]`). Exactly one of `workload` and `trace` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
+    /// A recorded MPI trace as the workload (`[jobs.trace]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSpec>,
+}
+
+/// `[jobs.trace]`: an MPI trace (SST-DUMPI, SimGrid time-independent or tracewatt's native
+/// format, detected from the files) replayed as the job's workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The trace: a DUMPI `.meta` file or its directory, a native trace directory (or its
+    /// `trace.twi`), a SimGrid list file, action file or directory. A relative path is relative
+    /// to the configuration file's directory; for configurations not read from a file (source
+    /// `<dict>`, `<string>`) to the current directory.
+    pub path: String,
+    /// Factor applied to every compute gap between the trace's calls (1.0: as traced).
+    #[serde(default = "default_compute_scale")]
+    pub compute_scale: f64,
+    /// Flop rate turning SimGrid `compute <flops>` into time, flop/s (default 1e9).
+    #[serde(default = "default_flops_per_s")]
+    pub flops_per_s: f64,
+    /// Calls the simulator cannot replay are errors instead of being skipped.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+impl TraceSpec {
+    /// The trace's path: `path` as written if absolute, else relative to the directory of the
+    /// configuration file `source` (or to the current directory when `source` is not a file
+    /// name, i.e. `<dict>` / `<string>`).
+    pub fn resolve(&self, source: &str) -> std::path::PathBuf {
+        let p = std::path::Path::new(&self.path);
+        if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
+            return p.to_path_buf();
+        }
+        match std::path::Path::new(source).parent() {
+            Some(dir) => dir.join(p),
+            None => p.to_path_buf(),
+        }
+    }
 }
 
 /// Which nodes a job gets.
@@ -255,6 +297,12 @@ fn default_idle_thresholds_us() -> Vec<f64> {
 fn default_bins_per_decade() -> u32 {
     10
 }
+fn default_compute_scale() -> f64 {
+    1.0
+}
+fn default_flops_per_s() -> f64 {
+    1e9
+}
 
 /// Where a configuration came from, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,13 +325,20 @@ impl Config {
             Format::Json => {
                 let j: serde_json::Value = serde_json::from_str(text)
                     .map_err(|e| SimError::config(source, "", e.to_string(), None))?;
-                json_to_toml(&j, "").map_err(|(path, msg)| SimError::config(source, &path, msg, None))?
+                json_to_toml(&j, "")
+                    .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?
             }
         };
-        let value = presets::apply(value).map_err(|(path, msg)| SimError::config(source, &path, msg, None))?;
+        let value = presets::apply(value)
+            .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?;
         let mut config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
-            SimError::config(source, if path == "." { "" } else { &path }, e.inner().message().to_string(), None)
+            SimError::config(
+                source,
+                if path == "." { "" } else { &path },
+                e.inner().message().to_string(),
+                None,
+            )
         })?;
         config.validate(source)?;
         config.power.resolve(source)?;
@@ -291,8 +346,11 @@ impl Config {
     }
 
     /// The configuration with every default filled in, as JSON (written to `summary.json`).
+    /// Optional fields left unset (meaning "inherit") are omitted, so the result parses back.
     pub fn resolved_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        let mut v = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        strip_nulls(&mut v);
+        v
     }
 
     fn validate(&self, source: &str) -> Result<(), SimError> {
@@ -310,12 +368,28 @@ impl Config {
         if m.ranks_per_node == 0 {
             return err("machine.ranks_per_node", "must be at least 1".into());
         }
-        positive(source, "machine.links.bandwidth_gbps", m.links.bandwidth_gbps)?;
+        positive(
+            source,
+            "machine.links.bandwidth_gbps",
+            m.links.bandwidth_gbps,
+        )?;
         non_negative(source, "machine.links.latency_ns", m.links.latency_ns)?;
         non_negative(source, "machine.switch_latency_ns", m.switch_latency_ns)?;
-        positive(source, "machine.intra_node_bandwidth_gbps", m.intra_node_bandwidth_gbps)?;
-        non_negative(source, "machine.intra_node_latency_ns", m.intra_node_latency_ns)?;
-        let overrides = [("node", &m.links.node), ("local", &m.links.local), ("global", &m.links.global)];
+        positive(
+            source,
+            "machine.intra_node_bandwidth_gbps",
+            m.intra_node_bandwidth_gbps,
+        )?;
+        non_negative(
+            source,
+            "machine.intra_node_latency_ns",
+            m.intra_node_latency_ns,
+        )?;
+        let overrides = [
+            ("node", &m.links.node),
+            ("local", &m.links.local),
+            ("global", &m.links.global),
+        ];
         for (name, o) in overrides {
             if let Some(o) = o {
                 check_override(source, &format!("machine.links.{name}"), o)?;
@@ -338,19 +412,62 @@ impl Config {
             }
             non_negative(source, &format!("jobs[{i}].start_us"), j.start_us)?;
             if j.allocation == Allocation::List && j.node_list.is_empty() {
-                return err(&format!("jobs[{i}].node_list"), "allocation = \"list\" needs the node ids".into());
+                return err(
+                    &format!("jobs[{i}].node_list"),
+                    "allocation = \"list\" needs the node ids".into(),
+                );
             }
             if j.allocation != Allocation::List && !j.node_list.is_empty() {
-                return err(&format!("jobs[{i}].node_list"), "only allowed with allocation = \"list\"".into());
+                return err(
+                    &format!("jobs[{i}].node_list"),
+                    "only allowed with allocation = \"list\"".into(),
+                );
             }
             if j.mapping == Mapping::List && j.rank_nodes.len() != j.ranks as usize {
                 return err(
                     &format!("jobs[{i}].rank_nodes"),
-                    format!("mapping = \"list\" needs one entry per rank ({}), got {}", j.ranks, j.rank_nodes.len()),
+                    format!(
+                        "mapping = \"list\" needs one entry per rank ({}), got {}",
+                        j.ranks,
+                        j.rank_nodes.len()
+                    ),
                 );
             }
             if j.mapping != Mapping::List && !j.rank_nodes.is_empty() {
-                return err(&format!("jobs[{i}].rank_nodes"), "only allowed with mapping = \"list\"".into());
+                return err(
+                    &format!("jobs[{i}].rank_nodes"),
+                    "only allowed with mapping = \"list\"".into(),
+                );
+            }
+            match (&j.workload, &j.trace) {
+                (Some(_), Some(_)) => {
+                    return err(
+                        &format!("jobs[{i}].trace"),
+                        "give either [jobs.workload] or [jobs.trace], not both".into(),
+                    )
+                }
+                (None, None) => {
+                    return err(
+                        &format!("jobs[{i}].workload"),
+                        "missing: give a [jobs.workload] table or a [jobs.trace] table".into(),
+                    )
+                }
+                (Some(_), None) => {}
+                (None, Some(t)) => {
+                    let f = |k: &str| format!("jobs[{i}].trace.{k}");
+                    non_negative(source, &f("compute_scale"), t.compute_scale)?;
+                    positive(source, &f("flops_per_s"), t.flops_per_s)?;
+                    if t.path.is_empty() {
+                        return err(&f("path"), "must name a trace file or directory".into());
+                    }
+                    let resolved = t.resolve(source);
+                    if !resolved.exists() {
+                        return err(
+                            &f("path"),
+                            format!("{}: no such file or directory", resolved.display()),
+                        );
+                    }
+                }
             }
         }
         for (i, t) in self.output.idle_thresholds_us.iter().enumerate() {
@@ -403,7 +520,12 @@ fn positive(source: &str, field: &str, v: f64) -> Result<(), SimError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(SimError::config(source, field, format!("must be a positive number, got {v}"), None))
+        Err(SimError::config(
+            source,
+            field,
+            format!("must be a positive number, got {v}"),
+            None,
+        ))
     }
 }
 
@@ -411,7 +533,12 @@ fn non_negative(source: &str, field: &str, v: f64) -> Result<(), SimError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(SimError::config(source, field, format!("must be a non-negative number, got {v}"), None))
+        Err(SimError::config(
+            source,
+            field,
+            format!("must be a non-negative number, got {v}"),
+            None,
+        ))
     }
 }
 
@@ -425,11 +552,27 @@ fn check_override(source: &str, field: &str, o: &LinkOverride) -> Result<(), Sim
     Ok(())
 }
 
+fn strip_nulls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
 /// JSON has `null` and TOML does not; reject it with the path rather than guessing.
 fn json_to_toml(j: &serde_json::Value, path: &str) -> Result<toml::Value, (String, String)> {
     use serde_json::Value as J;
     Ok(match j {
-        J::Null => return Err((path.to_string(), "null is not a value; leave the field out for its default".into())),
+        J::Null => {
+            return Err((
+                path.to_string(),
+                "null is not a value; leave the field out for its default".into(),
+            ))
+        }
         J::Bool(b) => toml::Value::Boolean(*b),
         J::Number(n) => match n.as_i64() {
             Some(i) => toml::Value::Integer(i),
@@ -448,7 +591,11 @@ fn json_to_toml(j: &serde_json::Value, path: &str) -> Result<toml::Value, (Strin
         J::Object(o) => {
             let mut t = toml::Table::new();
             for (k, v) in o {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 t.insert(k.clone(), json_to_toml(v, &p)?);
             }
             toml::Value::Table(t)

@@ -5,13 +5,13 @@
 use crate::config::{ns_to_ps, Config};
 use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
-use tracewatt_net::fabric::LinkObserver;
-use tracewatt_power::LinkPower;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use tracewatt_core::time::{serialization_ps, to_seconds};
 use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
+use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
 use tracewatt_net::NodeId;
+use tracewatt_power::LinkPower;
 use tracewatt_workload::collectives;
 use tracewatt_workload::matching::{Envelope, Matcher};
 use tracewatt_workload::op::RESERVED_REQ_BASE;
@@ -24,13 +24,21 @@ const BLOCKING_REQ: ReqId = u32::MAX;
 pub(crate) enum Ev {
     Net(NetEvent),
     /// A rank finished computing (or issuing a send) and continues.
-    Wake { rank: u32 },
+    Wake {
+        rank: u32,
+    },
     /// A message leaves the MPI layer of its sender.
-    Issue { msg: u32 },
+    Issue {
+        msg: u32,
+    },
     /// An intra-node message has been copied.
-    LocalArrive { msg: u32 },
+    LocalArrive {
+        msg: u32,
+    },
     /// A request completes (receive overhead elapsed).
-    ReqDone { req: u32 },
+    ReqDone {
+        req: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +60,11 @@ pub(crate) struct Comm {
 
 impl Comm {
     pub fn new(members: Vec<Rank>) -> Self {
-        let mut index: Vec<(Rank, Rank)> = members.iter().enumerate().map(|(i, r)| (*r, i as Rank)).collect();
+        let mut index: Vec<(Rank, Rank)> = members
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (*r, i as Rank))
+            .collect();
         index.sort_unstable();
         Self { members, index }
     }
@@ -82,7 +94,7 @@ struct RankRt {
     pending: VecDeque<Op>,
     state: RankState,
     /// Outstanding requests: program id -> request slot.
-    reqs: BTreeMap<ReqId, u32>,
+    reqs: ReqTable,
     matcher: Matcher<u32, u32>,
     /// Requests being waited for, and how many of them are not yet complete.
     waiting: Vec<u32>,
@@ -99,14 +111,21 @@ struct RankRt {
 
 impl std::fmt::Debug for RankRt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RankRt").field("job", &self.job).field("job_rank", &self.job_rank).finish()
+        f.debug_struct("RankRt")
+            .field("job", &self.job)
+            .field("job_rank", &self.job_rank)
+            .finish()
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 enum ReqKind {
     Send,
-    Recv { comm: CommId, src: SrcSel, tag: TagSel },
+    Recv {
+        comm: CommId,
+        src: SrcSel,
+        tag: TagSel,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -177,6 +196,97 @@ impl<T> Slab<T> {
     }
     fn remove(&mut self, i: u32) {
         self.free.push(i);
+    }
+}
+
+/// A rank's outstanding requests, program id -> request slot: an open-addressing hash table
+/// (linear probing, backward-shift deletion). Every message inserts and removes an entry, and a
+/// B-tree node allocation plus search per message showed in profiles. Never iterated, so its
+/// order cannot leak into results.
+#[derive(Debug, Default)]
+struct ReqTable {
+    /// (id, slot); `slot == EMPTY` marks a free bucket. Length 0 or a power of two.
+    buckets: Vec<(ReqId, u32)>,
+    len: usize,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+impl ReqTable {
+    fn home(&self, id: ReqId) -> usize {
+        // Fibonacci hashing: ids are often small consecutive numbers.
+        let h = (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & (self.buckets.len() - 1)
+    }
+
+    /// Inserts `id`; returns false (and changes nothing) if it is already present.
+    fn insert(&mut self, id: ReqId, slot: u32) -> bool {
+        debug_assert!(slot != EMPTY);
+        if (self.len + 1) * 4 > self.buckets.len() * 3 {
+            let n = (self.buckets.len() * 2).max(8);
+            let old = std::mem::replace(&mut self.buckets, vec![(0, EMPTY); n]);
+            for (k, v) in old {
+                if v != EMPTY {
+                    let mut i = self.home(k);
+                    while self.buckets[i].1 != EMPTY {
+                        i = (i + 1) & (self.buckets.len() - 1);
+                    }
+                    self.buckets[i] = (k, v);
+                }
+            }
+        }
+        let mask = self.buckets.len() - 1;
+        let mut i = self.home(id);
+        loop {
+            let (k, v) = self.buckets[i];
+            if v == EMPTY {
+                self.buckets[i] = (id, slot);
+                self.len += 1;
+                return true;
+            }
+            if k == id {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn remove(&mut self, id: ReqId) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.buckets.len() - 1;
+        let mut i = self.home(id);
+        loop {
+            let (k, v) = self.buckets[i];
+            if v == EMPTY {
+                return None;
+            }
+            if k == id {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        let found = self.buckets[i].1;
+        self.len -= 1;
+        // Shift later members of the probe run back so no lookup stops early at the hole.
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let (k, v) = self.buckets[j];
+            if v == EMPTY {
+                break;
+            }
+            let h = self.home(k);
+            // Movable if its home is not cyclically within (hole, j].
+            if (j.wrapping_sub(h) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.buckets[hole] = (k, v);
+                hole = j;
+            }
+        }
+        self.buckets[hole] = (0, EMPTY);
+        Some(found)
     }
 }
 
@@ -267,7 +377,9 @@ impl Schedule<NetEvent> for NetQ<'_> {
 
 impl std::fmt::Debug for Engine<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("ranks", &self.ranks.len()).finish()
+        f.debug_struct("Engine")
+            .field("ranks", &self.ranks.len())
+            .finish()
     }
 }
 
@@ -299,7 +411,7 @@ impl<'a> Engine<'a> {
                 program,
                 pending: VecDeque::new(),
                 state: RankState::NotStarted,
-                reqs: BTreeMap::new(),
+                reqs: ReqTable::default(),
                 matcher: Matcher::new(),
                 waiting: Vec::new(),
                 wait_remaining: 0,
@@ -332,7 +444,10 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs to completion. `progress` is called now and then; returning `false` stops the run.
-    pub fn run(mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<(RunOutput, Fabric, Observers), SimError> {
+    pub fn run(
+        mut self,
+        progress: &mut dyn FnMut(Progress) -> bool,
+    ) -> Result<(RunOutput, Fabric, Observers), SimError> {
         for job in self.jobs {
             for r in job.first_rank..job.first_rank + job.ranks {
                 self.q.push(job.start_ps, Ev::Wake { rank: r });
@@ -343,7 +458,13 @@ impl<'a> Engine<'a> {
         while let Some((now, ev)) = self.q.pop() {
             match ev {
                 Ev::Net(ne) => {
-                    self.fabric.handle(now, ne, &mut NetQ(&mut self.q), &mut self.links, &mut self.rng);
+                    self.fabric.handle(
+                        now,
+                        ne,
+                        &mut NetQ(&mut self.q),
+                        &mut self.links,
+                        &mut self.rng,
+                    );
                     self.after_fabric(now)?;
                 }
                 Ev::Wake { rank } => {
@@ -363,7 +484,9 @@ impl<'a> Engine<'a> {
                     ranks_total: total,
                 };
                 if !progress(p) {
-                    return Err(SimError::Interrupted { time_s: to_seconds(now) });
+                    return Err(SimError::Interrupted {
+                        time_s: to_seconds(now),
+                    });
                 }
             }
         }
@@ -408,7 +531,7 @@ impl<'a> Engine<'a> {
         notices.extend(self.fabric.drain_notices());
         for n in notices.drain(..) {
             match n {
-                Notice::Injected { token } => self.injected(token as u32, now)?,
+                Notice::Injected { token, at } => self.injected(token as u32, at)?,
                 Notice::Delivered { token } => self.arrive(token as u32, now)?,
             }
         }
@@ -420,7 +543,13 @@ impl<'a> Engine<'a> {
         let r = &self.ranks[rank as usize];
         let job = &self.jobs[r.job as usize];
         job.comms.get(comm as usize).ok_or_else(|| {
-            self.program_error(rank, format!("communicator {comm} does not exist (the job has {})", job.comms.len()))
+            self.program_error(
+                rank,
+                format!(
+                    "communicator {comm} does not exist (the job has {})",
+                    job.comms.len()
+                ),
+            )
         })
     }
 
@@ -440,7 +569,10 @@ impl<'a> Engine<'a> {
             Some(jr) => Ok(job.first_rank + jr),
             None => Err(self.program_error(
                 rank,
-                format!("peer rank {comm_rank} is outside its communicator of {} ranks", comm.members.len()),
+                format!(
+                    "peer rank {comm_rank} is outside its communicator of {} ranks",
+                    comm.members.len()
+                ),
             )),
         }
     }
@@ -472,22 +604,48 @@ impl<'a> Engine<'a> {
                         return Ok(());
                     }
                 }
-                Op::Send { comm, dst, tag, bytes } => {
-                    self.ranks[ri].pending.push_front(Op::Wait { req: BLOCKING_REQ });
+                Op::Send {
+                    comm,
+                    dst,
+                    tag,
+                    bytes,
+                } => {
+                    self.ranks[ri]
+                        .pending
+                        .push_front(Op::Wait { req: BLOCKING_REQ });
                     if self.isend(rank, comm, dst, tag, bytes, BLOCKING_REQ, now)? {
                         return Ok(());
                     }
                 }
-                Op::Isend { comm, dst, tag, bytes, req } => {
+                Op::Isend {
+                    comm,
+                    dst,
+                    tag,
+                    bytes,
+                    req,
+                } => {
                     if self.isend(rank, comm, dst, tag, bytes, req, now)? {
                         return Ok(());
                     }
                 }
-                Op::Recv { comm, src, tag, bytes } => {
+                Op::Recv {
+                    comm,
+                    src,
+                    tag,
+                    bytes,
+                } => {
                     self.irecv(rank, comm, src, tag, bytes, BLOCKING_REQ, now)?;
-                    self.ranks[ri].pending.push_front(Op::Wait { req: BLOCKING_REQ });
+                    self.ranks[ri]
+                        .pending
+                        .push_front(Op::Wait { req: BLOCKING_REQ });
                 }
-                Op::Irecv { comm, src, tag, bytes, req } => self.irecv(rank, comm, src, tag, bytes, req, now)?,
+                Op::Irecv {
+                    comm,
+                    src,
+                    tag,
+                    bytes,
+                    req,
+                } => self.irecv(rank, comm, src, tag, bytes, req, now)?,
                 Op::Wait { req } => {
                     if self.wait(rank, std::slice::from_ref(&req), now, "wait") {
                         return Ok(());
@@ -498,17 +656,37 @@ impl<'a> Engine<'a> {
                         return Ok(());
                     }
                 }
-                Op::Collective { comm, kind, root, bytes, algo } => {
+                Op::Collective {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    algo,
+                } => {
                     let c = self.comm(rank, comm)?;
                     let me = self.comm_rank(rank, c)?;
                     let mut buf = std::mem::take(&mut self.expand_buf);
                     buf.clear();
-                    collectives::expand(comm, kind, algo, c.members.len() as u32, me, root, bytes, &mut buf)
-                        .map_err(|e| self.program_error(rank, e.to_string()))?;
+                    collectives::expand(
+                        comm,
+                        kind,
+                        algo,
+                        c.members.len() as u32,
+                        me,
+                        root,
+                        bytes,
+                        &mut buf,
+                    )
+                    .map_err(|e| self.program_error(rank, e.to_string()))?;
                     self.queue_expansion(rank, &mut buf);
                     self.expand_buf = buf;
                 }
-                Op::Alltoallv { comm, send_bytes, recv_bytes, algo } => {
+                Op::Alltoallv {
+                    comm,
+                    send_bytes,
+                    recv_bytes,
+                    algo,
+                } => {
                     let c = self.comm(rank, comm)?;
                     let me = self.comm_rank(rank, c)?;
                     let n = c.members.len();
@@ -524,8 +702,16 @@ impl<'a> Engine<'a> {
                     }
                     let mut buf = std::mem::take(&mut self.expand_buf);
                     buf.clear();
-                    collectives::expand_alltoallv(comm, algo, n as u32, me, &send_bytes, &recv_bytes, &mut buf)
-                        .map_err(|e| self.program_error(rank, e.to_string()))?;
+                    collectives::expand_alltoallv(
+                        comm,
+                        algo,
+                        n as u32,
+                        me,
+                        &send_bytes,
+                        &recv_bytes,
+                        &mut buf,
+                    )
+                    .map_err(|e| self.program_error(rank, e.to_string()))?;
                     self.queue_expansion(rank, &mut buf);
                     self.expand_buf = buf;
                 }
@@ -543,11 +729,25 @@ impl<'a> Engine<'a> {
 
     fn comm_rank(&self, rank: u32, comm: &Comm) -> Result<Rank, SimError> {
         let jr = self.ranks[rank as usize].job_rank;
-        comm.rank_of(jr)
-            .ok_or_else(|| self.program_error(rank, "the rank is not a member of the communicator it uses".into()))
+        // Most communicators (the world above all) list job rank r at position r.
+        if comm.members.get(jr as usize) == Some(&jr) {
+            return Ok(jr);
+        }
+        comm.rank_of(jr).ok_or_else(|| {
+            self.program_error(
+                rank,
+                "the rank is not a member of the communicator it uses".into(),
+            )
+        })
     }
 
-    fn new_req(&mut self, rank: u32, id: ReqId, kind: ReqKind, bytes: u64) -> Result<u32, SimError> {
+    fn new_req(
+        &mut self,
+        rank: u32,
+        id: ReqId,
+        kind: ReqKind,
+        bytes: u64,
+    ) -> Result<u32, SimError> {
         let slot = self.reqs.insert(Req {
             rank,
             kind,
@@ -556,21 +756,41 @@ impl<'a> Engine<'a> {
             bytes,
             msg: u32::MAX,
         });
-        if self.ranks[rank as usize].reqs.insert(id, slot).is_some() {
-            let what = if id >= RESERVED_REQ_BASE { "an internal" } else { "a" };
-            return Err(self.program_error(rank, format!("{what} request id {id} is reused while still outstanding")));
+        if !self.ranks[rank as usize].reqs.insert(id, slot) {
+            let what = if id >= RESERVED_REQ_BASE {
+                "an internal"
+            } else {
+                "a"
+            };
+            return Err(self.program_error(
+                rank,
+                format!("{what} request id {id} is reused while still outstanding"),
+            ));
         }
         Ok(slot)
     }
 
     /// Starts a send. Returns true if the rank is now busy (send overhead).
     #[allow(clippy::too_many_arguments)]
-    fn isend(&mut self, rank: u32, comm: CommId, dst: Rank, tag: Tag, bytes: u64, id: ReqId, now: Ps) -> Result<bool, SimError> {
+    fn isend(
+        &mut self,
+        rank: u32,
+        comm: CommId,
+        dst: Rank,
+        tag: Tag,
+        bytes: u64,
+        id: ReqId,
+        now: Ps,
+    ) -> Result<bool, SimError> {
         let c = self.comm(rank, comm)?;
         let dst_g = self.global_rank(rank, c, dst)?;
         let me = self.comm_rank(rank, c)?;
         let req = self.new_req(rank, id, ReqKind::Send, bytes)?;
-        let kind = if bytes <= self.costs.eager_limit { MsgKind::Eager } else { MsgKind::Rts };
+        let kind = if bytes <= self.costs.eager_limit {
+            MsgKind::Eager
+        } else {
+            MsgKind::Rts
+        };
         let msg = self.msgs.insert(Msg {
             kind,
             src: rank,
@@ -600,7 +820,16 @@ impl<'a> Engine<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn irecv(&mut self, rank: u32, comm: CommId, src: SrcSel, tag: TagSel, bytes: u64, id: ReqId, now: Ps) -> Result<(), SimError> {
+    fn irecv(
+        &mut self,
+        rank: u32,
+        comm: CommId,
+        src: SrcSel,
+        tag: TagSel,
+        bytes: u64,
+        id: ReqId,
+        now: Ps,
+    ) -> Result<(), SimError> {
         let c = self.comm(rank, comm)?;
         if let SrcSel::Rank(s) = src {
             self.global_rank(rank, c, s)?;
@@ -679,7 +908,7 @@ impl<'a> Engine<'a> {
         for id in ids {
             // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
             // it returns at once.
-            let Some(slot) = self.ranks[rank as usize].reqs.remove(id) else {
+            let Some(slot) = self.ranks[rank as usize].reqs.remove(*id) else {
                 continue;
             };
             let r = &mut self.reqs.items[slot as usize];
@@ -717,20 +946,29 @@ impl<'a> Engine<'a> {
         let src_node = self.ranks[m.src as usize].node;
         let dst_node = self.ranks[m.dst as usize].node;
         if src_node == dst_node {
-            let t = now + self.costs.intra_latency_ps + serialization_ps(wire, self.costs.intra_bits_per_s);
+            let t = now
+                + self.costs.intra_latency_ps
+                + serialization_ps(wire, self.costs.intra_bits_per_s);
             self.q.push(t, Ev::LocalArrive { msg });
         } else {
-            self.fabric
-                .send(now, msg as u64, src_node, dst_node, wire, &mut NetQ(&mut self.q), &mut self.links, &mut self.rng);
+            self.fabric.send(
+                now,
+                msg as u64,
+                (src_node, dst_node),
+                wire,
+                &mut NetQ(&mut self.q),
+                &mut self.links,
+            );
+            self.after_fabric(now)?;
         }
         Ok(())
     }
 
-    /// The last packet of a message left the source NIC.
-    fn injected(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
+    /// The last packet of a message leaves the source NIC at `at`: a rendezvous send is done.
+    fn injected(&mut self, msg: u32, at: Ps) -> Result<(), SimError> {
         let m = self.msgs.items[msg as usize];
         if m.kind == MsgKind::Data {
-            self.complete(m.send_req, now)?;
+            self.finish_at(m.send_req, at)?;
         }
         Ok(())
     }
@@ -807,7 +1045,10 @@ impl<'a> Engine<'a> {
                             TagSel::Tag(t) => format!("tag {t}"),
                             TagSel::Any => "any tag".into(),
                         };
-                        what.push(format!("a receive from {s} with {t} on communicator {comm} ({} bytes)", q.bytes));
+                        what.push(format!(
+                            "a receive from {s} with {t} on communicator {comm} ({} bytes)",
+                            q.bytes
+                        ));
                     }
                     ReqKind::Send => {
                         let m = &self.msgs.items[q.msg as usize];
@@ -825,8 +1066,16 @@ impl<'a> Engine<'a> {
                 job.name,
                 r.job_rank,
                 r.node,
-                if r.blocked_in.is_empty() { "?" } else { r.blocked_in },
-                if what.is_empty() { "nothing known".into() } else { what.join("; ") }
+                if r.blocked_in.is_empty() {
+                    "?"
+                } else {
+                    r.blocked_in
+                },
+                if what.is_empty() {
+                    "nothing known".into()
+                } else {
+                    what.join("; ")
+                }
             ));
         }
         if blocked > lines.len() {
@@ -836,6 +1085,37 @@ impl<'a> Engine<'a> {
             time_s: to_seconds(self.q.now()),
             blocked,
             details: lines.join("\n"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn req_table_behaves_like_a_map(ops in proptest::collection::vec((any::<bool>(), 0u32..64), 0..600)) {
+            let mut t = ReqTable::default();
+            let mut m = std::collections::BTreeMap::new();
+            for (i, (ins, id)) in ops.into_iter().enumerate() {
+                // Spread ids so they collide in small tables and also use the top of the range.
+                let id = if id % 7 == 0 { u32::MAX - id } else { id * 1024 };
+                if ins {
+                    let fresh = !m.contains_key(&id);
+                    if fresh {
+                        m.insert(id, i as u32);
+                    }
+                    prop_assert_eq!(t.insert(id, i as u32), fresh);
+                } else {
+                    prop_assert_eq!(t.remove(id), m.remove(&id));
+                }
+                prop_assert_eq!(t.len, m.len());
+            }
+            for (id, slot) in m {
+                prop_assert_eq!(t.remove(id), Some(slot));
+            }
         }
     }
 }

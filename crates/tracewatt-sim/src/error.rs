@@ -26,13 +26,31 @@ pub enum SimError {
     },
     /// A workload generator rejected its parameters.
     #[error("{source_name}: jobs[{job}].workload: {message}")]
-    Workload { source_name: String, job: usize, message: String },
+    Workload {
+        source_name: String,
+        job: usize,
+        message: String,
+    },
+    /// A job's trace cannot be opened or read (`message` names the file and, where it applies,
+    /// the rank and byte offset or line).
+    #[error("{source_name}: jobs[{job}].trace: {message}")]
+    Trace {
+        source_name: String,
+        job: usize,
+        message: String,
+    },
     /// A rank program (e.g. a trace) failed while running.
     #[error(transparent)]
     Program(#[from] ProgramError),
     /// The workload cannot finish: ranks wait for messages nobody will send.
-    #[error("the workload cannot finish at t = {time_s} s: {blocked} rank(s) are blocked:\n{details}")]
-    Deadlock { time_s: f64, blocked: usize, details: String },
+    #[error(
+        "the workload cannot finish at t = {time_s} s: {blocked} rank(s) are blocked:\n{details}"
+    )]
+    Deadlock {
+        time_s: f64,
+        blocked: usize,
+        details: String,
+    },
     /// The caller asked the run to stop (e.g. Ctrl-C).
     #[error("the simulation was interrupted at t = {time_s} s")]
     Interrupted { time_s: f64 },

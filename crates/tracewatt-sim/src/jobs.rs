@@ -25,10 +25,14 @@ pub fn place(
     let mut job_nodes = Vec::with_capacity(jobs.len());
     let mut rank_node = Vec::with_capacity(jobs.len());
     for (i, job) in jobs.iter().enumerate() {
-        let err = |field: &str, msg: String| SimError::config(source, &format!("jobs[{i}].{field}"), msg, None);
+        let err = |field: &str, msg: String| {
+            SimError::config(source, &format!("jobs[{i}].{field}"), msg, None)
+        };
         let want = match job.allocation {
             Allocation::List => job.node_list.len() as u32,
-            _ => job.nodes.unwrap_or_else(|| job.ranks.div_ceil(ranks_per_node)),
+            _ => job
+                .nodes
+                .unwrap_or_else(|| job.ranks.div_ceil(ranks_per_node)),
         };
         if want == 0 {
             return Err(err("nodes", "must be at least 1".into()));
@@ -44,9 +48,13 @@ pub fn place(
             ));
         }
         let nodes: Vec<NodeId> = match job.allocation {
-            Allocation::Contiguous => (0..topo.num_nodes).filter(|n| free[*n as usize]).take(want as usize).collect(),
+            Allocation::Contiguous => (0..topo.num_nodes)
+                .filter(|n| free[*n as usize])
+                .take(want as usize)
+                .collect(),
             Allocation::Random => {
-                let mut cand: Vec<NodeId> = (0..topo.num_nodes).filter(|n| free[*n as usize]).collect();
+                let mut cand: Vec<NodeId> =
+                    (0..topo.num_nodes).filter(|n| free[*n as usize]).collect();
                 rng.shuffle(&mut cand);
                 cand.truncate(want as usize);
                 cand
@@ -57,11 +65,17 @@ pub fn place(
                     if *n >= topo.num_nodes {
                         return Err(err(
                             &format!("node_list[{k}]"),
-                            format!("node {n} does not exist (the machine has nodes 0..{})", topo.num_nodes),
+                            format!(
+                                "node {n} does not exist (the machine has nodes 0..{})",
+                                topo.num_nodes
+                            ),
                         ));
                     }
                     if !free[*n as usize] || job.node_list[..k].contains(n) {
-                        return Err(err(&format!("node_list[{k}]"), format!("node {n} is already taken")));
+                        return Err(err(
+                            &format!("node_list[{k}]"),
+                            format!("node {n} is already taken"),
+                        ));
                     }
                 }
                 job.node_list.clone()
@@ -72,10 +86,16 @@ pub fn place(
         }
         let per_node = job.ranks.div_ceil(nodes.len() as u32);
         let ranks: Vec<NodeId> = match job.mapping {
-            Mapping::Linear => (0..job.ranks).map(|r| nodes[(r / per_node) as usize]).collect(),
-            Mapping::RoundRobin => (0..job.ranks).map(|r| nodes[(r as usize) % nodes.len()]).collect(),
+            Mapping::Linear => (0..job.ranks)
+                .map(|r| nodes[(r / per_node) as usize])
+                .collect(),
+            Mapping::RoundRobin => (0..job.ranks)
+                .map(|r| nodes[(r as usize) % nodes.len()])
+                .collect(),
             Mapping::Random => {
-                let mut v: Vec<NodeId> = (0..job.ranks).map(|r| nodes[(r / per_node) as usize]).collect();
+                let mut v: Vec<NodeId> = (0..job.ranks)
+                    .map(|r| nodes[(r / per_node) as usize])
+                    .collect();
                 rng.shuffle(&mut v);
                 v
             }
@@ -87,7 +107,10 @@ pub fn place(
                         None => {
                             return Err(err(
                                 &format!("rank_nodes[{r}]"),
-                                format!("index {idx} is outside the job's {} allocated node(s)", nodes.len()),
+                                format!(
+                                    "index {idx} is outside the job's {} allocated node(s)",
+                                    nodes.len()
+                                ),
                             ))
                         }
                     }
@@ -98,7 +121,10 @@ pub fn place(
         job_nodes.push(nodes);
         rank_node.push(ranks);
     }
-    Ok(Placement { job_nodes, rank_node })
+    Ok(Placement {
+        job_nodes,
+        rank_node,
+    })
 }
 
 /// One free node from each switch in turn (switches in id order), until `want` are taken.

@@ -36,30 +36,33 @@ const STREAM_NETWORK: u64 = 3;
 
 /// Builds the machine's topology from the configuration.
 pub fn build_topology(config: &Config, source: &str) -> Result<Topology, SimError> {
-    tracewatt_net::topology::build(&config.machine.topology, &|c| config.link_params(c)).map_err(|error| {
-        SimError::Topology {
+    tracewatt_net::topology::build(&config.machine.topology, &|c| config.link_params(c)).map_err(
+        |error| SimError::Topology {
             source_name: source.to_string(),
             error,
-        }
-    })
+        },
+    )
 }
 
 /// A description of the machine: sizes, diameter, links by class.
 pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, SimError> {
     let topo = build_topology(config, source)?;
-    let router = tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
-        SimError::Topology {
-            source_name: source.to_string(),
-            error,
-        }
-    })?;
+    let router =
+        tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
+            SimError::Topology {
+                source_name: source.to_string(),
+                error,
+            }
+        })?;
     Ok(describe(&topo, router.num_vcs(), config))
 }
 
 fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
     let mut classes: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
     for c in &topo.channels {
-        let e = classes.entry(c.class.name()).or_insert((0, c.bandwidth_bps, c.latency_ps));
+        let e = classes
+            .entry(c.class.name())
+            .or_insert((0, c.bandwidth_bps, c.latency_ps));
         e.0 += 1;
     }
     let link_classes: Vec<serde_json::Value> = classes
@@ -80,15 +83,52 @@ fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
     })
 }
 
-/// Builds every job's workload from its `[jobs.workload]` table.
+/// Builds every job's workload: from its `[jobs.workload]` table (a generator) or its
+/// `[jobs.trace]` table (a trace, read with `tracewatt-trace`; one pre-pass over its files).
 pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Workload>>, SimError> {
     config
         .jobs
         .iter()
         .enumerate()
         .map(|(i, job)| {
+            if let Some(t) = &job.trace {
+                let path = t.resolve(source);
+                let opts = tracewatt_trace::ReadOptions {
+                    compute_scale: t.compute_scale,
+                    flops_per_s: t.flops_per_s,
+                    strict: t.strict,
+                };
+                let wl = tracewatt_trace::open(&path, &opts).map_err(|e| SimError::Trace {
+                    source_name: source.to_string(),
+                    job: i,
+                    message: e.to_string(),
+                })?;
+                if wl.num_ranks() != job.ranks {
+                    return Err(SimError::config(
+                        source,
+                        &format!("jobs[{i}].ranks"),
+                        format!(
+                            "the trace {} has {} ranks but the job has {}; set ranks = {}",
+                            path.display(),
+                            wl.num_ranks(),
+                            job.ranks,
+                            wl.num_ranks()
+                        ),
+                        None,
+                    ));
+                }
+                return Ok(wl);
+            }
+            let Some(spec) = &job.workload else {
+                return Err(SimError::config(
+                    source,
+                    &format!("jobs[{i}].workload"),
+                    "missing: give a [jobs.workload] table or a [jobs.trace] table",
+                    None,
+                ));
+            };
             let seed = Rng::fork(config.seed, STREAM_WORKLOAD + i as u64).next_u64();
-            generators::build(&job.workload, job.ranks, seed).map_err(|e| SimError::Workload {
+            generators::build(spec, job.ranks, seed).map_err(|e| SimError::Workload {
                 source_name: source.to_string(),
                 job: i,
                 message: e.to_string(),
@@ -119,21 +159,32 @@ pub fn simulate_with(
         return Err(SimError::config(
             source,
             "jobs",
-            format!("{} job(s) but {} workload(s)", config.jobs.len(), workloads.len()),
+            format!(
+                "{} job(s) but {} workload(s)",
+                config.jobs.len(),
+                workloads.len()
+            ),
             None,
         ));
     }
     let topo = build_topology(config, source)?;
-    let router = tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
-        SimError::Topology {
-            source_name: source.to_string(),
-            error,
-        }
-    })?;
+    let router =
+        tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
+            SimError::Topology {
+                source_name: source.to_string(),
+                error,
+            }
+        })?;
     let machine = describe(&topo, router.num_vcs(), config);
     let m = &config.machine;
     let mut placement_rng = Rng::fork(config.seed, STREAM_PLACEMENT);
-    let placement = jobs::place(&config.jobs, &topo, m.ranks_per_node, &mut placement_rng, source)?;
+    let placement = jobs::place(
+        &config.jobs,
+        &topo,
+        m.ranks_per_node,
+        &mut placement_rng,
+        source,
+    )?;
 
     let mut job_states = Vec::with_capacity(config.jobs.len());
     let mut facts = Vec::with_capacity(config.jobs.len());
@@ -145,7 +196,11 @@ pub fn simulate_with(
             return Err(SimError::config(
                 source,
                 &format!("jobs[{i}].ranks"),
-                format!("the workload runs on {} ranks but the job has {}", wl.num_ranks(), job.ranks),
+                format!(
+                    "the workload runs on {} ranks but the job has {}",
+                    wl.num_ranks(),
+                    job.ranks
+                ),
                 None,
             ));
         }
@@ -155,14 +210,23 @@ pub fn simulate_with(
                 return Err(SimError::Workload {
                     source_name: source.to_string(),
                     job: i,
-                    message: format!("communicator {} names rank {bad}, outside the job's {} ranks", k + 1, job.ranks),
+                    message: format!(
+                        "communicator {} names rank {bad}, outside the job's {} ranks",
+                        k + 1,
+                        job.ranks
+                    ),
                 });
             }
             comms.push(Comm::new(members));
         }
         let start_ps = config::us_to_ps(job.start_us);
         for r in 0..job.ranks {
-            programs.push((i as u32, r, placement.rank_node[i][r as usize], wl.program(r)));
+            programs.push((
+                i as u32,
+                r,
+                placement.rank_node[i][r as usize],
+                wl.program(r),
+            ));
         }
         facts.push(results::JobFacts {
             name: name.clone(),

@@ -4,9 +4,9 @@
 use crate::config::{us_to_ps, Config};
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
+use tracewatt_net::{Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortPower, Timeline};
-use tracewatt_net::{Device, LinkClass, Topology};
 
 /// Timeline components: the ports of switches and of nodes.
 pub const SWITCH_PORTS: usize = 0;
@@ -35,6 +35,10 @@ pub struct PowerSpec {
     /// Overrides per torus dimension.
     #[serde(default)]
     pub torus: Vec<LinkPowerSpec>,
+    /// Overrides for the links of particular nodes (both directions of each listed node's link),
+    /// applied after the class overrides; e.g. EEE on one node's link only.
+    #[serde(default)]
+    pub node_links: Vec<NodeLinkOverride>,
     #[serde(default)]
     pub switch: SwitchPowerSpec,
     #[serde(default)]
@@ -54,6 +58,7 @@ impl Default for PowerSpec {
             global: None,
             tree: Vec::new(),
             torus: Vec::new(),
+            node_links: Vec::new(),
             switch: SwitchPowerSpec::default(),
             nic: NicPowerSpec::default(),
             timeline_bin_us: 0.0,
@@ -84,6 +89,14 @@ pub struct LinkPowerSpec {
     pub refresh_period_us: Option<f64>,
     #[serde(default)]
     pub refresh_time_us: Option<f64>,
+}
+
+/// `[[power.node_links]]`: a policy for the links of the listed nodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeLinkOverride {
+    pub nodes: Vec<u32>,
+    pub link: LinkPowerSpec,
 }
 
 /// Switch power: backplane plus each linked port by state. `model` picks measured figures.
@@ -127,16 +140,28 @@ impl PowerSpec {
         let phy_name = l.phy.get_or_insert_with(|| DEFAULT_PHY.to_string()).clone();
         let Some(p) = phy::phy(&phy_name) else {
             let names: Vec<&str> = phy::PHYS.iter().map(|p| p.name).collect();
-            return err("power.links.phy", format!("unknown PHY `{phy_name}`; expected one of: {}", names.join(", ")));
+            return err(
+                "power.links.phy",
+                format!(
+                    "unknown PHY `{phy_name}`; expected one of: {}",
+                    names.join(", ")
+                ),
+            );
         };
         l.policy.get_or_insert(Policy::Timeout);
-        l.idle_timeout_us.get_or_insert(phy::MEASURED_IDLE_TIMEOUT_PS as f64 / 1e6);
+        l.idle_timeout_us
+            .get_or_insert(phy::MEASURED_IDLE_TIMEOUT_PS as f64 / 1e6);
         l.sleep_time_us.get_or_insert(p.sleep_time_ps as f64 / 1e6);
-        l.wake_time_us.get_or_insert(phy::MEASURED_WAKE_TIME_PS as f64 / 1e6);
+        l.wake_time_us
+            .get_or_insert(phy::MEASURED_WAKE_TIME_PS as f64 / 1e6);
         l.refresh_period_us.get_or_insert(0.0);
         l.refresh_time_us.get_or_insert(0.0);
         let mut all: Vec<(String, &LinkPowerSpec)> = vec![("power.links".into(), &self.links)];
-        for (name, o) in [("node", &self.node), ("local", &self.local), ("global", &self.global)] {
+        for (name, o) in [
+            ("node", &self.node),
+            ("local", &self.local),
+            ("global", &self.global),
+        ] {
             if let Some(o) = o {
                 all.push((format!("power.{name}"), o));
             }
@@ -146,6 +171,9 @@ impl PowerSpec {
         }
         for (i, o) in self.torus.iter().enumerate() {
             all.push((format!("power.torus[{i}]"), o));
+        }
+        for (i, o) in self.node_links.iter().enumerate() {
+            all.push((format!("power.node_links[{i}].link"), &o.link));
         }
         for (field, s) in &all {
             if let Some(name) = &s.phy {
@@ -162,15 +190,28 @@ impl PowerSpec {
             ] {
                 if let Some(v) = v {
                     if !(v.is_finite() && v >= 0.0) {
-                        return err(&format!("{field}.{k}"), format!("must be a non-negative number, got {v}"));
+                        return err(
+                            &format!("{field}.{k}"),
+                            format!("must be a non-negative number, got {v}"),
+                        );
                     }
                 }
             }
         }
-        let model = self.switch.model.get_or_insert_with(|| DEFAULT_SWITCH.to_string()).clone();
+        let model = self
+            .switch
+            .model
+            .get_or_insert_with(|| DEFAULT_SWITCH.to_string())
+            .clone();
         let Some(m) = phy::switch_model(&model) else {
             let names: Vec<&str> = phy::SWITCHES.iter().map(|s| s.name).collect();
-            return err("power.switch.model", format!("unknown switch model `{model}`; expected one of: {}", names.join(", ")));
+            return err(
+                "power.switch.model",
+                format!(
+                    "unknown switch model `{model}`; expected one of: {}",
+                    names.join(", ")
+                ),
+            );
         };
         let s = &mut self.switch;
         s.backplane_w.get_or_insert(m.backplane_w);
@@ -188,11 +229,20 @@ impl PowerSpec {
         ] {
             let v = v.unwrap_or(0.0);
             if !(v.is_finite() && v >= 0.0) {
-                return err(field, format!("must be a non-negative number of watts, got {v}"));
+                return err(
+                    field,
+                    format!("must be a non-negative number of watts, got {v}"),
+                );
             }
         }
         if !(self.timeline_bin_us.is_finite() && self.timeline_bin_us >= 0.0) {
-            return err("power.timeline_bin_us", format!("must be a non-negative number, got {}", self.timeline_bin_us));
+            return err(
+                "power.timeline_bin_us",
+                format!(
+                    "must be a non-negative number, got {}",
+                    self.timeline_bin_us
+                ),
+            );
         }
         Ok(())
     }
@@ -207,20 +257,34 @@ impl PowerSpec {
         }
     }
 
-    /// The timing of a link class (after `resolve`). A class override's `phy` changes that
-    /// class's sleep and wake defaults to the PHY's minimum figures.
-    pub fn timing(&self, class: LinkClass) -> LinkTiming {
+    /// The timing of a link of `class`, attached to `node` if it is a node link (after
+    /// `resolve`). An override's `phy` changes its sleep and wake defaults to the PHY's minimum
+    /// figures; a node override takes precedence over a class override.
+    pub fn timing(&self, class: LinkClass, node: Option<u32>) -> LinkTiming {
         let b = &self.links;
-        let o = self.class_override(class);
+        let by_node =
+            node.and_then(|n| self.node_links.iter().rev().find(|o| o.nodes.contains(&n)));
+        let o = by_node
+            .map(|o| &o.link)
+            .or_else(|| self.class_override(class));
         let pick = |f: fn(&LinkPowerSpec) -> Option<f64>, phy_default: Option<f64>| -> f64 {
             o.and_then(f).or(phy_default).or(f(b)).unwrap_or(0.0)
         };
         let phy = o.and_then(|o| o.phy.as_deref()).and_then(phy::phy);
         LinkTiming {
-            policy: o.and_then(|o| o.policy).or(b.policy).unwrap_or(Policy::Timeout),
+            policy: o
+                .and_then(|o| o.policy)
+                .or(b.policy)
+                .unwrap_or(Policy::Timeout),
             idle_timeout_ps: us_to_ps(pick(|s| s.idle_timeout_us, None)),
-            sleep_time_ps: us_to_ps(pick(|s| s.sleep_time_us, phy.map(|p| p.sleep_time_ps as f64 / 1e6))),
-            wake_time_ps: us_to_ps(pick(|s| s.wake_time_us, phy.map(|p| p.wake_time_ps as f64 / 1e6))),
+            sleep_time_ps: us_to_ps(pick(
+                |s| s.sleep_time_us,
+                phy.map(|p| p.sleep_time_ps as f64 / 1e6),
+            )),
+            wake_time_ps: us_to_ps(pick(
+                |s| s.wake_time_us,
+                phy.map(|p| p.wake_time_ps as f64 / 1e6),
+            )),
             refresh_period_ps: us_to_ps(pick(|s| s.refresh_period_us, None)),
             refresh_time_ps: us_to_ps(pick(|s| s.refresh_time_us, None)),
         }
@@ -235,6 +299,9 @@ impl PowerSpec {
         }
         for o in self.tree.iter_mut().chain(self.torus.iter_mut()) {
             o.policy = Some(Policy::AlwaysOn);
+        }
+        for o in &mut self.node_links {
+            o.link.policy = Some(Policy::AlwaysOn);
         }
     }
 
@@ -257,17 +324,37 @@ impl PowerSpec {
 pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
     let p = &config.power;
     let reverse: Vec<u32> = topo.channels.iter().map(|c| c.reverse).collect();
-    let timing = topo.channels.iter().map(|c| p.timing(c.class)).collect();
+    let node_of = |d: Device| match d {
+        Device::Node(n) => Some(n),
+        Device::Switch(_) => None,
+    };
+    let timing = topo
+        .channels
+        .iter()
+        .map(|c| p.timing(c.class, node_of(c.src).or(node_of(c.dst))))
+        .collect();
     let (sw, nic) = (p.switch_port(), p.nic_port());
     let port = topo
         .channels
         .iter()
-        .map(|c| if matches!(c.src, Device::Switch(_)) { sw } else { nic })
+        .map(|c| {
+            if matches!(c.src, Device::Switch(_)) {
+                sw
+            } else {
+                nic
+            }
+        })
         .collect();
     let component = topo
         .channels
         .iter()
-        .map(|c| if matches!(c.src, Device::Switch(_)) { SWITCH_PORTS } else { NIC_PORTS })
+        .map(|c| {
+            if matches!(c.src, Device::Switch(_)) {
+                SWITCH_PORTS
+            } else {
+                NIC_PORTS
+            }
+        })
         .collect();
     let timeline = Timeline::new(2, us_to_ps(p.timeline_bin_us), 2048);
     LinkPower::new(p.control, &reverse, timing, port, component, timeline)

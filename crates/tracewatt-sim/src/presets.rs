@@ -4,11 +4,26 @@
 
 /// (name, TOML text) of every preset.
 pub const PRESETS: &[(&str, &str)] = &[
-    ("miwa2014-16node", include_str!("presets/miwa2014-16node.toml")),
-    ("tracerp-fattree-288", include_str!("presets/tracerp-fattree-288.toml")),
-    ("tracerp-torus-4x8x8", include_str!("presets/tracerp-torus-4x8x8.toml")),
-    ("tracerp-dragonfly-342", include_str!("presets/tracerp-dragonfly-342.toml")),
-    ("bench-dragonfly-1056", include_str!("presets/bench-dragonfly-1056.toml")),
+    (
+        "miwa2014-16node",
+        include_str!("presets/miwa2014-16node.toml"),
+    ),
+    (
+        "tracerp-fattree-288",
+        include_str!("presets/tracerp-fattree-288.toml"),
+    ),
+    (
+        "tracerp-torus-4x8x8",
+        include_str!("presets/tracerp-torus-4x8x8.toml"),
+    ),
+    (
+        "tracerp-dragonfly-342",
+        include_str!("presets/tracerp-dragonfly-342.toml"),
+    ),
+    (
+        "bench-dragonfly-1056",
+        include_str!("presets/bench-dragonfly-1056.toml"),
+    ),
 ];
 
 /// Names of the presets, for error messages and `--help`.
@@ -37,7 +52,10 @@ pub fn apply(mut config: toml::Value) -> Result<toml::Value, (String, String)> {
     let Some(mut base) = machine_table(name) else {
         return Err((
             "machine.preset".into(),
-            format!("unknown preset `{name}`; expected one of: {}", names().join(", ")),
+            format!(
+                "unknown preset `{name}`; expected one of: {}",
+                names().join(", ")
+            ),
         ));
     };
     let user_kind = machine.get("topology").and_then(|t| t.get("kind")).cloned();

@@ -3,13 +3,13 @@
 use crate::config::Config;
 use crate::engine::RunOutput;
 use crate::power::{NIC_PORTS, SWITCH_PORTS};
-use tracewatt_net::Device;
-use tracewatt_power::{LinkReport, Timeline};
 use crate::stats::LinkStats;
 use serde_json::json;
 use tracewatt_core::time::{to_seconds, PS_PER_S};
 use tracewatt_net::fabric::FabricStats;
+use tracewatt_net::Device;
 use tracewatt_net::Topology;
+use tracewatt_power::{LinkReport, Timeline};
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,16 +90,47 @@ pub(crate) fn build(
             ),
             ("bytes", Column::U64(links.bytes.clone())),
             ("packets", Column::U64(links.packets.clone())),
-            ("busy_s", Column::F64(links.busy_ps.iter().map(|p| secs(*p)).collect())),
+            (
+                "busy_s",
+                Column::F64(links.busy_ps.iter().map(|p| secs(*p)).collect()),
+            ),
             ("idle_count", Column::U64(links.idle_count.clone())),
-            ("idle_s", Column::F64(links.idle_ps.iter().map(|p| secs(*p)).collect())),
-            ("sleep_s", Column::F64(power.iter().map(|p| secs(p.sleep_ps)).collect())),
-            ("lpi_s", Column::F64(power.iter().map(|p| secs(p.lpi_ps)).collect())),
-            ("wake_s", Column::F64(power.iter().map(|p| secs(p.wake_ps)).collect())),
-            ("wakes", Column::U64(power.iter().map(|p| p.wakes).collect())),
-            ("refreshes", Column::U64(power.iter().map(|p| p.refreshes).collect())),
-            ("wake_delay_s", Column::F64(power.iter().map(|p| secs(p.wake_delay_ps)).collect())),
-            ("energy_j", Column::F64(power.iter().map(|p| p.energy_j).collect())),
+            (
+                "idle_s",
+                Column::F64(links.idle_ps.iter().map(|p| secs(*p)).collect()),
+            ),
+            (
+                "trailing_idle_s",
+                Column::F64(links.trailing_idle_ps.iter().map(|p| secs(*p)).collect()),
+            ),
+            (
+                "sleep_s",
+                Column::F64(power.iter().map(|p| secs(p.sleep_ps)).collect()),
+            ),
+            (
+                "lpi_s",
+                Column::F64(power.iter().map(|p| secs(p.lpi_ps)).collect()),
+            ),
+            (
+                "wake_s",
+                Column::F64(power.iter().map(|p| secs(p.wake_ps)).collect()),
+            ),
+            (
+                "wakes",
+                Column::U64(power.iter().map(|p| p.wakes).collect()),
+            ),
+            (
+                "refreshes",
+                Column::U64(power.iter().map(|p| p.refreshes).collect()),
+            ),
+            (
+                "wake_delay_s",
+                Column::F64(power.iter().map(|p| secs(p.wake_delay_ps)).collect()),
+            ),
+            (
+                "energy_j",
+                Column::F64(power.iter().map(|p| p.energy_j).collect()),
+            ),
         ],
     };
 
@@ -122,17 +153,34 @@ pub(crate) fn build(
     let backplane_j = backplane_w * makespan_s * topo.num_switches as f64;
     let ports_j: f64 = switch_ports_j.iter().sum();
     let total_j = backplane_j + ports_j + nic_j;
-    let avg = |j: f64| if makespan_s > 0.0 { j / makespan_s } else { 0.0 };
+    let avg = |j: f64| {
+        if makespan_s > 0.0 {
+            j / makespan_s
+        } else {
+            0.0
+        }
+    };
     let switches_table = Table {
         name: "switches",
         columns: vec![
-            ("switch_id", Column::U64((0..topo.num_switches as u64).collect())),
+            (
+                "switch_id",
+                Column::U64((0..topo.num_switches as u64).collect()),
+            ),
             ("ports", Column::U64(switch_ports)),
-            ("backplane_j", Column::F64(vec![backplane_w * makespan_s; topo.num_switches as usize])),
+            (
+                "backplane_j",
+                Column::F64(vec![backplane_w * makespan_s; topo.num_switches as usize]),
+            ),
             ("ports_j", Column::F64(switch_ports_j.clone())),
             (
                 "avg_power_w",
-                Column::F64(switch_ports_j.iter().map(|j| avg(backplane_w * makespan_s + j)).collect()),
+                Column::F64(
+                    switch_ports_j
+                        .iter()
+                        .map(|j| avg(backplane_w * makespan_s + j))
+                        .collect(),
+                ),
             ),
         ],
     };
@@ -140,35 +188,66 @@ pub(crate) fn build(
     // The timeline holds changes from always-on; add the always-on power of every port.
     let sw_port = config.power.switch_port();
     let nic_port = config.power.nic_port();
-    let n_sw_ports = topo.channels.iter().filter(|c| matches!(c.src, Device::Switch(_))).count() as f64;
+    let n_sw_ports = topo
+        .channels
+        .iter()
+        .filter(|c| matches!(c.src, Device::Switch(_)))
+        .count() as f64;
     let n_nic_ports = topo.channels.len() as f64 - n_sw_ports;
-    let base = [n_sw_ports * sw_port.active_w, n_nic_ports * nic_port.active_w];
+    let base = [
+        n_sw_ports * sw_port.active_w,
+        n_nic_ports * nic_port.active_w,
+    ];
     let bins = timeline.bins(out.makespan_ps);
     let bp_w = backplane_w * topo.num_switches as f64;
-    let sw_w: Vec<f64> = bins.iter().map(|(_, _, w)| base[SWITCH_PORTS] + w[SWITCH_PORTS]).collect();
-    let nic_w: Vec<f64> = bins.iter().map(|(_, _, w)| base[NIC_PORTS] + w[NIC_PORTS]).collect();
+    let sw_w: Vec<f64> = bins
+        .iter()
+        .map(|(_, _, w)| base[SWITCH_PORTS] + w[SWITCH_PORTS])
+        .collect();
+    let nic_w: Vec<f64> = bins
+        .iter()
+        .map(|(_, _, w)| base[NIC_PORTS] + w[NIC_PORTS])
+        .collect();
     let timeline_table = Table {
         name: "timeline",
         columns: vec![
-            ("t_start_s", Column::F64(bins.iter().map(|b| secs(b.0)).collect())),
-            ("t_end_s", Column::F64(bins.iter().map(|b| secs(b.1)).collect())),
+            (
+                "t_start_s",
+                Column::F64(bins.iter().map(|b| secs(b.0)).collect()),
+            ),
+            (
+                "t_end_s",
+                Column::F64(bins.iter().map(|b| secs(b.1)).collect()),
+            ),
             ("switch_backplane_w", Column::F64(vec![bp_w; bins.len()])),
             ("switch_ports_w", Column::F64(sw_w.clone())),
             ("nic_ports_w", Column::F64(nic_w.clone())),
-            ("total_w", Column::F64(sw_w.iter().zip(&nic_w).map(|(a, b)| bp_w + a + b).collect())),
+            (
+                "total_w",
+                Column::F64(sw_w.iter().zip(&nic_w).map(|(a, b)| bp_w + a + b).collect()),
+            ),
         ],
     };
 
     // Idle histogram in long form, non-empty bins only.
     let bins = links.bins();
-    let (mut h_link, mut h_lo, mut h_hi, mut h_count, mut h_total) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut h_link, mut h_lo, mut h_hi, mut h_count, mut h_total) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for ch in 0..n {
         for b in 0..bins {
             let c = links.hist_count[ch * bins + b];
             if c > 0 {
                 h_link.push(ch as u64);
-                h_lo.push(if b == 0 { 0.0 } else { links.bin_lo_ps(b) / PS_PER_S as f64 });
-                h_hi.push(if b + 1 == bins { f64::INFINITY } else { links.bin_lo_ps(b + 1) / PS_PER_S as f64 });
+                h_lo.push(if b == 0 {
+                    0.0
+                } else {
+                    links.bin_lo_ps(b) / PS_PER_S as f64
+                });
+                h_hi.push(if b + 1 == bins {
+                    f64::INFINITY
+                } else {
+                    links.bin_lo_ps(b + 1) / PS_PER_S as f64
+                });
                 h_count.push(c as u64);
                 h_total.push(secs(links.hist_ps[ch * bins + b]));
             }
@@ -185,14 +264,13 @@ pub(crate) fn build(
         ],
     };
 
-    let t = links.thresholds_ps.len();
     let (mut t_link, mut t_thr, mut t_count, mut t_total) = (vec![], vec![], vec![], vec![]);
     for ch in 0..n {
-        for k in 0..t {
+        for (k, (count, total)) in links.over(ch).into_iter().enumerate() {
             t_link.push(ch as u64);
             t_thr.push(secs(links.thresholds_ps[k]));
-            t_count.push(links.over_count[ch * t + k]);
-            t_total.push(secs(links.over_ps[ch * t + k]));
+            t_count.push(count);
+            t_total.push(secs(total));
         }
     }
     let thr_table = Table {
@@ -209,14 +287,39 @@ pub(crate) fn build(
     let ranks_table = Table {
         name: "ranks",
         columns: vec![
-            ("job", Column::Str(r.iter().map(|x| jobs[x.job as usize].name.clone()).collect())),
-            ("rank", Column::U64(r.iter().map(|x| x.rank as u64).collect())),
-            ("node", Column::U64(r.iter().map(|x| x.node as u64).collect())),
-            ("finish_s", Column::F64(r.iter().map(|x| secs(x.finish_ps)).collect())),
-            ("compute_s", Column::F64(r.iter().map(|x| secs(x.compute_ps)).collect())),
-            ("wait_s", Column::F64(r.iter().map(|x| secs(x.wait_ps)).collect())),
+            (
+                "job",
+                Column::Str(
+                    r.iter()
+                        .map(|x| jobs[x.job as usize].name.clone())
+                        .collect(),
+                ),
+            ),
+            (
+                "rank",
+                Column::U64(r.iter().map(|x| x.rank as u64).collect()),
+            ),
+            (
+                "node",
+                Column::U64(r.iter().map(|x| x.node as u64).collect()),
+            ),
+            (
+                "finish_s",
+                Column::F64(r.iter().map(|x| secs(x.finish_ps)).collect()),
+            ),
+            (
+                "compute_s",
+                Column::F64(r.iter().map(|x| secs(x.compute_ps)).collect()),
+            ),
+            (
+                "wait_s",
+                Column::F64(r.iter().map(|x| secs(x.wait_ps)).collect()),
+            ),
             ("sends", Column::U64(r.iter().map(|x| x.sends).collect())),
-            ("bytes_sent", Column::U64(r.iter().map(|x| x.bytes_sent).collect())),
+            (
+                "bytes_sent",
+                Column::U64(r.iter().map(|x| x.bytes_sent).collect()),
+            ),
         ],
     };
 
@@ -241,14 +344,34 @@ pub(crate) fn build(
     let jobs_table = Table {
         name: "jobs",
         columns: vec![
-            ("job", Column::Str(jobs.iter().map(|j| j.name.clone()).collect())),
-            ("ranks", Column::U64(jobs.iter().map(|j| j.ranks as u64).collect())),
-            ("nodes", Column::U64(jobs.iter().map(|j| j.nodes as u64).collect())),
-            ("start_s", Column::F64(jobs.iter().map(|j| secs(j.start_ps)).collect())),
-            ("completion_s", Column::F64(completion.iter().map(|c| secs(*c)).collect())),
+            (
+                "job",
+                Column::Str(jobs.iter().map(|j| j.name.clone()).collect()),
+            ),
+            (
+                "ranks",
+                Column::U64(jobs.iter().map(|j| j.ranks as u64).collect()),
+            ),
+            (
+                "nodes",
+                Column::U64(jobs.iter().map(|j| j.nodes as u64).collect()),
+            ),
+            (
+                "start_s",
+                Column::F64(jobs.iter().map(|j| secs(j.start_ps)).collect()),
+            ),
+            (
+                "completion_s",
+                Column::F64(completion.iter().map(|c| secs(*c)).collect()),
+            ),
             (
                 "runtime_s",
-                Column::F64(jobs.iter().zip(&completion).map(|(j, c)| secs(c - j.start_ps)).collect()),
+                Column::F64(
+                    jobs.iter()
+                        .zip(&completion)
+                        .map(|(j, c)| secs(c - j.start_ps))
+                        .collect(),
+                ),
             ),
         ],
     };

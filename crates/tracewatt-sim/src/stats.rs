@@ -9,6 +9,10 @@ use tracewatt_net::ChannelId;
 /// in [0, end of run] during which the link direction transmits nothing; the one before the first
 /// packet and the one after the last count too, so a never-used link has one interval as long as
 /// the run.
+///
+/// The per-channel public vectors (`bytes` to `idle_ps`, `hist_count`, `hist_ps`) are filled by
+/// [`LinkStats::finish`]; during the run the counters live in compact per-channel records, so
+/// recording one transmission touches two or three cache lines instead of a dozen.
 #[derive(Debug)]
 pub struct LinkStats {
     pub bytes: Vec<u64>,
@@ -16,15 +20,43 @@ pub struct LinkStats {
     pub busy_ps: Vec<Ps>,
     pub idle_count: Vec<u64>,
     pub idle_ps: Vec<Ps>,
-    last_end: Vec<Ps>,
-    /// Exact count and total of idle intervals longer than each threshold: `[ch * T + t]`.
-    pub over_count: Vec<u64>,
-    pub over_ps: Vec<Ps>,
+    /// Length of the idle interval that ends the run (no packet follows it, so it never causes
+    /// a wake-up).
+    pub trailing_idle_ps: Vec<Ps>,
+    /// Sorted, distinct thresholds.
     pub thresholds_ps: Vec<Ps>,
     /// Log-spaced histogram of idle interval lengths: `[ch * B + b]` (count, total).
     pub hist_count: Vec<u32>,
     pub hist_ps: Vec<Ps>,
     pub bins_per_decade: u32,
+    chans: Vec<Chan>,
+    /// Count and total of idle intervals by how many thresholds they exceed:
+    /// `[ch * (T + 1) + k]` holds those longer than exactly the first k thresholds.
+    buckets: Vec<Cell>,
+    /// The histogram while the run goes on, `[ch * B + b]`.
+    hist: Vec<Cell>,
+    /// `edges[b]`: the shortest gap that falls in bin `b` or later (`edges[0] = 0`).
+    edges: Vec<Ps>,
+    /// `first_bin[l]`: the bin of the shortest gap with bit length `l`.
+    first_bin: [u16; 65],
+}
+
+/// One channel's running counters.
+#[derive(Debug, Clone, Copy, Default)]
+struct Chan {
+    last_end: Ps,
+    bytes: u64,
+    packets: u64,
+    busy_ps: Ps,
+    idle_count: u64,
+    idle_ps: Ps,
+}
+
+/// A count and a total, side by side so one update is one cache line.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cell {
+    count: u64,
+    ps: Ps,
 }
 
 /// Histogram bins start at 1 ns (bin 0 also takes anything shorter) and end at 10^4 s (the last
@@ -32,23 +64,56 @@ pub struct LinkStats {
 pub const HIST_MIN_PS: Ps = 1_000;
 pub const HIST_DECADES: u32 = 13;
 
+/// The defining bin formula: floor(log10(gap / 1 ns) * bins_per_decade), clamped.
+fn bin_by_log(gap: Ps, bins_per_decade: u32, bins: usize) -> usize {
+    if gap <= HIST_MIN_PS {
+        return 0;
+    }
+    let x = ((gap as f64 / HIST_MIN_PS as f64).log10() * bins_per_decade as f64).floor();
+    (x as usize).min(bins - 1)
+}
+
 impl LinkStats {
-    pub fn new(channels: usize, thresholds_ps: Vec<Ps>, bins_per_decade: u32) -> Self {
-        let t = thresholds_ps.len();
+    pub fn new(channels: usize, mut thresholds_ps: Vec<Ps>, bins_per_decade: u32) -> Self {
+        thresholds_ps.sort_unstable();
+        thresholds_ps.dedup();
+        let t = thresholds_ps.len() + 1;
         let b = (HIST_DECADES * bins_per_decade) as usize;
+        // Bin edges found by bisecting the log formula itself, so the integer lookup in
+        // `bin_of` puts every gap in exactly the bin the formula gives (it is monotonic).
+        let mut edges = vec![0; b];
+        for (k, edge) in edges.iter_mut().enumerate().skip(1) {
+            let (mut lo, mut hi) = (HIST_MIN_PS, Ps::MAX); // bin(lo) < k <= bin(hi)
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if bin_by_log(mid, bins_per_decade, b) >= k {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            *edge = hi;
+        }
+        let mut first_bin = [0u16; 65];
+        for (l, fb) in first_bin.iter_mut().enumerate().skip(1) {
+            *fb = bin_by_log(1 << (l - 1), bins_per_decade, b) as u16;
+        }
         Self {
-            bytes: vec![0; channels],
-            packets: vec![0; channels],
-            busy_ps: vec![0; channels],
-            idle_count: vec![0; channels],
-            idle_ps: vec![0; channels],
-            last_end: vec![0; channels],
-            over_count: vec![0; channels * t],
-            over_ps: vec![0; channels * t],
+            bytes: Vec::new(),
+            packets: Vec::new(),
+            busy_ps: Vec::new(),
+            idle_count: Vec::new(),
+            idle_ps: Vec::new(),
+            trailing_idle_ps: Vec::new(),
             thresholds_ps,
-            hist_count: vec![0; channels * b],
-            hist_ps: vec![0; channels * b],
+            hist_count: Vec::new(),
+            hist_ps: Vec::new(),
             bins_per_decade,
+            chans: vec![Chan::default(); channels],
+            buckets: vec![Cell::default(); channels * t],
+            hist: vec![Cell::default(); channels * b],
+            edges,
+            first_bin,
         }
     }
 
@@ -61,52 +126,81 @@ impl LinkStats {
         HIST_MIN_PS as f64 * 10f64.powf(b as f64 / self.bins_per_decade as f64)
     }
 
+    /// The bin of `gap`: start at the first bin of its power of two and step over the few edges
+    /// within it.
+    #[inline]
     fn bin_of(&self, gap: Ps) -> usize {
-        if gap <= HIST_MIN_PS {
-            return 0;
+        let mut b = self.first_bin[(64 - gap.leading_zeros()) as usize] as usize;
+        while b + 1 < self.edges.len() && gap >= self.edges[b + 1] {
+            b += 1;
         }
-        let x = ((gap as f64 / HIST_MIN_PS as f64).log10() * self.bins_per_decade as f64).floor();
-        (x as usize).min(self.bins() - 1)
+        b
     }
 
+    #[inline]
     fn record_idle(&mut self, ch: usize, gap: Ps) {
         if gap == 0 {
             return;
         }
-        self.idle_count[ch] += 1;
-        self.idle_ps[ch] += gap;
-        let t = self.thresholds_ps.len();
-        for (k, thr) in self.thresholds_ps.iter().enumerate() {
-            if gap > *thr {
-                self.over_count[ch * t + k] += 1;
-                self.over_ps[ch * t + k] += gap;
-            }
-        }
+        let c = &mut self.chans[ch];
+        c.idle_count += 1;
+        c.idle_ps += gap;
+        let t = self.thresholds_ps.len() + 1;
+        let k = self.thresholds_ps.partition_point(|thr| *thr < gap);
+        let cell = &mut self.buckets[ch * t + k];
+        cell.count += 1;
+        cell.ps += gap;
         let b = self.bin_of(gap);
-        let bins = self.bins();
-        self.hist_count[ch * bins + b] += 1;
-        self.hist_ps[ch * bins + b] += gap;
+        let cell = &mut self.hist[ch * self.edges.len() + b];
+        cell.count += 1;
+        cell.ps += gap;
     }
 
-    /// Closes every link's last idle interval at the end of the run.
-    pub fn finish(&mut self, end_ps: Ps) {
-        for ch in 0..self.last_end.len() {
-            let gap = end_ps.saturating_sub(self.last_end[ch]);
-            self.record_idle(ch, gap);
-            self.last_end[ch] = end_ps;
+    /// Exact count and total length of channel `ch`'s idle intervals longer than each threshold
+    /// (in `thresholds_ps` order).
+    pub fn over(&self, ch: usize) -> Vec<(u64, Ps)> {
+        let t = self.thresholds_ps.len() + 1;
+        let mut out = vec![(0, 0); self.thresholds_ps.len()];
+        let (mut c, mut p) = (0u64, 0 as Ps);
+        for k in (1..t).rev() {
+            c += self.buckets[ch * t + k].count;
+            p += self.buckets[ch * t + k].ps;
+            out[k - 1] = (c, p);
         }
+        out
+    }
+
+    /// Closes every link's last idle interval at the end of the run and fills the public
+    /// per-channel vectors.
+    pub fn finish(&mut self, end_ps: Ps) {
+        self.trailing_idle_ps = Vec::with_capacity(self.chans.len());
+        for ch in 0..self.chans.len() {
+            let gap = end_ps.saturating_sub(self.chans[ch].last_end);
+            self.trailing_idle_ps.push(gap);
+            self.record_idle(ch, gap);
+            self.chans[ch].last_end = end_ps;
+        }
+        self.bytes = self.chans.iter().map(|c| c.bytes).collect();
+        self.packets = self.chans.iter().map(|c| c.packets).collect();
+        self.busy_ps = self.chans.iter().map(|c| c.busy_ps).collect();
+        self.idle_count = self.chans.iter().map(|c| c.idle_count).collect();
+        self.idle_ps = self.chans.iter().map(|c| c.idle_ps).collect();
+        self.hist_count = self.hist.iter().map(|c| c.count as u32).collect();
+        self.hist_ps = self.hist.iter().map(|c| c.ps).collect();
     }
 }
 
 impl LinkObserver for LinkStats {
+    #[inline]
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32) {
-        let c = ch as usize;
-        let gap = start - self.last_end[c];
-        self.record_idle(c, gap);
-        self.last_end[c] = end;
-        self.bytes[c] += bytes as u64;
-        self.packets[c] += 1;
-        self.busy_ps[c] += end - start;
+        let ci = ch as usize;
+        let gap = start - self.chans[ci].last_end;
+        self.record_idle(ci, gap);
+        let c = &mut self.chans[ci];
+        c.last_end = end;
+        c.bytes += bytes as u64;
+        c.packets += 1;
+        c.busy_ps += end - start;
     }
 }
 
@@ -188,7 +282,9 @@ impl LatencyHist {
 
 /// Microseconds to picoseconds for thresholds (validated non-negative by the config).
 pub fn thresholds_ps(us: &[f64]) -> Vec<Ps> {
-    us.iter().map(|u| (u * PS_PER_US as f64).round() as Ps).collect()
+    us.iter()
+        .map(|u| (u * PS_PER_US as f64).round() as Ps)
+        .collect()
 }
 
 #[cfg(test)]
@@ -197,7 +293,7 @@ mod tests {
 
     #[test]
     fn idle_intervals_include_leading_and_trailing_gaps() {
-        let mut s = LinkStats::new(1, vec![5, 50], 10);
+        let mut s = LinkStats::new(1, vec![50, 5, 50], 10);
         s.on_transmit(0, 10, 20, 100);
         s.on_transmit(0, 20, 30, 100); // back to back: no idle interval
         s.on_transmit(0, 90, 100, 100);
@@ -205,10 +301,36 @@ mod tests {
         assert_eq!(s.idle_count[0], 3); // [0,10), [30,90), [100,200)
         assert_eq!(s.idle_ps[0], 10 + 60 + 100);
         assert_eq!(s.busy_ps[0], 30);
-        assert_eq!(s.over_count[0], 3); // all > 5
-        assert_eq!(s.over_count[1], 2); // 60 and 100 > 50
-        assert_eq!(s.over_ps[1], 160);
+        let over = s.over(0);
+        assert_eq!(over[0], (3, 170)); // all > 5
+        assert_eq!(over[1], (2, 160)); // 60 and 100 > 50
         assert_eq!(s.hist_count.iter().map(|c| *c as u64).sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn bin_lookup_matches_the_log_formula() {
+        for bpd in [1, 3, 10, 16, 50] {
+            let s = LinkStats::new(0, vec![], bpd);
+            let bins = s.bins();
+            // Around every edge, and a spread of lengths from 0 to beyond the last bin.
+            let mut gaps: Vec<Ps> = s
+                .edges
+                .iter()
+                .flat_map(|e| [e.saturating_sub(1), *e, e + 1])
+                .collect();
+            let mut g: Ps = 1;
+            while g < Ps::MAX / 2 {
+                gaps.extend([g - 1, g, g + 1, g + g / 3]);
+                g = g + g / 7 + 1;
+            }
+            for gap in gaps {
+                assert_eq!(
+                    s.bin_of(gap),
+                    bin_by_log(gap, bpd, bins),
+                    "gap {gap} bpd {bpd}"
+                );
+            }
+        }
     }
 
     #[test]

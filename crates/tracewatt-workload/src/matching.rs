@@ -7,7 +7,7 @@
 //! `None` standing for a wildcard, and a match takes the smallest sequence number among the few
 //! candidate index entries. Both operations are `O(log n)`.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::op::{CommId, Rank, SrcSel, Tag, TagSel};
 
@@ -59,6 +59,10 @@ struct PostedRecv<P> {
 
 /// Posted receives and unexpected messages of one rank. `P` is what a posted receive carries
 /// (e.g. its request id and buffer size), `U` what an unexpected message carries.
+///
+/// Most programs never post a wildcard receive, and then a message needs only its exact key: the
+/// wildcard keys are looked up only while receives of that kind are posted, and unexpected
+/// messages are indexed under wildcard keys only from the first wildcard receive on.
 #[derive(Debug)]
 pub struct Matcher<P, U> {
     next_seq: u64,
@@ -67,15 +71,43 @@ pub struct Matcher<P, U> {
     /// Posted receives by their exact selector key; each queue is in posting order, so its front
     /// is the earliest receive of that key.
     posted_index: BTreeMap<Key, VecDeque<u64>>,
+    /// Posted receives with a wildcard source, tag, or both.
+    posted_wild: [usize; 3],
     /// Unexpected messages by sequence number (= arrival order).
     unexpected: BTreeMap<u64, (Envelope, U)>,
-    /// Unexpected messages under every key that could select them (up to four per message).
-    unexpected_index: BTreeMap<Key, BTreeSet<u64>>,
+    /// Unexpected messages under every key that could select them (once `wild_indexed`, up to
+    /// four per message; before, only the exact key), each queue in arrival order.
+    unexpected_index: BTreeMap<Key, VecDeque<u64>>,
+    wild_indexed: bool,
 }
 
 impl<P, U> Default for Matcher<P, U> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Which `posted_wild` counter a key belongs to, if it has a wildcard.
+fn wild_kind(key: &Key) -> Option<usize> {
+    match (key.1, key.2) {
+        (Some(_), Some(_)) => None,
+        (None, Some(_)) => Some(0),
+        (Some(_), None) => Some(1),
+        (None, None) => Some(2),
+    }
+}
+
+/// Removes `seq` from an index queue (sorted by sequence number), dropping the queue when empty.
+fn unindex(index: &mut BTreeMap<Key, VecDeque<u64>>, key: Key, seq: u64) {
+    if let Some(q) = index.get_mut(&key) {
+        if q.front() == Some(&seq) {
+            q.pop_front();
+        } else if let Ok(i) = q.binary_search(&seq) {
+            q.remove(i);
+        }
+        if q.is_empty() {
+            index.remove(&key);
+        }
     }
 }
 
@@ -85,8 +117,10 @@ impl<P, U> Matcher<P, U> {
             next_seq: 0,
             posted: BTreeMap::new(),
             posted_index: BTreeMap::new(),
+            posted_wild: [0; 3],
             unexpected: BTreeMap::new(),
             unexpected_index: BTreeMap::new(),
+            wild_indexed: false,
         }
     }
 
@@ -94,6 +128,16 @@ impl<P, U> Matcher<P, U> {
         let s = self.next_seq;
         self.next_seq += 1;
         s
+    }
+
+    /// Indexes every unexpected message under its wildcard keys too, from now on.
+    fn index_wildcards(&mut self) {
+        self.wild_indexed = true;
+        for (&seq, (env, _)) in &self.unexpected {
+            for k in candidate_keys(env).skip(1) {
+                self.unexpected_index.entry(k).or_default().push_back(seq);
+            }
+        }
     }
 
     /// Post a receive. If an unexpected message matches, the earliest-arrived matching one is
@@ -106,22 +150,25 @@ impl<P, U> Matcher<P, U> {
         payload: P,
     ) -> Option<(Envelope, U)> {
         let key = sel_key(comm, src, tag);
+        let wild = wild_kind(&key);
+        if wild.is_some() && !self.wild_indexed {
+            self.index_wildcards();
+        }
         let found = self
             .unexpected_index
             .get(&key)
-            .and_then(|set| set.first().copied());
+            .and_then(|q| q.front().copied());
         if let Some(seq) = found {
             let (env, u) = self
                 .unexpected
                 .remove(&seq)
                 .expect("unexpected index refers to a stored message");
-            for k in candidate_keys(&env) {
-                if let Some(set) = self.unexpected_index.get_mut(&k) {
-                    set.remove(&seq);
-                    if set.is_empty() {
-                        self.unexpected_index.remove(&k);
-                    }
+            if self.wild_indexed {
+                for k in candidate_keys(&env) {
+                    unindex(&mut self.unexpected_index, k, seq);
                 }
+            } else {
+                unindex(&mut self.unexpected_index, key, seq);
             }
             return Some((env, u));
         }
@@ -135,6 +182,9 @@ impl<P, U> Matcher<P, U> {
                 payload,
             },
         );
+        if let Some(w) = wild {
+            self.posted_wild[w] += 1;
+        }
         self.posted_index.entry(key).or_default().push_back(seq);
         None
     }
@@ -144,6 +194,10 @@ impl<P, U> Matcher<P, U> {
     /// unexpected.
     pub fn arrive(&mut self, env: Envelope, payload: U) -> Option<P> {
         let best = candidate_keys(&env)
+            .filter(|k| match wild_kind(k) {
+                None => true,
+                Some(w) => self.posted_wild[w] > 0,
+            })
             .filter_map(|k| {
                 self.posted_index
                     .get(&k)
@@ -158,6 +212,9 @@ impl<P, U> Matcher<P, U> {
                     self.posted_index.remove(&key);
                 }
             }
+            if let Some(w) = wild_kind(&key) {
+                self.posted_wild[w] -= 1;
+            }
             let p = self
                 .posted
                 .remove(&seq)
@@ -165,8 +222,9 @@ impl<P, U> Matcher<P, U> {
             return Some(p.payload);
         }
         let seq = self.seq();
-        for k in candidate_keys(&env) {
-            self.unexpected_index.entry(k).or_default().insert(seq);
+        let keys = if self.wild_indexed { 4 } else { 1 };
+        for k in candidate_keys(&env).take(keys) {
+            self.unexpected_index.entry(k).or_default().push_back(seq);
         }
         self.unexpected.insert(seq, (env, payload));
         None

@@ -1,0 +1,158 @@
+//! The C tracer end to end: build it with mpicc, run the C and Fortran test programs under
+//! mpirun with LD_PRELOAD, read the traces back and compare with what the programs did
+//! (tracer/tests/ring.c and ring.f90). Skipped, with a message, only when mpicc is missing.
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{all_ops, scratch};
+use tracewatt_trace::funcs::FUNC_NAMES;
+use tracewatt_trace::{open_trace, ReadOptions, TraceFormat};
+use tracewatt_workload::generators::Workload;
+
+fn tracer_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tracer")
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+fn run_traced(build: &Path, program: &str, out: &Path) {
+    let status = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "4",
+            "-x",
+            "LD_PRELOAD",
+            "-x",
+            "TRACEWATT_TRACE_DIR",
+        ])
+        .arg(build.join(program))
+        .env("LD_PRELOAD", build.join("libtwtrace.so"))
+        .env("TRACEWATT_TRACE_DIR", out)
+        .status()
+        .expect("run mpirun");
+    assert!(
+        status.success(),
+        "{program} under the tracer failed: {status}"
+    );
+}
+
+#[test]
+fn funcs_header_matches_func_names() {
+    let h = std::fs::read_to_string(tracer_dir().join("funcs.h")).unwrap();
+    let defs: Vec<(String, usize)> = h
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define TW_F_"))
+        .map(|l| {
+            let (n, v) = l.split_once(' ').unwrap();
+            (n.to_ascii_lowercase(), v.trim().parse().unwrap())
+        })
+        .collect();
+    assert_eq!(defs.len(), FUNC_NAMES.len(), "regenerate tracer/funcs.h");
+    for (i, (n, v)) in defs.iter().enumerate() {
+        assert_eq!((n.as_str(), *v), (FUNC_NAMES[i], i));
+    }
+}
+
+#[test]
+fn tracer_records_c_and_fortran_programs() {
+    if !on_path("mpicc") || !on_path("mpirun") {
+        eprintln!("SKIPPED tracer_records_c_and_fortran_programs: mpicc/mpirun not found (apt-get install openmpi-bin libopenmpi-dev gfortran)");
+        return;
+    }
+    let build = scratch("tracer-build");
+    let st = Command::new("sh")
+        .arg(tracer_dir().join("build.sh"))
+        .arg(&build)
+        .arg("--tests")
+        .status()
+        .expect("run tracer/build.sh");
+    assert!(st.success(), "tracer/build.sh failed");
+
+    // C: see tracer/tests/ring.c (4 ranks, 5 iterations).
+    let out = build.join("trace-c");
+    run_traced(&build, "ring_c", &out);
+    let t = open_trace(&out, &ReadOptions::default()).unwrap();
+    let i = t.info();
+    assert_eq!((i.format, i.ranks), (TraceFormat::Native, 4));
+    let per_rank = [
+        ("send", 5),
+        ("recv", 10),
+        ("isend", 15),
+        ("irecv", 10),
+        ("wait", 5),
+        ("waitall", 5),
+        ("allreduce", 6),
+        ("bcast", 5),
+        ("alltoall", 5),
+        ("barrier", 5),
+        ("reduce", 1),
+        ("allgather", 1),
+        ("gather", 1),
+        ("alltoallv", 1),
+        ("comm_split", 1),
+        ("comm_free", 1),
+        ("init", 1),
+        ("finalize", 1),
+    ];
+    for (f, n) in per_rank {
+        assert_eq!(i.calls.get(f).copied(), Some(4 * n), "{f}: {:?}", i.calls);
+    }
+    // Per rank: 5 x 1000 doubles + 10 x 100 ints + 5 x 8 chars.
+    assert_eq!(i.p2p_bytes, 4 * (5 * 8000 + 10 * 400 + 5 * 8));
+    // allreduce 5x80 + 40, bcast 5x64, alltoall 5x64, reduce 32, allgather 16, gather 12 per
+    // rank, plus alltoallv: rank r sends (r + j + 1) doubles to each j.
+    let alltoallv: u64 = (0..4u64)
+        .map(|r| (0..4u64).map(|j| (r + j + 1) * 8).sum::<u64>())
+        .sum();
+    assert_eq!(
+        i.collective_bytes,
+        4 * (440 + 320 + 320 + 32 + 16 + 12) + alltoallv
+    );
+    assert!(i.duration_s.unwrap() > 0.0);
+    assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+    let mut comms = t.comms();
+    comms.sort();
+    assert_eq!(comms, [vec![0, 2], vec![1, 3]]);
+    let ops = all_ops(&t);
+    assert!(ops.iter().all(|o| o
+        .iter()
+        .any(|op| matches!(op, tracewatt_workload::Op::Compute { .. }))));
+
+    // Fortran: tracer/tests/ring.f90 (3 iterations).
+    if !build.join("ring_f").is_file() {
+        eprintln!("SKIPPED Fortran part: mpif90 not found");
+        return;
+    }
+    let out = build.join("trace-f");
+    run_traced(&build, "ring_f", &out);
+    let t = open_trace(&out, &ReadOptions::default()).unwrap();
+    let i = t.info();
+    for (f, n) in [
+        ("send", 3),
+        ("recv", 3),
+        ("isend", 3),
+        ("irecv", 3),
+        ("waitall", 3),
+        ("allreduce", 4),
+        ("barrier", 3),
+        ("bcast", 1),
+        ("comm_split", 1),
+        ("init", 1),
+        ("finalize", 1),
+    ] {
+        assert_eq!(i.calls.get(f).copied(), Some(4 * n), "{f}: {:?}", i.calls);
+    }
+    assert_eq!(i.p2p_bytes, 4 * (3 * 4000 + 3 * 200));
+    assert_eq!(i.collective_bytes, 4 * (3 * 80 + 32 + 160));
+    assert_eq!(t.comms().len(), 2);
+    all_ops(&t);
+    let _ = std::fs::remove_dir_all(build);
+}

@@ -1,0 +1,322 @@
+"""The trace commands of the ``tracewatt`` command line: ``trace info``, ``trace convert`` and
+``record``. See ``docs/cli.md``. :func:`register` adds them to the main parser's subcommands.
+
+Exit codes as in :mod:`tracewatt.cli`: 0 ok, 2 usage (or the tracer cannot be built), 3 trace
+error (the trace cannot be read, or the recorded command failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracewatt import _format, _tracewatt
+from tracewatt.cli import EXIT_OK, EXIT_RUN, UsageError, _error, _warn
+from tracewatt.errors import TraceError
+
+__all__ = ["find_tracer_dir", "info_text", "register", "tracer_library"]
+
+#: Environment variable naming the tracer's output directory (tracer/README.md).
+TRACE_DIR_ENV = "TRACEWATT_TRACE_DIR"
+#: Environment variable that may name a prebuilt tracer library (overrides the build).
+TRACER_LIB_ENV = "TRACEWATT_TRACER_LIB"
+_LIB_NAME = "libtwtrace.so"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _read_args(args: argparse.Namespace) -> dict[str, Any]:
+    if not (args.compute_scale >= 0.0):
+        raise UsageError(f"--compute-scale must be a non-negative number, got {args.compute_scale}")
+    if not (args.flops_per_s > 0.0):
+        raise UsageError(f"--flops-per-s must be a positive number, got {args.flops_per_s}")
+    return {
+        "compute_scale": args.compute_scale,
+        "flops_per_s": args.flops_per_s,
+        "strict": args.strict,
+    }
+
+
+def _trace_info(path: str | os.PathLike[str], **opts: Any) -> dict[str, Any]:
+    if not Path(path).exists():
+        raise UsageError(f"{path}: no such file or directory")
+    out: dict[str, Any] = json.loads(_tracewatt.trace_info(str(path), **opts))
+    return out
+
+
+def info_text(info: dict[str, Any]) -> str:
+    """The human-readable ``trace info`` report."""
+    duration = info.get("duration_s")
+    lines = [
+        f"trace                 {info.get('path')}",
+        f"format                {info.get('format')}",
+        f"ranks                 {info.get('ranks')}",
+        f"communicators         {info.get('communicators')} besides world",
+        f"point-to-point bytes  {_format.nbytes(info.get('p2p_bytes'))}"
+        f"  ({_format.count(info.get('p2p_bytes'))} B)",
+        f"collective bytes      {_format.nbytes(info.get('collective_bytes'))}"
+        f"  ({_format.count(info.get('collective_bytes'))} B)",
+        f"duration              {_format.seconds(duration) if duration is not None else '-'}",
+        "",
+    ]
+    calls: dict[str, int] = info.get("calls", {})
+    rows = [
+        [name, _format.count(n)]
+        for name, n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    rows.append(["total", _format.count(sum(calls.values()))])
+    lines.append(_format.table(["call", "count (all ranks)"], rows, [False, True]).rstrip("\n"))
+    unsupported = info.get("unsupported", [])
+    if unsupported:
+        lines.append("")
+        lines.append("unsupported calls (skipped in simulation; --strict makes them errors):")
+        for u in unsupported:
+            lines.append(f"  {u.get('name')}: {_format.count(u.get('count'))}")
+    return "\n".join(lines) + "\n"
+
+
+def _print_info(info: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(info_text(info))
+
+
+def _warn_unsupported(info: dict[str, Any]) -> None:
+    for u in info.get("unsupported", []):
+        _warn(f"warning: unsupported call `{u.get('name')}` x{u.get('count')} (skipped)")
+
+
+# --------------------------------------------------------------------------- trace info / convert
+
+
+def cmd_trace_info(args: argparse.Namespace) -> int:
+    info = _trace_info(args.path, **_read_args(args))
+    _print_info(info, args.json)
+    return EXIT_OK
+
+
+def cmd_trace_convert(args: argparse.Namespace) -> int:
+    opts = _read_args(args)
+    if not Path(args.path).exists():
+        raise UsageError(f"{args.path}: no such file or directory")
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{args.output}: exists and is not a directory")
+    info: dict[str, Any] = json.loads(_tracewatt.trace_convert(str(args.path), str(out), **opts))
+    if args.json:
+        _print_info(info, True)
+    elif not args.quiet:
+        _warn_unsupported(info)
+        sys.stdout.write(
+            f"converted {args.path} ({info.get('ranks')} ranks, "
+            f"{_format.count(sum(info.get('calls', {}).values()))} calls) to {out}/\n"
+        )
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- record
+
+
+def find_tracer_dir() -> Path | None:
+    """The C tracer's source directory (``tracer/`` at the repository root), if present."""
+    d = Path(__file__).resolve().parent.parent.parent / "tracer"
+    return d if (d / "build.sh").is_file() and (d / "twtrace.c").is_file() else None
+
+
+def tracer_library(explicit: str | None = None, *, quiet: bool = False) -> Path:
+    """The tracer library to preload: ``explicit`` (``--tracer-lib``), else
+    ``$TRACEWATT_TRACER_LIB``, else ``tracer/build/libtwtrace.so``, built with
+    ``tracer/build.sh`` if missing. Raises :class:`UsageError` when it cannot be had."""
+    given = explicit or os.environ.get(TRACER_LIB_ENV)
+    if given:
+        lib = Path(given).resolve()
+        if not lib.is_file():
+            raise UsageError(f"tracer library {given}: no such file")
+        return lib
+    tdir = find_tracer_dir()
+    if tdir is None:
+        raise UsageError(
+            "the tracer sources (tracer/build.sh, tracer/twtrace.c) are not next to this "
+            "installation; build the tracer from a tracewatt checkout and pass "
+            f"--tracer-lib PATH/{_LIB_NAME} (or set {TRACER_LIB_ENV})"
+        )
+    lib = tdir / "build" / _LIB_NAME
+    if lib.is_file():
+        return lib
+    if shutil.which("mpicc") is None:
+        raise UsageError(
+            f"{lib} is not built and mpicc is not on PATH: install an MPI with its compiler "
+            "wrappers (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev), or pass "
+            "--tracer-lib"
+        )
+    if not quiet:
+        _warn(f"building the tracer: sh {tdir / 'build.sh'}")
+    p = subprocess.run(["sh", str(tdir / "build.sh")], capture_output=True, text=True, check=False)
+    if p.returncode != 0 or not lib.is_file():
+        detail = (p.stderr or p.stdout).strip()
+        raise UsageError(f"building the tracer failed (tracer/build.sh):\n{detail}")
+    return lib
+
+
+def _is_open_mpi_launcher(cmd: str) -> bool:
+    if Path(cmd).name not in ("mpirun", "mpiexec", "orterun", "prterun"):
+        return False
+    exe = shutil.which(cmd)
+    if exe is None:
+        return False
+    try:
+        p = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "open mpi" in (p.stdout + p.stderr).lower() or "open-mpi" in (p.stdout + p.stderr)
+
+
+def _launch_command(command: list[str]) -> list[str]:
+    """The command with Open MPI's ``-x`` exports added, so the ranks (also on other nodes) get
+    ``LD_PRELOAD`` and the output directory; other launchers forward the environment."""
+    if _is_open_mpi_launcher(command[0]):
+        return [command[0], "-x", "LD_PRELOAD", "-x", TRACE_DIR_ENV, *command[1:]]
+    return command
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("record: give the command to trace, e.g. -- mpirun -np 4 ./app")
+    if shutil.which(command[0]) is None and not Path(command[0]).is_file():
+        raise UsageError(f"record: {command[0]}: command not found")
+    out = Path(args.output).resolve()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{args.output}: exists and is not a directory")
+    old = [*out.glob("rank-*.twr"), *out.glob("trace.twi")] if out.is_dir() else []
+    if old:
+        if not args.force:
+            raise UsageError(
+                f"{args.output} already holds a trace; remove it or pass --force to replace it"
+            )
+        for f in old:
+            f.unlink()
+    lib = tracer_library(args.tracer_lib, quiet=args.quiet)
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = f"{lib}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(lib)
+    env[TRACE_DIR_ENV] = str(out)
+    launch = _launch_command(command)
+    if not args.quiet:
+        _warn(f"recording into {out}/: {' '.join(launch)}")
+    rc = subprocess.run(launch, env=env, check=False).returncode
+    if rc != 0:
+        _error(f"record: the command exited with status {rc}")
+        if not (out / "trace.twi").is_file():
+            return EXIT_RUN
+    if not (out / "trace.twi").is_file():
+        raise TraceError(
+            f"{out}: the command wrote no trace (no trace.twi): did it run an MPI program "
+            "launched by this mpirun, and does it call MPI_Init?"
+        )
+    info = _trace_info(out)
+    if args.json:
+        _print_info(info, True)
+    elif not args.quiet:
+        _print_info(info, False)
+    return EXIT_OK if rc == 0 else EXIT_RUN
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _add_read_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--compute-scale",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="factor applied to every compute gap between calls (default 1.0)",
+    )
+    sp.add_argument(
+        "--flops-per-s",
+        type=float,
+        default=1e9,
+        metavar="X",
+        help="flop rate for SimGrid `compute <flops>` (default 1e9)",
+    )
+    sp.add_argument(
+        "--strict", action="store_true", help="unsupported calls are errors instead of warnings"
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Adds ``trace info``, ``trace convert`` and ``record`` to the main parser's subcommands
+    (the object ``add_subparsers`` returned)."""
+    t = subparsers.add_parser(
+        "trace",
+        help="inspect and convert MPI traces",
+        description="Inspect and convert MPI traces (SST-DUMPI, SimGrid time-independent, "
+        "tracewatt native).",
+    )
+    tsub = t.add_subparsers(dest="trace_command", metavar="SUBCOMMAND")
+    tsub.required = True
+
+    i = tsub.add_parser(
+        "info",
+        help="format, ranks, calls, bytes and duration of a trace",
+        description="Read a whole trace and report its format, ranks, MPI calls by name summed "
+        "over ranks, bytes and duration.",
+    )
+    i.add_argument("path", metavar="PATH", help="trace file or directory")
+    i.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_read_options(i)
+    i.set_defaults(func=cmd_trace_info)
+
+    c = tsub.add_parser(
+        "convert",
+        help="convert a trace to tracewatt's native format",
+        description="Convert any readable trace to tracewatt's native format.",
+    )
+    c.add_argument("path", metavar="PATH", help="trace file or directory")
+    c.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="output directory (created)"
+    )
+    c.add_argument("--json", action="store_true", help="print the converted trace's info as JSON")
+    c.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    _add_read_options(c)
+    c.set_defaults(func=cmd_trace_convert)
+
+    r = subparsers.add_parser(
+        "record",
+        help="run an MPI program under the tracer and record a native trace",
+        description="Run COMMAND (e.g. `mpirun -np 4 ./app`) with the tracewatt PMPI tracer "
+        f"preloaded (LD_PRELOAD, {TRACE_DIR_ENV}) and report the recorded trace. The tracer is "
+        "built with tracer/build.sh if needed (requires mpicc).",
+    )
+    r.add_argument(
+        "-o", "--output", required=True, metavar="DIR", help="directory for the trace (created)"
+    )
+    r.add_argument(
+        "--tracer-lib",
+        metavar="PATH",
+        help=f"a prebuilt {_LIB_NAME} (default: ${TRACER_LIB_ENV}, else tracer/build/, built "
+        "if missing)",
+    )
+    r.add_argument("--force", action="store_true", help="replace a trace already in DIR")
+    r.add_argument("--json", action="store_true", help="print the trace's info as JSON")
+    r.add_argument("-q", "--quiet", action="store_true", help="no messages, no report")
+    r.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="the command to run, after `--`",
+    )
+    r.set_defaults(func=cmd_record)

@@ -1,0 +1,114 @@
+"""A policy against its always-on baseline: what a low-power policy saves and what it costs.
+
+The baseline is the same configuration with every link forced to ``always_on`` (built by the
+Rust core, so there is one definition of it). Both runs go at once on two threads: the
+simulations release the GIL.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from tracewatt import _tracewatt
+from tracewatt.config import Config
+from tracewatt.results import Results
+
+#: Components whose energy `summary["energy_j"]` reports.
+COMPONENTS = ("switch_backplanes", "switch_ports", "nic_ports", "total")
+
+
+def baseline_of(config: Config) -> Config:
+    """The always-on baseline of ``config``."""
+    text = _tracewatt.baseline_config(config.text, config.format, config.source)
+    return Config.from_json(text, f"{config.source} (always-on baseline)")
+
+
+def pct_change(new: float, old: float) -> float:
+    """``(new - old) / old`` in percent; 0 when ``old`` is 0."""
+    return 0.0 if old == 0 else 100.0 * (new - old) / old
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The policy's results, the baseline's, and the savings summary."""
+
+    policy: Results
+    baseline: Results
+
+    @property
+    def saving_pct(self) -> float:
+        """Total network energy saved, % of the baseline's."""
+        return -pct_change(
+            self.policy.summary["energy_j"]["total"], self.baseline.summary["energy_j"]["total"]
+        )
+
+    @property
+    def link_saving_pct(self) -> float:
+        """Energy of the link ports (switch and NIC) saved, % of the baseline's."""
+        p = self.policy.summary["energy_j"]
+        b = self.baseline.summary["energy_j"]
+        return -pct_change(p["switch_ports"] + p["nic_ports"], b["switch_ports"] + b["nic_ports"])
+
+    @property
+    def slowdown_pct(self) -> float:
+        """Makespan increase, % of the baseline's."""
+        return pct_change(self.policy.makespan_s, self.baseline.makespan_s)
+
+    def summary(self) -> dict[str, Any]:
+        """The policy's summary plus ``baseline`` (the same energy, power and time keys),
+        ``saving_pct``, ``link_saving_pct`` and ``slowdown_pct``."""
+        s = dict(self.policy.summary)
+        b = self.baseline.summary
+        s["baseline"] = {
+            "makespan_s": b["makespan_s"],
+            "energy_j": b["energy_j"],
+            "avg_power_w": b["avg_power_w"],
+            "jobs": b["jobs"],
+        }
+        s["saving_pct"] = self.saving_pct
+        s["link_saving_pct"] = self.link_saving_pct
+        s["slowdown_pct"] = self.slowdown_pct
+        return s
+
+    def table(self) -> list[tuple[str, float, float, float]]:
+        """Rows of (quantity, baseline, policy, change %) for printing."""
+        rows: list[tuple[str, float, float, float]] = []
+        b, p = self.baseline.summary, self.policy.summary
+        rows.append(("makespan_s", b["makespan_s"], p["makespan_s"], self.slowdown_pct))
+        for k in COMPONENTS:
+            rows.append(
+                (
+                    f"energy_{k}_j",
+                    b["energy_j"][k],
+                    p["energy_j"][k],
+                    pct_change(p["energy_j"][k], b["energy_j"][k]),
+                )
+            )
+        for k in COMPONENTS:
+            rows.append(
+                (
+                    f"avg_power_{k}_w",
+                    b["avg_power_w"][k],
+                    p["avg_power_w"][k],
+                    pct_change(p["avg_power_w"][k], b["avg_power_w"][k]),
+                )
+            )
+        return rows
+
+
+def compare(config: Config, *, progress: Any = None) -> Comparison:
+    """Runs ``config`` and its always-on baseline concurrently."""
+    from tracewatt import simulate
+
+    base = baseline_of(config)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        fp = pool.submit(simulate, config, progress=progress)
+        fb = pool.submit(simulate, base)
+        return Comparison(policy=fp.result(), baseline=fb.result())
+
+
+def comparison_json(c: Comparison) -> str:
+    return json.dumps(c.summary(), indent=2, sort_keys=True) + "\n"

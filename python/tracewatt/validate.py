@@ -1,0 +1,380 @@
+"""``tracewatt validate``: the checks of research.md, each printing its target beside the
+simulated value. The test suite runs the same functions.
+
+1. EEE ping-pong latency (Miwa et al., Fig. 7).
+2. Reviriego's switch power model against simulated switch power (TraceRP), on every topology.
+3. Idle switch power with and without EEE (Miwa et al., Fig. 4-5).
+4. The analytic penalty bound: the paper's arithmetic, and a bound on a simulated slowdown.
+5. Sensitivity to idle_timeout and wake_time on NPB-like skeletons (Miwa et al., Fig. 28-33).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tracewatt.analysis import penalty_bound, screen_idle
+from tracewatt.compare import baseline_of, pct_change
+from tracewatt.config import Config
+from tracewatt.results import Results
+
+TIMEOUT_US = 600.0
+WAKE_US = 17.0
+SLEEP_US = 2.88
+#: PowerConnect 8132 (research.md section 1).
+BACKPLANE_W, PORT_ACTIVE_W, PORT_LPI_W = 96.0, 3.44, 2.08
+
+
+@dataclass
+class Check:
+    id: str
+    name: str
+    target: str
+    simulated: str
+    passed: bool
+    details: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _run(doc: dict[str, Any]) -> Results:
+    from tracewatt import simulate
+
+    return simulate(Config.from_dict(doc, "<validate>"))
+
+
+def _run_all(docs: list[dict[str, Any]]) -> list[Results]:
+    # Simulations release the GIL: two threads keep both cores busy.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(_run, docs))
+
+
+def _pingpong(
+    topology: dict[str, Any],
+    nodes: list[int],
+    interval_us: float,
+    rounds: int,
+    control: str,
+    eee_nodes: list[int],
+) -> dict[str, Any]:
+    power: dict[str, Any] = {
+        "control": control,
+        "links": {
+            "idle_timeout_us": TIMEOUT_US,
+            "wake_time_us": WAKE_US,
+            "sleep_time_us": SLEEP_US,
+        },
+    }
+    off = [n for n in nodes if n not in eee_nodes]
+    if off:
+        power["node_links"] = [{"nodes": off, "link": {"policy": "always_on"}}]
+    return {
+        "machine": {"preset": "miwa2014-16node", "topology": topology},
+        "jobs": [
+            {
+                "ranks": 2,
+                "allocation": "list",
+                "node_list": nodes,
+                "workload": {
+                    "kind": "pingpong",
+                    "bytes": 64,
+                    "iterations": rounds,
+                    "interval_us": interval_us,
+                },
+            }
+        ],
+        "power": power,
+    }
+
+
+def check_pingpong() -> Check:
+    """Round-trip time flat below idle_timeout; above it one wake_time more per EEE link
+    (paired) or per EEE link direction traversed (independent)."""
+    rounds = 40
+    share = (rounds - 1) / rounds  # the first round finds the links fresh from t = 0
+    single = {"kind": "single_switch", "nodes": 2}
+    intervals = [100.0, 300.0, 500.0, 700.0, 1000.0, 1500.0, 2000.0]
+    eee_sets: list[list[int]] = [[], [0], [0, 1]]
+    cases = [(c, i, e) for c in ("paired", "independent") for i in intervals for e in range(3)]
+    res = _run_all([_pingpong(single, [0, 1], i, rounds, c, eee_sets[e]) for c, i, e in cases])
+    rtt = {
+        k: 2.0 * r.summary["messages"]["latency_mean_s"] for k, r in zip(cases, res, strict=True)
+    }
+    details, ok = [], True
+    for c, i, e in cases:
+        if e == 0:
+            continue
+        per_link = 1 if c == "paired" else 2
+        want_us = per_link * e * WAKE_US * share if i > TIMEOUT_US else 0.0
+        got_us = (rtt[(c, i, e)] - rtt[(c, i, 0)]) * 1e6
+        good = abs(got_us - want_us) < 1e-3
+        ok &= good
+        details.append(
+            f"{c:11} interval {i:6.0f} us, EEE on {e} link(s): RTT +{got_us:7.3f} us "
+            f"(target +{want_us:7.3f}) {'ok' if good else 'FAIL'}"
+        )
+    return Check(
+        "1",
+        "EEE ping-pong round trip (Miwa et al. Fig. 7)",
+        "flat below 600 us; above it +17 us per EEE link (paired), +34 us (independent)",
+        "as targeted in every case" if ok else "mismatch, see details",
+        ok,
+        details,
+    )
+
+
+#: Two nodes on different switches of each topology family (plus a single switch).
+TOPOLOGIES: list[tuple[str, dict[str, Any], list[int]]] = [
+    ("single switch", {"kind": "single_switch", "nodes": 4}, [0, 3]),
+    (
+        "fat-tree",
+        {
+            "kind": "fat_tree",
+            "levels": 2,
+            "radix": 4,
+            "nodes_per_leaf": 2,
+            "leaves": 4,
+            "spines": 2,
+        },
+        [0, 7],
+    ),
+    ("torus", {"kind": "torus", "dims": [3, 3]}, [0, 8]),
+    (
+        "dragonfly",
+        {
+            "kind": "dragonfly",
+            "groups": 3,
+            "routers_per_group": 2,
+            "nodes_per_router": 1,
+            "global_links_per_router": 1,
+        },
+        [0, 5],
+    ),
+]
+
+
+def reviriego_w(res: Results, interval_s: float) -> list[float]:
+    """Reviriego et al.'s model per switch: P_base + P_dynamic x sum over ports of
+    min(1, (T_f + T_sleep + T_wake) / I) for each port that sends one packet per interval I,
+    where T_sleep is everything from a packet's end to low power (idle_timeout + sleep_time)."""
+    links = res.links
+    sw = links[links["src"].str.startswith("s")]
+    out = []
+    for s_id, g in sw.groupby(sw["src"].str[1:].astype(int)):
+        del s_id
+        n_ports = len(g)
+        p = BACKPLANE_W + n_ports * PORT_LPI_W
+        for _, row in g.iterrows():
+            if row["packets"] == 0:
+                continue
+            t_f = row["busy_s"] / row["packets"]
+            active = t_f + (TIMEOUT_US + SLEEP_US + WAKE_US) * 1e-6
+            p += (PORT_ACTIVE_W - PORT_LPI_W) * min(1.0, active / interval_s)
+        out.append(p)
+    return out
+
+
+def check_reviriego() -> Check:
+    """Simulated switch power within 1 % of Reviriego's model, for ping-pong from busy to idle,
+    independent control (TraceRP's), on every topology."""
+    intervals = [50.0, 300.0, 700.0, 1000.0, 2000.0, 5000.0]
+    cases = [(name, topo, nodes, i) for name, topo, nodes in TOPOLOGIES for i in intervals]
+    # At least 200 ms of run, so the start (every port awake for idle_timeout + sleep_time from
+    # t = 0, which the model ignores) weighs under 0.3 % of a port's swing.
+    res = _run_all(
+        [_pingpong(t, n, i, max(60, int(200_000 / i)), "independent", n) for _, t, n, i in cases]
+    )
+    details, worst = [], 0.0
+    for (name, _, _, i), r in zip(cases, res, strict=True):
+        model = reviriego_w(r, i * 1e-6)
+        sim = r.switches.sort_values("switch_id")["avg_power_w"].tolist()
+        err = max(abs(s - m) / m for s, m in zip(sim, model, strict=True))
+        worst = max(worst, err)
+        details.append(
+            f"{name:13} interval {i:6.0f} us: switch 0 simulated {sim[0]:8.3f} W, "
+            f"model {model[0]:8.3f} W, "
+            f"worst switch error {100 * err:.3f} %"
+        )
+    ok = worst < 0.01
+    return Check(
+        "2",
+        "Reviriego switch power model vs simulation (TraceRP)",
+        "every switch within 1 % at every load, every topology",
+        f"worst error {100 * worst:.3f} %",
+        ok,
+        details,
+    )
+
+
+def _idle_doc(ports: int, policy: str) -> dict[str, Any]:
+    return {
+        "machine": {
+            "preset": "miwa2014-16node",
+            "topology": {"kind": "single_switch", "nodes": ports},
+        },
+        "jobs": [{"ranks": 1, "workload": {"kind": "a2a", "iterations": 1, "compute_us": 1e6}}],
+        "power": {"links": {"policy": policy}},
+    }
+
+
+def check_idle_switch() -> Check:
+    """A switch with n linked, idle ports draws backplane + n x port power; EEE saves 1.36 W
+    (39.5 %) per port."""
+    cases = [(n, p) for n in range(1, 9) for p in ("always_on", "timeout")]
+    res = _run_all([_idle_doc(n, p) for n, p in cases])
+    details, ok = [], True
+    for (n, p), r in zip(cases, res, strict=True):
+        sim = float(r.switches["avg_power_w"].iloc[0])
+        port = PORT_ACTIVE_W if p == "always_on" else PORT_LPI_W
+        want = BACKPLANE_W + n * port
+        good = abs(sim - want) / want < 0.001
+        ok &= good
+        details.append(
+            f"{n} port(s), {p:9}: {sim:8.3f} W (target {want:8.3f} W) {'ok' if good else 'FAIL'}"
+        )
+    saved = PORT_ACTIVE_W - PORT_LPI_W
+    return Check(
+        "3",
+        "Idle switch power, 1-8 linked ports (Miwa et al. Fig. 4-5)",
+        f"96 W + n x 3.44 W always-on, 96 W + n x 2.08 W with EEE (saving {saved:.2f} W/port, "
+        f"{100 * saved / PORT_ACTIVE_W:.1f} %)",
+        "within 0.1 % for every n" if ok else "mismatch, see details",
+        ok,
+        details,
+    )
+
+
+def _npb(kind: str, cls: str, power: dict[str, Any]) -> dict[str, Any]:
+    """The paper's NPB setup: 4 nodes x 4 ranks on one switch of the 10GBASE-T cluster."""
+    return {
+        "machine": {
+            "preset": "miwa2014-16node",
+            "ranks_per_node": 4,
+            "topology": {"kind": "single_switch", "nodes": 4},
+        },
+        "jobs": [{"ranks": 16, "workload": {"kind": kind, "class": cls}}],
+        "power": power,
+    }
+
+
+def check_penalty_bound() -> Check:
+    """The paper's arithmetic (38,770 x 17 us = 0.659 s = 0.783 % of 84.1 s), and the bound
+    computed from an always-on run bounds the simulated slowdown of a workload with compute
+    phases (CG class A, 4 nodes x 4 ranks, independent control)."""
+    s, pct = penalty_bound(38_770, 17e-6, 84.1)
+    # The paper rounds 0.7837 % down to 0.783 %.
+    arith_ok = abs(s - 0.659) < 0.0005 and abs(pct - 0.783) < 0.001
+    power = {
+        "control": "independent",
+        "links": {"idle_timeout_us": TIMEOUT_US, "wake_time_us": WAKE_US},
+    }
+    doc = _npb("cg", "A", power)
+    eee = Config.from_dict(doc, "<validate>")
+    base, pol = _run_all([baseline_of(eee).to_dict(), doc])
+    screen = screen_idle(base, [TIMEOUT_US], [WAKE_US])
+    bound_pct = float(screen["penalty_bound_pct"].iloc[0])
+    slowdown = pct_change(pol.makespan_s, base.makespan_s)
+    wakes_sim = pol.summary["links"]["wakes"]
+    ok = arith_ok and slowdown <= bound_pct and bool(screen["exact"].iloc[0])
+    return Check(
+        "4",
+        "Analytic penalty bound (Miwa et al. Fig. 21-23)",
+        "38,770 x 17 us = 0.659 s = 0.783 % of 84.1 s; simulated slowdown <= bound",
+        f"{s:.3f} s = {pct:.3f} %; CG.A slowdown {slowdown:.3f} % <= bound {bound_pct:.3f} %",
+        ok,
+        [
+            f"screening: {int(screen['wakes'].iloc[0])} idle intervals > 600 us "
+            "in the always-on run; "
+            f"the EEE run woke {wakes_sim} times",
+        ],
+    )
+
+
+SENSITIVITY_BENCHMARKS = [("ft", "B"), ("sp", "B"), ("cg", "B"), ("bt", "B")]
+
+
+def check_sensitivity() -> Check:
+    """Shapes of Fig. 28-33: raising idle_timeout 600 -> 1,600 us costs almost no saving;
+    16,000 and 160,000 us cost much; wake 17 -> 170 us changes run time by under 1 %; 1,700 us
+    slows it a lot."""
+    settings = [
+        (600.0, 17.0),
+        (1600.0, 17.0),
+        (16000.0, 17.0),
+        (160000.0, 17.0),
+        (600.0, 170.0),
+        (600.0, 1700.0),
+    ]
+    docs: list[dict[str, Any]] = []
+    keys: list[tuple[str, tuple[float, float] | None]] = []
+    for kind, cls in SENSITIVITY_BENCHMARKS:
+        docs.append(_npb(kind, cls, {"links": {"policy": "always_on"}}))
+        keys.append((kind, None))
+        for to, tw in settings:
+            docs.append(_npb(kind, cls, {"links": {"idle_timeout_us": to, "wake_time_us": tw}}))
+            keys.append((kind, (to, tw)))
+    res = dict(zip(keys, _run_all(docs), strict=True))
+    details = []
+    loss_1600, loss_big, slow_170, slow_1700 = [], [], [], []
+    for kind, _ in SENSITIVITY_BENCHMARKS:
+        base = res[(kind, None)]
+        base_e = base.summary["energy_j"]["switch_ports"] + base.summary["energy_j"]["nic_ports"]
+
+        def saving(to: float, tw: float, kind: str = kind, base_e: float = base_e) -> float:
+            e = res[(kind, (to, tw))].summary["energy_j"]
+            return 100.0 * (1.0 - float(e["switch_ports"] + e["nic_ports"]) / base_e)
+
+        def slow(to: float, tw: float, kind: str = kind, base: Results = base) -> float:
+            return pct_change(res[(kind, (to, tw))].makespan_s, base.makespan_s)
+
+        s600 = saving(600, 17)
+        rel = [
+            100.0 * (1.0 - saving(to, 17) / s600) if s600 > 0 else 0.0
+            for to in (1600, 16000, 160000)
+        ]
+        loss_1600.append(rel[0])
+        loss_big.append(max(rel[1], rel[2]))
+        slow_170.append(abs(slow(600, 170) - slow(600, 17)))
+        slow_1700.append(slow(600, 1700))
+        details.append(
+            f"{kind.upper()}: link saving {s600:5.1f} % at 600 us; lower by "
+            f"{rel[0]:5.1f} % / {rel[1]:5.1f} % / {rel[2]:5.1f} % at 1,600 / 16,000 / 160,000 us; "
+            f"run time +{slow(600, 17):.3f} % (17 us), "
+            f"+{slow(600, 170):.3f} % (170 us), +{slow(600, 1700):.2f} % (1,700 us)"
+        )
+    ok = (
+        max(loss_1600) < 10.0
+        and max(loss_big) > 25.0
+        and max(slow_170) < 1.0
+        and max(slow_1700) > 5.0
+    )
+    return Check(
+        "5",
+        "Sensitivity to idle_timeout and wake_time (Miwa et al. Fig. 28-33), NPB-like FT/SP/CG/BT "
+        "class B, 4 nodes x 4 ranks on one switch",
+        "saving loss 600->1,600 us < 10 %; at 16,000/160,000 us > 25 % "
+        "(paper: up to 41.8 / 56.5 %); "
+        "wake 170 us changes run time < 1 %; 1,700 us > 5 %",
+        f"loss at 1,600 us {max(loss_1600):.1f} %; "
+        f"at 16,000/160,000 us up to {max(loss_big):.1f} %; "
+        f"170 us: {max(slow_170):.3f} %; 1,700 us: up to {max(slow_1700):.1f} %",
+        ok,
+        details,
+    )
+
+
+CHECKS: dict[str, Callable[[], Check]] = {
+    "1": check_pingpong,
+    "2": check_reviriego,
+    "3": check_idle_switch,
+    "4": check_penalty_bound,
+    "5": check_sensitivity,
+}
+
+
+def run_checks(select: list[str] | None = None) -> list[Check]:
+    """Runs the selected checks (all by default), in order."""
+    return [CHECKS[k]() for k in CHECKS if select is None or k in select]

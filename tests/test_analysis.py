@@ -1,0 +1,111 @@
+"""Fast screening against full simulation: exact where the theory says so, a bound elsewhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracewatt
+from tracewatt import cli
+from tracewatt.analysis import penalty_bound, screen_idle
+from tracewatt.compare import compare
+
+TIMEOUT_US, WAKE_US = 600.0, 17.0
+
+
+def _pingpong(interval_us: float, policy: str) -> dict[str, Any]:
+    return {
+        "machine": {"preset": "miwa2014-16node", "topology": {"kind": "single_switch", "nodes": 2}},
+        "jobs": [
+            {
+                "ranks": 2,
+                "workload": {"kind": "pingpong", "iterations": 50, "interval_us": interval_us},
+            }
+        ],
+        "power": {
+            "control": "independent",
+            "links": {"policy": policy, "idle_timeout_us": TIMEOUT_US, "wake_time_us": WAKE_US},
+        },
+    }
+
+
+@pytest.mark.parametrize("interval_us", [300.0, 1000.0, 2500.0])
+def test_screening_counts_exactly_the_wakes_a_simulation_makes(interval_us: float) -> None:
+    base = tracewatt.simulate(_pingpong(interval_us, "always_on"))
+    eee = tracewatt.simulate(_pingpong(interval_us, "timeout"))
+    row = screen_idle(base, [TIMEOUT_US], [WAKE_US]).iloc[0]
+    assert row["exact"]
+    # Wakes never overlap here and the send schedule is fixed: the count is exact.
+    assert row["wakes"] == eee.summary["links"]["wakes"]
+    # Energy differs only by the documented timing shift: at most wakes x wake x (P_a - P_lpi).
+    e_sim = eee.summary["energy_j"]["switch_ports"] + eee.summary["energy_j"]["nic_ports"]
+    shift = row["wakes"] * WAKE_US * 1e-6 * (3.44 - 2.08)
+    assert abs(row["link_energy_j"] - e_sim) <= shift + 1e-9
+    # The penalty bound bounds the slowdown.
+    slowdown_s = eee.makespan_s - base.makespan_s
+    assert slowdown_s <= row["penalty_bound_s"] + 1e-12
+
+
+def test_screening_between_thresholds_is_interpolated_and_close() -> None:
+    base = tracewatt.simulate(_pingpong(1000.0, "always_on"))
+    exact = screen_idle(base, [600.0], [17.0]).iloc[0]
+    near = screen_idle(base, [601.0], [17.0]).iloc[0]
+    assert not near["exact"]
+    assert near["wakes"] == pytest.approx(exact["wakes"], rel=0.02)
+    df = screen_idle(base, [10.0, 600.0, 16000.0], [17.0, 170.0])
+    assert len(df) == 6
+    # Longer timeouts never wake more, and never save more.
+    by_to = df[df["wake_time_us"] == 17.0].sort_values("idle_timeout_us")
+    assert list(by_to["wakes"]) == sorted(by_to["wakes"], reverse=True)
+    assert list(by_to["link_energy_j"]) == sorted(by_to["link_energy_j"])
+    assert df["confirm"].any()
+
+
+def test_penalty_bound_reproduces_the_papers_arithmetic() -> None:
+    s, pct = penalty_bound(38_770, 17e-6, 84.1)
+    assert s == pytest.approx(0.65909)
+    assert pct == pytest.approx(0.7837, abs=1e-4)
+
+
+def test_compare_reports_saving_and_slowdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tracewatt.Config.from_dict(_pingpong(1000.0, "timeout"))
+    c = compare(cfg)
+    assert c.baseline.summary["links"]["wakes"] == 0
+    assert c.policy.summary["links"]["wakes"] > 0
+    assert 0 < c.link_saving_pct < 100
+    assert c.slowdown_pct >= 0
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(_pingpong(1000.0, "timeout")))
+    out = tmp_path / "out"
+    assert cli.main(["compare", str(path), "--json", "-o", str(out)]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert set(s["baseline"]) >= {"makespan_s", "energy_j", "avg_power_w"}
+    assert s["saving_pct"] == pytest.approx(c.saving_pct)
+    assert s["slowdown_pct"] == pytest.approx(c.slowdown_pct)
+    assert json.loads((out / "summary.json").read_text())["saving_pct"] == pytest.approx(
+        c.saving_pct
+    )
+    assert (out / "baseline" / "summary.json").is_file()
+
+
+def test_analyze_idle_cli_prints_and_writes_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(_pingpong(1000.0, "always_on")))
+    res = tmp_path / "res"
+    assert cli.main(["run", str(path), "-o", str(res), "-q"]) == 0
+    csv = tmp_path / "screen.csv"
+    code = cli.main(
+        ["analyze", "idle", str(res), "--timeouts", "600,1600", "--wakes", "17", "-o", str(csv)]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "penalty_bound_pct" in out and "confirm" in out
+    assert len(csv.read_text().splitlines()) == 3
+    assert cli.main(["analyze", "idle", str(tmp_path / "nope")]) == 2

@@ -1,0 +1,296 @@
+"""Traces end to end from Python and the command line: ``[jobs.trace]`` runs for every readable
+trace in ``../shared/data``, ``tracewatt trace info`` / ``trace convert`` / ``record``, a stuck
+trace through ``tracewatt run``, and NPB CG's simulated makespan against its measured time.
+
+The real traces are read in place from ``../shared/data`` (relative to the repository root)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracewatt
+from conftest import ROOT, CliResult
+from tracewatt import cli, cli_trace
+
+DATA = ROOT.parent / "shared" / "data"
+
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} (shared test data) missing")
+
+
+@pytest.fixture
+def trace_cli(
+    run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., CliResult]]:
+    """``run_cli`` with the trace commands registered (until cli.py registers them itself)."""
+    original = cli.build_parser
+
+    def build_parser() -> argparse.ArgumentParser:
+        p = original()
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        if "trace" not in sub.choices:
+            cli_trace.register(sub)
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", build_parser)
+    yield run_cli
+
+
+def _config(trace: Path | str, ranks: int, **trace_opts: Any) -> dict[str, Any]:
+    return {
+        "seed": 1,
+        "machine": {
+            "ranks_per_node": 1,
+            "topology": {"kind": "single_switch", "nodes": ranks},
+            "links": {"bandwidth_gbps": 10.0, "latency_ns": 2500.0},
+        },
+        "jobs": [{"name": "trace", "ranks": ranks, "trace": {"path": str(trace), **trace_opts}}],
+    }
+
+
+def _info(path: Path | str) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(tracewatt._tracewatt.trace_info(str(path)))
+    return out
+
+
+def _split_list(tmp: Path) -> Path:
+    """actions0.txt + actions1.txt are one 2-rank trace (SimGrid's ``split_traces`` list)."""
+    a = DATA / "simgrid-ti" / "actions"
+    lst = tmp / "split_traces"
+    lst.write_text(f"{a / 'actions0.txt'}\n{a / 'actions1.txt'}\n", encoding="utf-8")
+    return lst
+
+
+def _readable(tmp: Path) -> list[Path]:
+    dumpi = sorted(p for p in (DATA / "dumpi").iterdir() if p.is_dir())
+    actions = sorted(
+        p
+        for p in (DATA / "simgrid-ti" / "actions").glob("*.txt")
+        if p.name not in ("actions0.txt", "actions1.txt")
+    )
+    return [*dumpi, *actions, DATA / "simgrid-ti" / "ti-32ranks", _split_list(tmp)]
+
+
+# --------------------------------------------------------------------------- simulate
+
+
+def test_every_readable_trace_simulates(tmp_path: Path) -> None:
+    traces = _readable(tmp_path)
+    assert len(traces) >= 15
+    for p in traces:
+        ranks = int(_info(p)["ranks"])
+        res = tracewatt.simulate(_config(p, ranks))
+        assert res.summary["makespan_s"] > 0, p
+        assert len(res.ranks) == ranks, p
+        assert (res.ranks["finish_s"] <= res.summary["makespan_s"]).all(), p
+
+
+def test_four_ranks_per_node() -> None:
+    cfg = _config(DATA / "dumpi" / "npb-ft.S-4ranks", 4)
+    cfg["machine"]["ranks_per_node"] = 4
+    cfg["machine"]["topology"]["nodes"] = 2
+    res = tracewatt.simulate(cfg)
+    assert res.summary["jobs"][0]["nodes"] == 1
+    assert res.summary["makespan_s"] > 0
+
+
+def _npb_time(path: Path) -> float:
+    m = re.search(r"Time in seconds\s*=\s*([0-9.eE+-]+)", path.read_text(encoding="utf-8"))
+    assert m, path
+    return float(m.group(1))
+
+
+@pytest.mark.parametrize("name", ["npb-cg.S-4ranks", "npb-ft.S-4ranks"])
+def test_npb_makespan_against_measured(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = DATA / "dumpi" / name
+    measured = _npb_time(d / "npb-output.txt")
+    sim = tracewatt.simulate(_config(d, 4)).summary["makespan_s"]
+    ratio = sim / measured
+    with capsys.disabled():
+        print(f"\n{name}: simulated {sim:.6f} s, measured {measured} s, ratio {ratio:.3f}")
+    # Sanity only: NPB's timer has two digits and covers the loop; the trace covers
+    # Init..Finalize of an oversubscribed 2-core run.
+    assert 0.01 < ratio < 100
+
+
+def test_relative_path_against_config_dir(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "t.txt").write_text("0 init\n1 init\n0 send 1 0 10\n1 recv 0 0 10\n")
+    cfg = tmp_path / "conf" / "run.toml"
+    cfg.write_text(
+        "[machine]\n[machine.topology]\nkind = 'single_switch'\nnodes = 2\n"
+        "[machine.links]\nbandwidth_gbps = 10.0\n"
+        "[[jobs]]\nranks = 2\n[jobs.trace]\npath = '../t.txt'\n",
+        encoding="utf-8",
+    )
+    assert tracewatt.simulate(cfg).summary["messages"]["count"] == 1
+    with pytest.raises(tracewatt.ConfigError, match=r"jobs\[0\]\.trace\.path"):
+        tracewatt.simulate(_config("no-such-trace-dir", 2))
+
+
+def test_trace_errors_are_trace_errors(tmp_path: Path) -> None:
+    assert issubclass(tracewatt.TraceError, tracewatt.WorkloadError)
+    with pytest.raises(tracewatt.TraceError, match="OTF2"):
+        tracewatt.simulate(_config(DATA / "otf2" / "pipit-ping-pong", 2))
+    for f in (DATA / "dumpi" / "sst-dumpi-testtrace").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    b = tmp_path / "testtrace-0001.bin"
+    b.write_bytes(b.read_bytes()[:300])
+    with pytest.raises(tracewatt.TraceError, match=r"testtrace-0001\.bin.*byte offset"):
+        tracewatt._tracewatt.trace_info(str(tmp_path))
+    with pytest.raises(tracewatt.ConfigError, match=r"jobs\[0\]\.ranks.*4 ranks"):
+        tracewatt.simulate(_config(DATA / "dumpi" / "npb-cg.S-4ranks", 5))
+
+
+def test_stuck_trace_run_exits_3_naming_the_rank(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    t = tmp_path / "stuck.txt"
+    t.write_text("0 init\n1 init\n0 recv 1 0 64\n0 finalize\n1 finalize\n", encoding="utf-8")
+    cfg = tmp_path / "stuck.toml"
+    cfg.write_text(
+        "[machine]\n[machine.topology]\nkind = 'single_switch'\nnodes = 2\n"
+        "[machine.links]\nbandwidth_gbps = 10.0\n"
+        "[[jobs]]\nname = 'stuck'\nranks = 2\n[jobs.trace]\npath = 'stuck.txt'\n",
+        encoding="utf-8",
+    )
+    r = trace_cli("run", cfg)
+    assert r.code == 3, r.err
+    assert "rank 0" in r.err and "receive from rank 1" in r.err, r.err
+    assert "rank 1 " not in r.err.replace("from rank 1 ", ""), r.err
+
+
+# --------------------------------------------------------------------------- trace info
+
+
+# Per-trace call counts summed over ranks, from ../shared/data/README.md (testbgp: per rank x 7)
+# and the crate README (NPB CG/FT: 6720 send/irecv/wait; FT's comm_splits).
+EXPECTED_CALLS: dict[str, dict[str, int]] = {
+    "dumpi/sst-macro-testbgp": {
+        "isend": 84 * 7,
+        "irecv": 84 * 7,
+        "waitall": 14 * 7,
+        "alltoall": 49,
+    },
+    "dumpi/npb-cg.S-4ranks": {"send": 6720, "irecv": 6720, "wait": 6720},
+    "dumpi/npb-ft.S-4ranks": {"comm_split": 8},
+}
+EXPECTED_NAMES: dict[str, set[str]] = {
+    "dumpi/sst-dumpi-testtrace": {"init", "barrier", "isend", "recv", "wait", "allreduce"},
+    "simgrid-ti/ti-32ranks": {"alltoall", "alltoallv", "allreduce", "bcast", "gather"},
+    "simgrid-ti/actions/actions_with_isend.txt": {"isend", "wait"},
+    "simgrid-ti/actions/actions_waitall.txt": {"waitall"},
+}
+
+
+@pytest.mark.parametrize("rel", sorted({*EXPECTED_CALLS, *EXPECTED_NAMES}))
+def test_trace_info_json_counts(trace_cli: Callable[..., CliResult], rel: str) -> None:
+    r = trace_cli("trace", "info", "--json", DATA / rel)
+    assert r.code == 0, r.err
+    info = json.loads(r.out)
+    assert info["ranks"] >= 2
+    for name, n in EXPECTED_CALLS.get(rel, {}).items():
+        assert info["calls"].get(name) == n, (name, info["calls"])
+    assert EXPECTED_NAMES.get(rel, set()) <= set(info["calls"]), info["calls"]
+    if rel.startswith("dumpi/"):
+        assert info["format"] == "dumpi" and info["duration_s"] > 0
+
+
+def test_trace_info_table(trace_cli: Callable[..., CliResult]) -> None:
+    r = trace_cli("trace", "info", DATA / "dumpi" / "npb-cg.S-4ranks")
+    assert r.code == 0, r.err
+    assert "format                dumpi" in r.out
+    assert re.search(r"^irecv\s+6,720$", r.out, re.M), r.out
+    assert "total" in r.out
+
+
+def test_trace_info_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    r = trace_cli("trace", "info", DATA / "otf2" / "pipit-ping-pong")
+    assert r.code == 3 and "OTF2" in r.err
+    r = trace_cli("trace", "info", tmp_path / "missing")
+    assert r.code == 2 and "no such file" in r.err
+    (tmp_path / "junk.txt").write_text("hello\n")
+    r = trace_cli("trace", "info", tmp_path / "junk.txt")
+    assert r.code == 3 and "not a trace" in r.err
+    r = trace_cli("trace", "info", DATA / "dumpi" / "npb-cg.S-4ranks", "--flops-per-s", "0")
+    assert r.code == 2
+    with pytest.raises(SystemExit) as e:
+        trace_cli("trace", "bogus")
+    assert e.value.code == 2
+
+
+# --------------------------------------------------------------------------- convert
+
+
+@pytest.mark.parametrize(
+    "rel", ["dumpi/npb-cg.S-4ranks", "dumpi/npb-ft.S-4ranks", "simgrid-ti/ti-32ranks"]
+)
+def test_convert_then_run_same_makespan(
+    trace_cli: Callable[..., CliResult], tmp_path: Path, rel: str
+) -> None:
+    src = DATA / rel
+    out = tmp_path / "native"
+    r = trace_cli("trace", "convert", src, "-o", out)
+    assert r.code == 0, r.err
+    assert "converted" in r.out
+    ni = _info(out)
+    si = _info(src)
+    assert ni["format"] == "native" and ni["ranks"] == si["ranks"] and ni["calls"] == si["calls"]
+    a = tracewatt.simulate(_config(src, si["ranks"])).summary["makespan_s"]
+    b = tracewatt.simulate(_config(out, si["ranks"])).summary["makespan_s"]
+    assert a == b
+
+
+# --------------------------------------------------------------------------- record
+
+
+@pytest.mark.skipif(
+    shutil.which("mpicc") is None or shutil.which("mpirun") is None,
+    reason="mpicc/mpirun not found (apt-get install openmpi-bin libopenmpi-dev)",
+)
+def test_record_round_trip(
+    trace_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = tmp_path / "ring_c"
+    subprocess.run(
+        ["mpicc", "-O2", "-o", str(exe), str(ROOT / "tracer" / "tests" / "ring.c")], check=True
+    )
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    monkeypatch.delenv("TRACEWATT_TRACER_LIB", raising=False)
+    out = tmp_path / "rec"
+    cmd = ["mpirun", "--oversubscribe", "-np", "4", str(exe)]
+    r = trace_cli("record", "--json", "-o", out, "--", *cmd)
+    assert r.code == 0, r.err
+    info = json.loads(r.out)
+    assert info["format"] == "native" and info["ranks"] == 4
+    per_rank = {"send": 5, "recv": 10, "isend": 15, "irecv": 10, "waitall": 5, "allreduce": 6}
+    for name, n in per_rank.items():
+        assert info["calls"][name] == 4 * n, (name, info["calls"])
+    assert info["p2p_bytes"] == 4 * (5 * 8000 + 10 * 400 + 5 * 8)
+    res = tracewatt.simulate(_config(out, 4))
+    assert res.summary["makespan_s"] > 0
+    # A second recording into the same directory needs --force.
+    r = trace_cli("record", "-o", out, "--", *cmd)
+    assert r.code == 2 and "--force" in r.err
+    r = trace_cli("record", "-q", "--force", "-o", out, "--", *cmd)
+    assert r.code == 0, r.err
+
+
+def test_record_usage_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    r = trace_cli("record", "-o", tmp_path / "x")
+    assert r.code == 2 and "command" in r.err
+    r = trace_cli(
+        "record", "-o", tmp_path / "x", "--tracer-lib", tmp_path / "nope.so", "--", "true"
+    )
+    assert r.code == 2 and "nope.so" in r.err
+    r = trace_cli("record", "-o", tmp_path / "x", "--", "no-such-command-xyz")
+    assert r.code == 2 and "not found" in r.err
