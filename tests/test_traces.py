@@ -265,7 +265,15 @@ def test_record_round_trip(
     )
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    monkeypatch.delenv("TRACEWATT_TRACER_LIB", raising=False)
+    # The tests import the installed package, which has no tracer sources beside it: build the
+    # tracer from this checkout, as a user of an installed tracewatt would.
+    built = subprocess.run(
+        ["sh", str(ROOT / "tracer" / "build.sh"), str(tmp_path / "tracer")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    monkeypatch.setenv("TRACEWATT_TRACER_LIB", built.stdout.strip().splitlines()[-1])
     out = tmp_path / "rec"
     cmd = ["mpirun", "--oversubscribe", "-np", "4", str(exe)]
     r = trace_cli("record", "--json", "-o", out, "--", *cmd)
