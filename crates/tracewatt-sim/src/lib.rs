@@ -44,16 +44,24 @@ pub fn build_topology(config: &Config, source: &str) -> Result<Topology, SimErro
     )
 }
 
+/// The configured routing algorithm bound to `topo`.
+fn build_router(
+    config: &Config,
+    topo: &Topology,
+    source: &str,
+) -> Result<Box<dyn tracewatt_net::Router>, SimError> {
+    tracewatt_net::routing::make_router(&config.machine.routing, topo).map_err(|error| {
+        SimError::Topology {
+            source_name: source.to_string(),
+            error,
+        }
+    })
+}
+
 /// A description of the machine: sizes, diameter, links by class.
 pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, SimError> {
     let topo = build_topology(config, source)?;
-    let router =
-        tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
-            SimError::Topology {
-                source_name: source.to_string(),
-                error,
-            }
-        })?;
+    let router = build_router(config, &topo, source)?;
     Ok(describe(&topo, router.num_vcs(), config))
 }
 
@@ -168,13 +176,7 @@ pub fn simulate_with(
         ));
     }
     let topo = build_topology(config, source)?;
-    let router =
-        tracewatt_net::routing::make_router(&config.machine.routing, &topo).map_err(|error| {
-            SimError::Topology {
-                source_name: source.to_string(),
-                error,
-            }
-        })?;
+    let router = build_router(config, &topo, source)?;
     let machine = describe(&topo, router.num_vcs(), config);
     let m = &config.machine;
     let mut placement_rng = Rng::fork(config.seed, STREAM_PLACEMENT);
