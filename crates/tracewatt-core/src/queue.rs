@@ -106,8 +106,15 @@ impl<E> EventQueue<E> {
             return false;
         }
         let b = self.occupied.trailing_zeros() as usize;
-        let mut bucket = std::mem::take(&mut self.buckets[b]);
         self.occupied &= !(1 << b);
+        if self.buckets[b].len() == 1 {
+            if let Some(e) = self.buckets[b].pop() {
+                self.now = e.time;
+                self.front.push_back(e);
+                return true;
+            }
+        }
+        let mut bucket = std::mem::take(&mut self.buckets[b]);
         let t = bucket
             .iter()
             .map(|e| e.time)
@@ -126,6 +133,9 @@ impl<E> EventQueue<E> {
         }
         self.buckets[b] = bucket;
         // A bucket mixes events in no particular order; ties must pop in sequence order.
+        if self.front.len() < 2 {
+            return true;
+        }
         let f = self.front.make_contiguous();
         if f.windows(2).any(|w| w[0].seq > w[1].seq) {
             f.sort_unstable_by_key(|e| e.seq);

@@ -190,13 +190,24 @@ struct Chan {
     blocked: bool,
 }
 
-/// One virtual channel of a channel: its output queue (a list threaded through the packets) and
-/// the free space of its downstream buffer.
+/// One virtual channel of a channel: its output queue (a list threaded through the packets), the
+/// free space of its downstream buffer, and the credits on their way back to it (a list of
+/// [`Return`]s sorted by time).
 #[derive(Debug, Clone, Copy)]
 struct Vc {
     head: u32,
     tail: u32,
     credits: u32,
+    ret_head: u32,
+    ret_tail: u32,
+}
+
+/// Credits coming back to a VC: usable from `at`.
+#[derive(Debug, Clone, Copy)]
+struct Return {
+    at: Ps,
+    bytes: u32,
+    next: u32,
 }
 
 struct Occupancy<'a>(&'a [Chan]);
@@ -216,8 +227,8 @@ pub struct Fabric {
     ch: Vec<Chan>,
     /// `ch * vcs + vc`.
     vc: Vec<Vc>,
-    /// Credits on their way back: (time usable, bytes), `ch * vcs + vc`.
-    returning: Vec<Vec<(Ps, u32)>>,
+    /// Nodes of the VCs' returning-credit lists.
+    returns: Slab<Return>,
     packets: Slab<Packet>,
     msgs: Slab<Msg>,
     /// Per node: messages waiting to be cut into packets, in order.
@@ -263,6 +274,8 @@ impl Fabric {
                 vc.push(Vc {
                     head: NIL,
                     tail: NIL,
+                    ret_head: NIL,
+                    ret_tail: NIL,
                     credits: if to_switch != NIL {
                         params.buffer_bytes
                     } else {
@@ -279,7 +292,7 @@ impl Fabric {
             vcs,
             ch,
             vc,
-            returning: vec![Vec::new(); n * vcs],
+            returns: Slab::new(),
             packets: Slab::new(),
             msgs: Slab::new(),
             nic_queue: vec![VecDeque::new(); nodes],
@@ -310,6 +323,10 @@ impl Fabric {
             packet_latency_sum_ps: self.latency_sum_ps,
             packet_latency_max_ps: self.latency_max_ps,
         }
+    }
+
+    pub fn has_notices(&self) -> bool {
+        !self.notices.is_empty()
     }
 
     /// Notices produced since the last call, oldest first.
@@ -433,14 +450,50 @@ impl Fabric {
 
     /// Moves credits of `ch * vcs + vc = i` whose return time has come into the available pool.
     fn collect_credits(&mut self, i: usize, now: Ps) {
-        let r = &mut self.returning[i];
-        let mut k = 0;
-        while k < r.len() {
-            if r[k].0 <= now {
-                self.vc[i].credits += r[k].1;
-                r.swap_remove(k);
-            } else {
-                k += 1;
+        let v = &mut self.vc[i];
+        while v.ret_head != NIL {
+            let r = self.returns.items[v.ret_head as usize];
+            if r.at > now {
+                break;
+            }
+            v.credits += r.bytes;
+            self.returns.remove(v.ret_head);
+            v.ret_head = r.next;
+        }
+        if v.ret_head == NIL {
+            v.ret_tail = NIL;
+        }
+    }
+
+    /// Files `bytes` of credit coming back to VC `i` at `at`, keeping the list sorted by time
+    /// (almost always an append: departures from one buffer rarely end out of order).
+    fn push_return(&mut self, i: usize, at: Ps, bytes: u32) {
+        let node = self.returns.insert(Return {
+            at,
+            bytes,
+            next: NIL,
+        });
+        let items = &mut self.returns.items;
+        let v = &mut self.vc[i];
+        if v.ret_tail == NIL {
+            v.ret_head = node;
+            v.ret_tail = node;
+        } else if items[v.ret_tail as usize].at <= at {
+            items[v.ret_tail as usize].next = node;
+            v.ret_tail = node;
+        } else if items[v.ret_head as usize].at > at {
+            items[node as usize].next = v.ret_head;
+            v.ret_head = node;
+        } else {
+            let mut prev = v.ret_head;
+            loop {
+                let next = items[prev as usize].next;
+                if next == NIL || items[next as usize].at > at {
+                    items[node as usize].next = next;
+                    items[prev as usize].next = node;
+                    break;
+                }
+                prev = next;
             }
         }
     }
@@ -491,10 +544,9 @@ impl Fabric {
         };
         let mut t = NEVER;
         for vc in 0..self.vcs {
-            if mask & (1 << vc) != 0 {
-                for (at, _) in &self.returning[base + vc] {
-                    t = t.min(*at);
-                }
+            let head = self.vc[base + vc].ret_head;
+            if mask & (1 << vc) != 0 && head != NIL {
+                t = t.min(self.returns.items[head as usize].at);
             }
         }
         if t < self.ch[c].credit_event {
@@ -541,31 +593,35 @@ impl Fabric {
     fn next_queued_packet(&mut self, ch: ChannelId, now: Ps) -> Option<u32> {
         let c = ch as usize;
         let base = c * self.vcs;
-        for k in 0..self.vcs {
-            let vc = (self.ch[c].rr as usize + 1 + k) % self.vcs;
-            if self.ch[c].waiting & (1 << vc) == 0 {
-                continue;
-            }
-            let i = base + vc;
-            let pkt = self.vc[i].head;
-            let p = &self.packets.items[pkt as usize];
-            let (need, bytes, next) = (p.bytes.max(1), p.bytes, p.next);
-            if self.vc[i].credits < need {
-                self.collect_credits(i, now);
+        let waiting = self.ch[c].waiting as u32;
+        // Waiting VCs after the last served one, then the rest from VC 0 on.
+        let after = !((2u32 << self.ch[c].rr) - 1);
+        for part in [waiting & after, waiting & !after] {
+            let mut m = part;
+            while m != 0 {
+                let vc = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let i = base + vc;
+                let pkt = self.vc[i].head;
+                let p = &self.packets.items[pkt as usize];
+                let (need, bytes, next) = (p.bytes.max(1), p.bytes, p.next);
                 if self.vc[i].credits < need {
-                    continue;
+                    self.collect_credits(i, now);
+                    if self.vc[i].credits < need {
+                        continue;
+                    }
                 }
+                let v = &mut self.vc[i];
+                v.head = next;
+                if next == NIL {
+                    v.tail = NIL;
+                    self.ch[c].waiting &= !(1 << vc);
+                }
+                let o = &mut self.ch[c];
+                o.rr = vc as u8;
+                o.occupancy -= bytes as u64;
+                return Some(pkt);
             }
-            let v = &mut self.vc[i];
-            v.head = next;
-            if next == NIL {
-                v.tail = NIL;
-                self.ch[c].waiting &= !(1 << vc);
-            }
-            let o = &mut self.ch[c];
-            o.rr = vc as u8;
-            o.occupancy -= bytes as u64;
-            return Some(pkt);
         }
         None
     }
@@ -626,7 +682,7 @@ impl Fabric {
             if wake {
                 h.credit_event = back;
             }
-            self.returning[held * self.vcs + p.vc as usize].push((back, need));
+            self.push_return(held * self.vcs + p.vc as usize, back, need);
             if wake {
                 q.schedule(back, NetEvent::Credit { ch: p.ch });
             }

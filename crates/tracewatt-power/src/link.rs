@@ -257,7 +257,9 @@ impl LinkObserver for LinkPower {
             // The other direction of a paired link is transmitting or waking the link: it is
             // (or is becoming) active, so only an ongoing wake delays us.
             let start = now.max(st.wake_until);
-            self.wake_delay_ps[ch as usize] += start - now;
+            if start > now {
+                self.wake_delay_ps[ch as usize] += start - now;
+            }
             return start;
         }
         let start = self.idle(u, st.busy_until, now, true);

@@ -527,6 +527,10 @@ impl<'a> Engine<'a> {
 
     /// Moves events the fabric scheduled into the main queue and acts on its notices.
     fn after_fabric(&mut self, now: Ps) -> Result<(), SimError> {
+        // Most fabric events (a hop) notify nothing.
+        if !self.fabric.has_notices() {
+            return Ok(());
+        }
         let mut notices = std::mem::take(&mut self.notices);
         notices.extend(self.fabric.drain_notices());
         for n in notices.drain(..) {

@@ -62,7 +62,10 @@ fn build_router(
 pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, SimError> {
     let topo = build_topology(config, source)?;
     let router = build_router(config, &topo, source)?;
-    Ok(describe(&topo, router.num_vcs(), config))
+    let mut info = describe(&topo, router.num_vcs(), config);
+    // All-pairs BFS over switches: worth it for `tracewatt machine`, not for every run.
+    info["diameter_hops"] = topo.diameter_hops().into();
+    Ok(info)
 }
 
 fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
@@ -84,7 +87,6 @@ fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
         "nodes": topo.num_nodes,
         "switches": topo.num_switches,
         "links": topo.num_links(),
-        "diameter_hops": topo.diameter_hops(),
         "virtual_channels": vcs,
         "ranks_per_node": config.machine.ranks_per_node,
         "link_classes": link_classes,

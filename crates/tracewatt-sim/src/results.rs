@@ -230,48 +230,46 @@ pub(crate) fn build(
     };
 
     // Idle histogram in long form, non-empty bins only.
+    // Bin edges in seconds; bin 0 starts at 0 and the last bin is open-ended.
     let bins = links.bins();
-    let (mut h_link, mut h_lo, mut h_hi, mut h_count, mut h_total) =
-        (vec![], vec![], vec![], vec![], vec![]);
-    for ch in 0..n {
-        for b in 0..bins {
-            let c = links.hist_count[ch * bins + b];
-            if c > 0 {
-                h_link.push(ch as u64);
-                h_lo.push(if b == 0 {
-                    0.0
-                } else {
-                    links.bin_lo_ps(b) / PS_PER_S as f64
-                });
-                h_hi.push(if b + 1 == bins {
-                    f64::INFINITY
-                } else {
-                    links.bin_lo_ps(b + 1) / PS_PER_S as f64
-                });
-                h_count.push(c as u64);
-                h_total.push(secs(links.hist_ps[ch * bins + b]));
-            }
-        }
-    }
+    let edge_s: Vec<f64> = (0..=bins)
+        .map(|b| match b {
+            0 => 0.0,
+            b if b == bins => f64::INFINITY,
+            b => links.bin_lo_ps(b) / PS_PER_S as f64,
+        })
+        .collect();
+    let h = &links.hist;
     let hist_table = Table {
         name: "idle_hist",
         columns: vec![
-            ("link_id", Column::U64(h_link)),
-            ("bin_lo_s", Column::F64(h_lo)),
-            ("bin_hi_s", Column::F64(h_hi)),
-            ("count", Column::U64(h_count)),
-            ("total_s", Column::F64(h_total)),
+            (
+                "link_id",
+                Column::U64(h.iter().map(|c| c.ch as u64).collect()),
+            ),
+            (
+                "bin_lo_s",
+                Column::F64(h.iter().map(|c| edge_s[c.bin as usize]).collect()),
+            ),
+            (
+                "bin_hi_s",
+                Column::F64(h.iter().map(|c| edge_s[c.bin as usize + 1]).collect()),
+            ),
+            ("count", Column::U64(h.iter().map(|c| c.count).collect())),
+            (
+                "total_s",
+                Column::F64(h.iter().map(|c| secs(c.ps)).collect()),
+            ),
         ],
     };
 
     let (mut t_link, mut t_thr, mut t_count, mut t_total) = (vec![], vec![], vec![], vec![]);
-    for ch in 0..n {
-        for (k, (count, total)) in links.over(ch).into_iter().enumerate() {
-            t_link.push(ch as u64);
-            t_thr.push(secs(links.thresholds_ps[k]));
-            t_count.push(count);
-            t_total.push(secs(total));
-        }
+    let t = links.thresholds_ps.len();
+    for (i, (count, total)) in links.over.iter().enumerate() {
+        t_link.push((i / t) as u64);
+        t_thr.push(secs(links.thresholds_ps[i % t]));
+        t_count.push(*count);
+        t_total.push(secs(*total));
     }
     let thr_table = Table {
         name: "idle_thresholds",

@@ -10,9 +10,13 @@ use tracewatt_net::ChannelId;
 /// packet and the one after the last count too, so a never-used link has one interval as long as
 /// the run.
 ///
-/// The per-channel public vectors (`bytes` to `idle_ps`, `hist_count`, `hist_ps`) are filled by
-/// [`LinkStats::finish`]; during the run the counters live in compact per-channel records, so
-/// recording one transmission touches two or three cache lines instead of a dozen.
+/// Idle intervals are counted in *fine bins*: the log-spaced histogram bins, further split at
+/// every threshold, so both the histogram and the exact per-threshold counts come from one
+/// update. The (channel, fine bin) cells live in a sparse table sized by the cells actually hit,
+/// not channels x bins: a channel's idle gaps cover a few decades, and a dense table would be
+/// megabytes of mostly zeros touched at random (the cost that dominated recording).
+///
+/// The public per-channel vectors and `hist`/`over` are filled by [`LinkStats::finish`].
 #[derive(Debug)]
 pub struct LinkStats {
     pub bytes: Vec<u64>,
@@ -25,38 +29,41 @@ pub struct LinkStats {
     pub trailing_idle_ps: Vec<Ps>,
     /// Sorted, distinct thresholds.
     pub thresholds_ps: Vec<Ps>,
-    /// Log-spaced histogram of idle interval lengths: `[ch * B + b]` (count, total).
-    pub hist_count: Vec<u32>,
-    pub hist_ps: Vec<Ps>,
+    /// Non-empty cells of the log-spaced histogram of idle interval lengths, by channel then bin.
+    pub hist: Vec<HistCell>,
+    /// `[ch * T + k]`: count and total length of channel `ch`'s idle intervals longer than
+    /// `thresholds_ps[k]`, exact.
+    pub over: Vec<(u64, Ps)>,
     pub bins_per_decade: u32,
     chans: Vec<Chan>,
-    /// Count and total of idle intervals by how many thresholds they exceed:
-    /// `[ch * (T + 1) + k]` holds those longer than exactly the first k thresholds.
-    buckets: Vec<Cell>,
-    /// The histogram while the run goes on, `[ch * B + b]`.
-    hist: Vec<Cell>,
-    /// `edges[b]`: the shortest gap that falls in bin `b` or later (`edges[0] = 0`).
+    cells: CellTable,
+    /// `edges[f]`: the shortest gap in fine bin `f` (`edges[0] = 0`); the log-spaced bin edges
+    /// and every threshold + 1 ps (a gap is longer than `t` exactly when it is >= `t + 1`).
     edges: Vec<Ps>,
-    /// `first_bin[l]`: the bin of the shortest gap with bit length `l`.
-    first_bin: [u16; 65],
+    /// `first_fine[l]`: the fine bin of the shortest gap with bit length `l`.
+    first_fine: [u16; 65],
+    /// Log-spaced bin of each fine bin.
+    log_bin: Vec<u16>,
+    /// Number of thresholds every gap of each fine bin exceeds.
+    exceeds: Vec<u16>,
 }
 
-/// One channel's running counters.
+/// One non-empty histogram bin of one channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistCell {
+    pub ch: u32,
+    pub bin: u16,
+    pub count: u64,
+    pub ps: Ps,
+}
+
+/// One channel's running counters, half a cache line.
 #[derive(Debug, Clone, Copy, Default)]
 struct Chan {
     last_end: Ps,
     bytes: u64,
     packets: u64,
     busy_ps: Ps,
-    idle_count: u64,
-    idle_ps: Ps,
-}
-
-/// A count and a total, side by side so one update is one cache line.
-#[derive(Debug, Clone, Copy, Default)]
-struct Cell {
-    count: u64,
-    ps: Ps,
 }
 
 /// Histogram bins start at 1 ns (bin 0 also takes anything shorter) and end at 10^4 s (the last
@@ -73,16 +80,95 @@ fn bin_by_log(gap: Ps, bins_per_decade: u32, bins: usize) -> usize {
     (x as usize).min(bins - 1)
 }
 
+/// Open-addressing table of (channel, fine bin) -> (count, total). A channel's bins sit in
+/// consecutive slots from a hashed start, so one channel's cells share cache lines.
+#[derive(Debug)]
+struct CellTable {
+    /// Key `ch * fine_bins + f + 1`; 0 marks an empty slot.
+    slots: Vec<Slot>,
+    len: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    key: u64,
+    count: u64,
+    ps: Ps,
+}
+
+impl CellTable {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            slots: vec![Slot::default(); (2 * n).next_power_of_two().max(16)],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn home(&self, ch: u64, f: u64) -> usize {
+        let h = (ch.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) + f;
+        h as usize & (self.slots.len() - 1)
+    }
+
+    #[inline]
+    fn add(&mut self, ch: u64, f: u64, fine_bins: u64, gap: Ps) {
+        let key = ch * fine_bins + f + 1;
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(ch, f);
+        loop {
+            let s = &mut self.slots[i];
+            if s.key == key {
+                s.count += 1;
+                s.ps += gap;
+                return;
+            }
+            if s.key == 0 {
+                *s = Slot {
+                    key,
+                    count: 1,
+                    ps: gap,
+                };
+                self.len += 1;
+                if 2 * self.len > self.slots.len() {
+                    self.grow(fine_bins);
+                }
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self, fine_bins: u64) {
+        let bigger = vec![Slot::default(); 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, bigger);
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.key != 0) {
+            let (ch, f) = ((s.key - 1) / fine_bins, (s.key - 1) % fine_bins);
+            let mut i = self.home(ch, f);
+            while self.slots[i].key != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = s;
+        }
+    }
+
+    /// The filled slots in key order (channel, then fine bin).
+    fn sorted(&self) -> Vec<Slot> {
+        let mut v: Vec<Slot> = self.slots.iter().copied().filter(|s| s.key != 0).collect();
+        v.sort_unstable_by_key(|s| s.key);
+        v
+    }
+}
+
 impl LinkStats {
     pub fn new(channels: usize, mut thresholds_ps: Vec<Ps>, bins_per_decade: u32) -> Self {
         thresholds_ps.sort_unstable();
         thresholds_ps.dedup();
-        let t = thresholds_ps.len() + 1;
         let b = (HIST_DECADES * bins_per_decade) as usize;
-        // Bin edges found by bisecting the log formula itself, so the integer lookup in
-        // `bin_of` puts every gap in exactly the bin the formula gives (it is monotonic).
-        let mut edges = vec![0; b];
-        for (k, edge) in edges.iter_mut().enumerate().skip(1) {
+        // Log bin edges found by bisecting the log formula itself, so the integer lookup in
+        // `fine_of` puts every gap in exactly the bin the formula gives (it is monotonic).
+        let mut log_edges = vec![0; b];
+        for (k, edge) in log_edges.iter_mut().enumerate().skip(1) {
             let (mut lo, mut hi) = (HIST_MIN_PS, Ps::MAX); // bin(lo) < k <= bin(hi)
             while hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
@@ -94,9 +180,21 @@ impl LinkStats {
             }
             *edge = hi;
         }
-        let mut first_bin = [0u16; 65];
-        for (l, fb) in first_bin.iter_mut().enumerate().skip(1) {
-            *fb = bin_by_log(1 << (l - 1), bins_per_decade, b) as u16;
+        let mut edges = log_edges.clone();
+        edges.extend(thresholds_ps.iter().map(|t| t.saturating_add(1)));
+        edges.sort_unstable();
+        edges.dedup();
+        let log_bin = edges
+            .iter()
+            .map(|e| (log_edges.partition_point(|l| l <= e) - 1) as u16)
+            .collect();
+        let exceeds = edges
+            .iter()
+            .map(|e| thresholds_ps.partition_point(|t| t < e) as u16)
+            .collect();
+        let mut first_fine = [0u16; 65];
+        for (l, ff) in first_fine.iter_mut().enumerate().skip(1) {
+            *ff = (edges.partition_point(|e| *e <= 1 << (l - 1)) - 1) as u16;
         }
         Self {
             bytes: Vec::new(),
@@ -106,14 +204,16 @@ impl LinkStats {
             idle_ps: Vec::new(),
             trailing_idle_ps: Vec::new(),
             thresholds_ps,
-            hist_count: Vec::new(),
-            hist_ps: Vec::new(),
+            hist: Vec::new(),
+            over: Vec::new(),
             bins_per_decade,
             chans: vec![Chan::default(); channels],
-            buckets: vec![Cell::default(); channels * t],
-            hist: vec![Cell::default(); channels * b],
+            // Every channel gets at least its trailing interval; most a few more.
+            cells: CellTable::with_capacity(4 * channels),
             edges,
-            first_bin,
+            first_fine,
+            log_bin,
+            exceeds,
         }
     }
 
@@ -126,15 +226,15 @@ impl LinkStats {
         HIST_MIN_PS as f64 * 10f64.powf(b as f64 / self.bins_per_decade as f64)
     }
 
-    /// The bin of `gap`: start at the first bin of its power of two and step over the few edges
-    /// within it.
+    /// The fine bin of `gap`: start at the first fine bin of its power of two and step over the
+    /// few edges within it.
     #[inline]
-    fn bin_of(&self, gap: Ps) -> usize {
-        let mut b = self.first_bin[(64 - gap.leading_zeros()) as usize] as usize;
-        while b + 1 < self.edges.len() && gap >= self.edges[b + 1] {
-            b += 1;
+    fn fine_of(&self, gap: Ps) -> usize {
+        let mut f = self.first_fine[(64 - gap.leading_zeros()) as usize] as usize;
+        while f + 1 < self.edges.len() && gap >= self.edges[f + 1] {
+            f += 1;
         }
-        b
+        f
     }
 
     #[inline]
@@ -142,39 +242,17 @@ impl LinkStats {
         if gap == 0 {
             return;
         }
-        let c = &mut self.chans[ch];
-        c.idle_count += 1;
-        c.idle_ps += gap;
-        let t = self.thresholds_ps.len() + 1;
-        let k = self.thresholds_ps.partition_point(|thr| *thr < gap);
-        let cell = &mut self.buckets[ch * t + k];
-        cell.count += 1;
-        cell.ps += gap;
-        let b = self.bin_of(gap);
-        let cell = &mut self.hist[ch * self.edges.len() + b];
-        cell.count += 1;
-        cell.ps += gap;
-    }
-
-    /// Exact count and total length of channel `ch`'s idle intervals longer than each threshold
-    /// (in `thresholds_ps` order).
-    pub fn over(&self, ch: usize) -> Vec<(u64, Ps)> {
-        let t = self.thresholds_ps.len() + 1;
-        let mut out = vec![(0, 0); self.thresholds_ps.len()];
-        let (mut c, mut p) = (0u64, 0 as Ps);
-        for k in (1..t).rev() {
-            c += self.buckets[ch * t + k].count;
-            p += self.buckets[ch * t + k].ps;
-            out[k - 1] = (c, p);
-        }
-        out
+        let f = self.fine_of(gap);
+        self.cells
+            .add(ch as u64, f as u64, self.edges.len() as u64, gap);
     }
 
     /// Closes every link's last idle interval at the end of the run and fills the public
-    /// per-channel vectors.
+    /// per-channel vectors, the histogram and the threshold counts.
     pub fn finish(&mut self, end_ps: Ps) {
-        self.trailing_idle_ps = Vec::with_capacity(self.chans.len());
-        for ch in 0..self.chans.len() {
+        let n = self.chans.len();
+        self.trailing_idle_ps = Vec::with_capacity(n);
+        for ch in 0..n {
             let gap = end_ps.saturating_sub(self.chans[ch].last_end);
             self.trailing_idle_ps.push(gap);
             self.record_idle(ch, gap);
@@ -183,10 +261,37 @@ impl LinkStats {
         self.bytes = self.chans.iter().map(|c| c.bytes).collect();
         self.packets = self.chans.iter().map(|c| c.packets).collect();
         self.busy_ps = self.chans.iter().map(|c| c.busy_ps).collect();
-        self.idle_count = self.chans.iter().map(|c| c.idle_count).collect();
-        self.idle_ps = self.chans.iter().map(|c| c.idle_ps).collect();
-        self.hist_count = self.hist.iter().map(|c| c.count as u32).collect();
-        self.hist_ps = self.hist.iter().map(|c| c.ps).collect();
+        let t = self.thresholds_ps.len();
+        let fine_bins = self.edges.len() as u64;
+        self.idle_count = vec![0; n];
+        self.idle_ps = vec![0; n];
+        self.over = vec![(0, 0); n * t];
+        self.hist = Vec::new();
+        for s in self.cells.sorted() {
+            let (ch, f) = (
+                ((s.key - 1) / fine_bins) as usize,
+                ((s.key - 1) % fine_bins) as usize,
+            );
+            self.idle_count[ch] += s.count;
+            self.idle_ps[ch] += s.ps;
+            for o in &mut self.over[ch * t..ch * t + self.exceeds[f] as usize] {
+                o.0 += s.count;
+                o.1 += s.ps;
+            }
+            let bin = self.log_bin[f];
+            match self.hist.last_mut() {
+                Some(h) if h.ch as usize == ch && h.bin == bin => {
+                    h.count += s.count;
+                    h.ps += s.ps;
+                }
+                _ => self.hist.push(HistCell {
+                    ch: ch as u32,
+                    bin,
+                    count: s.count,
+                    ps: s.ps,
+                }),
+            }
+        }
     }
 }
 
@@ -194,13 +299,13 @@ impl LinkObserver for LinkStats {
     #[inline]
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32) {
         let ci = ch as usize;
-        let gap = start - self.chans[ci].last_end;
-        self.record_idle(ci, gap);
         let c = &mut self.chans[ci];
+        let gap = start - c.last_end;
         c.last_end = end;
         c.bytes += bytes as u64;
         c.packets += 1;
         c.busy_ps += end - start;
+        self.record_idle(ci, gap);
     }
 }
 
@@ -301,16 +406,17 @@ mod tests {
         assert_eq!(s.idle_count[0], 3); // [0,10), [30,90), [100,200)
         assert_eq!(s.idle_ps[0], 10 + 60 + 100);
         assert_eq!(s.busy_ps[0], 30);
-        let over = s.over(0);
-        assert_eq!(over[0], (3, 170)); // all > 5
-        assert_eq!(over[1], (2, 160)); // 60 and 100 > 50
-        assert_eq!(s.hist_count.iter().map(|c| *c as u64).sum::<u64>(), 3);
+        assert_eq!(s.over[0], (3, 170)); // all > 5
+        assert_eq!(s.over[1], (2, 160)); // 60 and 100 > 50
+        assert_eq!(s.hist.iter().map(|c| c.count).sum::<u64>(), 3);
+        assert_eq!(s.hist.iter().map(|c| c.ps).sum::<Ps>(), 170);
     }
 
     #[test]
-    fn bin_lookup_matches_the_log_formula() {
+    fn fine_bins_match_the_log_formula_and_the_thresholds() {
         for bpd in [1, 3, 10, 16, 50] {
-            let s = LinkStats::new(0, vec![], bpd);
+            let thresholds = vec![0, 1, 999, 1_000, 17_000_000, 600_000_000, 12_345_678_901];
+            let s = LinkStats::new(0, thresholds.clone(), bpd);
             let bins = s.bins();
             // Around every edge, and a spread of lengths from 0 to beyond the last bin.
             let mut gaps: Vec<Ps> = s
@@ -323,13 +429,57 @@ mod tests {
                 gaps.extend([g - 1, g, g + 1, g + g / 3]);
                 g = g + g / 7 + 1;
             }
-            for gap in gaps {
+            for gap in gaps.into_iter().filter(|g| *g > 0) {
+                let f = s.fine_of(gap);
                 assert_eq!(
-                    s.bin_of(gap),
+                    s.log_bin[f] as usize,
                     bin_by_log(gap, bpd, bins),
                     "gap {gap} bpd {bpd}"
                 );
+                let over = thresholds.iter().filter(|t| gap > **t).count();
+                assert_eq!(s.exceeds[f] as usize, over, "gap {gap} bpd {bpd}");
             }
+        }
+    }
+
+    #[test]
+    fn sparse_cells_survive_growth_and_match_a_dense_count() {
+        // Many channels and gaps force the cell table to grow several times.
+        let n = 300;
+        let mut s = LinkStats::new(n, vec![5_000, 1_000_000], 10);
+        let mut dense = vec![[(0u64, 0 as Ps); 2]; n];
+        let mut rng = tracewatt_core::Rng::new(7);
+        let mut t = vec![0 as Ps; n];
+        for _ in 0..20_000 {
+            let ch = rng.below(n as u64) as usize;
+            let bits = rng.below(31) + 1;
+            let gap = 1 + rng.below(1 << bits);
+            let start = t[ch] + gap;
+            s.on_transmit(ch as ChannelId, start, start + 10, 1);
+            t[ch] = start + 10;
+            for (k, thr) in [5_000, 1_000_000].into_iter().enumerate() {
+                if gap > thr {
+                    dense[ch][k].0 += 1;
+                    dense[ch][k].1 += gap;
+                }
+            }
+        }
+        let end = t.iter().max().copied().unwrap_or(0) + 1;
+        s.finish(end);
+        for ch in 0..n {
+            let trailing = end - t[ch];
+            for (k, thr) in [5_000, 1_000_000].into_iter().enumerate() {
+                let extra = if trailing > thr {
+                    (1, trailing)
+                } else {
+                    (0, 0)
+                };
+                let want = (dense[ch][k].0 + extra.0, dense[ch][k].1 + extra.1);
+                assert_eq!(s.over[ch * 2 + k], want, "channel {ch} threshold {thr}");
+            }
+            let h: Vec<_> = s.hist.iter().filter(|c| c.ch as usize == ch).collect();
+            assert_eq!(h.iter().map(|c| c.count).sum::<u64>(), s.idle_count[ch]);
+            assert!(h.windows(2).all(|w| w[0].bin < w[1].bin));
         }
     }
 

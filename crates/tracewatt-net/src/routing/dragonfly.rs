@@ -55,10 +55,11 @@ pub(crate) struct DragonflyRouter {
     node_switch: Vec<SwitchId>,
     /// Per router `s` and router index `r` of its group: the local channel, at `s * a + r`.
     local: Vec<ChannelId>,
-    /// Global links of every group, sorted by (target, router, channel); group `G`'s are
-    /// `globals[global_start[G]..global_start[G + 1]]`.
+    /// Global links of every group, sorted by (group, target, router, channel); those from
+    /// group `G` to group `T` are `globals[pair_start[G * groups + T]..pair_start[G * groups + T
+    /// + 1]]` (a direct index: this lookup is on every hop's path).
     globals: Vec<Global>,
-    global_start: Vec<usize>,
+    pair_start: Vec<u32>,
 }
 
 impl DragonflyRouter {
@@ -109,17 +110,19 @@ impl DragonflyRouter {
             }
         }
         let mut globals = Vec::new();
-        let mut global_start = vec![0];
+        let mut pair_start = Vec::with_capacity(groups as usize * groups as usize + 1);
         for (g, mut list) in per_group.into_iter().enumerate() {
             list.sort_unstable();
-            if let Some(t) =
-                (0..groups).find(|&t| t as usize != g && !list.iter().any(|x| x.to == t))
-            {
-                return Err(bad(format!("group {g} has no global link to group {t}")));
+            for t in 0..groups {
+                let from = list.partition_point(|x| x.to < t);
+                if t as usize != g && list.get(from).is_none_or(|x| x.to != t) {
+                    return Err(bad(format!("group {g} has no global link to group {t}")));
+                }
+                pair_start.push((globals.len() + from) as u32);
             }
             globals.extend(list);
-            global_start.push(globals.len());
         }
+        pair_start.push(globals.len() as u32);
         Ok(Self {
             mode,
             groups,
@@ -128,7 +131,7 @@ impl DragonflyRouter {
             node_switch: (0..topo.num_nodes).map(|d| topo.node_switch(d)).collect(),
             local,
             globals,
-            global_start,
+            pair_start,
         })
     }
 
@@ -143,11 +146,12 @@ impl DragonflyRouter {
     /// The global link from `sw`'s group to group `to` a packet keyed `key` uses: one at `sw`
     /// itself if there is any, else the `(key mod count)`-th.
     fn global_link(&self, sw: SwitchId, to: u32, key: u32) -> Global {
-        let g = self.group(sw) as usize;
-        let all = &self.globals[self.global_start[g]..self.global_start[g + 1]];
-        let lo = all.partition_point(|x| x.to < to);
-        let hi = all.partition_point(|x| x.to <= to);
-        let cands = &all[lo..hi];
+        let pair = (self.group(sw) * self.groups + to) as usize;
+        let cands =
+            &self.globals[self.pair_start[pair] as usize..self.pair_start[pair + 1] as usize];
+        if let [only] = cands {
+            return *only;
+        }
         let here = cands.iter().filter(|x| x.router == sw).count();
         if here > 0 {
             let pick = key as usize % here;
