@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Whole-run benchmarks of tracewatt: wall time, peak memory, events/s and packet-hops/s.
 
-Each scenario runs in a fresh process so its peak resident memory is its own. Usage:
+Each scenario runs in a fresh process so its peak resident memory is its own, twice: as
+configured (every link runs the EEE state machine, 600 us / 17 us timeout policy) and with every
+link always on, so the cost of the power model's work shows as `power model overhead %`. Usage:
 
     python3 scripts/bench.py            # every scenario
     python3 scripts/bench.py dragonfly  # scenarios whose name contains "dragonfly"
@@ -79,21 +81,39 @@ print(json.dumps({
 """
 
 
+ALWAYS_ON = """
+[power.links]
+policy = "always_on"
+"""
+
+
+def run_child(text: str) -> dict[str, float] | str:
+    """One run in a fresh interpreter: its measurements, or its error output."""
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD], input=text, capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        return out.stderr
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
 def main() -> int:
     pick = sys.argv[1] if len(sys.argv) > 1 else ""
-    rows = []
+    rows: list[dict[str, float]] = []
+    names: list[str] = []
     for name, text in SCENARIOS.items():
         if pick not in name:
             continue
         t0 = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD], input=text, capture_output=True, text=True, check=False
-        )
-        if out.returncode != 0:
-            print(f"{name}: FAILED\n{out.stderr}", file=sys.stderr)
+        r = run_child(text)
+        base = run_child(text + ALWAYS_ON)
+        if isinstance(r, str) or isinstance(base, str):
+            print(f"{name}: FAILED\n{r if isinstance(r, str) else base}", file=sys.stderr)
             return 1
-        r = json.loads(out.stdout)
-        r["name"] = name
+        names.append(name)
+        r["always_on_wall_s"] = base["wall_s"]
+        r["power_overhead_pct"] = 100.0 * (r["wall_s"] / base["wall_s"] - 1.0)
         r["process_s"] = time.perf_counter() - t0
         r["events_per_s"] = r["events"] / r["wall_s"]
         r["packet_hops_per_s"] = r["packet_hops"] / r["wall_s"]
@@ -109,17 +129,21 @@ def main() -> int:
         pass
     print(f"Machine: {cpu}, {resource.getpagesize()} B pages, Python {platform.python_version()}")
     print("Command: python3 scripts/bench.py (one core per run)\n")
-    print("| scenario | wall s | peak MB | events/s | packet-hops/s | mean hops | "
-          "mean pkt latency us | max pkt latency us |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
+    print(
+        "| scenario | wall s | peak MB | events/s | packet-hops/s | mean hops | "
+        "mean pkt latency us | max pkt latency us | always-on wall s | power model overhead % |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, r in zip(names, rows, strict=True):
         print(
-            f"| {r['name']} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
+            f"| {name} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
             f"{r['events_per_s'] / 1e6:.2f} M | {r['packet_hops_per_s'] / 1e6:.2f} M | "
             f"{r['mean_switch_hops']:.2f} | {r['packet_latency_mean_s'] * 1e6:.2f} | "
-            f"{r['packet_latency_max_s'] * 1e6:.2f} |"
+            f"{r['packet_latency_max_s'] * 1e6:.2f} | {r['always_on_wall_s']:.2f} | "
+            f"{r['power_overhead_pct']:+.1f} |"
         )
-    Path("bench-results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    results = [{"name": n, **r} for n, r in zip(names, rows, strict=True)]
+    Path("bench-results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
