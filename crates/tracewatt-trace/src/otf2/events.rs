@@ -93,7 +93,7 @@ impl Clock {
             .windows(2)
             .filter(|w| w[1].0 > w[0].0)
             .map(|w| {
-                let slope = (w[1].1 - w[0].1) as f64 / (w[1].0 - w[0].0) as f64;
+                let slope = w[1].1.saturating_sub(w[0].1) as f64 / (w[1].0 - w[0].0) as f64;
                 (w[0].0, w[1].0, w[0].1, slope)
             })
             .collect();
