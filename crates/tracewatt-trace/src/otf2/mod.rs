@@ -768,3 +768,123 @@ impl Iterator for Otf2Calls {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use defs::{Comm, Group, LocationDef};
+
+    fn group(ty: u8, paradigm: u8, members: &[u64]) -> Group {
+        Group {
+            ty,
+            paradigm,
+            members: members.to_vec(),
+        }
+    }
+
+    /// Threads and accelerator streams are not ranks; MPI's location group decides the order.
+    #[test]
+    fn ranks_are_the_mpi_process_locations() {
+        let mut d = GlobalDefs::default();
+        d.location_groups = [(0, 1), (1, 1), (2, 2)].into_iter().collect();
+        for (loc, g) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2)] {
+            d.locations.insert(loc, LocationDef { group: g });
+        }
+        assert_eq!(rank_locations(&d), vec![0, 2]);
+        d.groups
+            .insert(0, group(defs::GROUP_COMM_LOCATIONS, defs::PARADIGM_MPI, &[2, 0]));
+        assert_eq!(rank_locations(&d), vec![2, 0]);
+    }
+
+    #[test]
+    fn world_self_and_derived_communicators() {
+        let mut d = GlobalDefs::default();
+        let (mpi, other) = (defs::PARADIGM_MPI, 6);
+        d.groups.insert(0, group(defs::GROUP_COMM_GROUP, other, &[0, 1, 2]));
+        d.groups.insert(1, group(defs::GROUP_COMM_GROUP, mpi, &[0, 1, 2]));
+        d.groups.insert(2, group(defs::GROUP_COMM_SELF, mpi, &[]));
+        d.groups.insert(3, group(defs::GROUP_COMM_GROUP, mpi, &[2, 0]));
+        d.groups.insert(4, group(defs::GROUP_COMM_GROUP, mpi, &[0, 7]));
+        let comm = |group, parent| Comm { group, parent };
+        d.comms.insert(0, comm(0, UNDEFINED_U32)); // measurement system, not MPI
+        d.comms.insert(1, comm(1, UNDEFINED_U32));
+        d.comms.insert(2, comm(2, UNDEFINED_U32));
+        d.comms.insert(3, comm(3, 1));
+        d.comms.insert(4, comm(4, 1)); // rank 7 does not exist
+        let (comms, defined) = communicators(&d, 3);
+        assert_eq!(comms.get(&1), Some(&(WORLD_HANDLE, 3)));
+        assert_eq!(comms.get(&2), Some(&(SELF_HANDLE, 1)));
+        assert_eq!(comms.get(&3), Some(&(5, 2)));
+        assert!(!comms.contains_key(&0) && !comms.contains_key(&4));
+        assert_eq!(defined, vec![(5, vec![2, 0])]);
+    }
+
+    /// A hand-written event file: a Leave without Enter, an MPI Enter while another MPI call
+    /// is open, user regions, and an MPI call still open at the end.
+    #[test]
+    fn unbalanced_regions_end_calls_without_failing() {
+        let dir = std::env::temp_dir().join(format!("tracewatt-otf2-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut b = vec![3u8, 0x42];
+        b.extend([0u8; 16]);
+        let ts = |b: &mut Vec<u8>, t: u64| {
+            b.push(5);
+            b.extend(t.to_le_bytes());
+        };
+        ts(&mut b, 10);
+        b.extend([13, 1, 2]); // Leave MPI_Recv, never entered
+        ts(&mut b, 20);
+        b.extend([12, 1, 1]); // Enter MPI_Send
+        ts(&mut b, 25);
+        b.extend([14, 7, 1, 1, 0, 1, 7, 1, 100]); // MpiSend to 1, comm 0, tag 7, 100 bytes
+        ts(&mut b, 30);
+        b.extend([12, 1, 2]); // Enter MPI_Recv: the send ends here
+        ts(&mut b, 40);
+        b.extend([13, 1, 3]); // Leave of a user region
+        ts(&mut b, 50);
+        b.extend([13, 1, 2]); // Leave MPI_Recv (no message record: MPI_PROC_NULL)
+        ts(&mut b, 60);
+        b.extend([12, 1, 1, 12, 1, 3]); // Enter MPI_Send, Enter user region
+        ts(&mut b, 70);
+        b.extend([99, 2, 0, 0, 2]); // an unknown event (skipped by length), end of file
+        std::fs::write(dir.join("0.evt"), &b).unwrap();
+        let mpi = |name: &str| MpiRegion {
+            func: func_id(name).unwrap(),
+            name: name.into(),
+        };
+        let model = Model {
+            dir: dir.clone(),
+            chunk_size_events: 1 << 20,
+            chunk_size_defs: 1 << 20,
+            ticks_per_s: 1_000_000_000,
+            origin_ticks: 0,
+            rank_locations: vec![0],
+            regions: [(1, mpi("send")), (2, mpi("recv"))].into_iter().collect(),
+            comms: [(0, (WORLD_HANDLE, 2))].into_iter().collect(),
+            defined: Vec::new(),
+        };
+        let calls: Vec<Call> = Otf2Calls::open(Arc::new(model), 0)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let summary: Vec<(u64, u64, CallKind)> = calls
+            .into_iter()
+            .map(|c| (c.start_ns, c.end_ns, c.kind))
+            .collect();
+        let send = CallKind::Send {
+            comm: WORLD_HANDLE,
+            peer: 1,
+            tag: 7,
+            bytes: 100,
+        };
+        assert_eq!(
+            summary,
+            vec![
+                (20, 30, send),
+                (30, 50, CallKind::Local),
+                (60, 70, CallKind::Local)
+            ]
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
