@@ -320,14 +320,12 @@ impl ReadAhead {
     }
 }
 
-/// An MPI call between its Enter and Leave.
+/// An MPI call between its Enter and Leave (its records are in `Otf2Calls::evs`).
 #[derive(Debug)]
 struct Open {
     region: u32,
     func: Func,
-    name: String,
     start_ticks: u64,
-    evs: Vec<(Ev, Option<Outcome>)>,
 }
 
 /// Streams one rank's calls.
@@ -340,6 +338,8 @@ struct Otf2Calls {
     ahead: ReadAhead,
     posts: u64,
     open: Option<Open>,
+    /// The open call's MPI records (reused from call to call).
+    evs: Vec<(Ev, Option<Outcome>)>,
     /// Ticks of measurement-off intervals so far, cut out of later times.
     cut_ticks: u64,
     off_since: Option<u64>,
@@ -390,6 +390,7 @@ impl Otf2Calls {
             },
             posts: 0,
             open: None,
+            evs: Vec::new(),
             cut_ticks: 0,
             off_since: None,
             last_ticks: 0,
@@ -406,6 +407,7 @@ impl Otf2Calls {
     fn close(&mut self, end_ticks: u64) {
         if let Some(o) = self.open.take() {
             let kind = self.kind(&o);
+            self.evs.clear();
             self.out.push_back(Call {
                 func: o.func,
                 start_ns: self.ns(o.start_ticks),
@@ -438,14 +440,12 @@ impl Otf2Calls {
             }
             Ev::Enter(region) => {
                 if let Some(r) = self.model.regions.get(&region) {
-                    let (func, name) = (r.func, r.name.clone());
+                    let func = r.func;
                     self.close(t);
                     self.open = Some(Open {
                         region,
                         func,
-                        name,
                         start_ticks: t,
-                        evs: Vec::new(),
                     });
                 }
             }
@@ -470,14 +470,14 @@ impl Otf2Calls {
                         local,
                     )
                 })?;
-                if let Some(o) = self.open.as_mut() {
-                    o.evs.push((ev, Some(outcome)));
+                if self.open.is_some() {
+                    self.evs.push((ev, Some(outcome)));
                 }
             }
             Ev::Other => {}
             ev => {
-                if let Some(o) = self.open.as_mut() {
-                    o.evs.push((ev, None));
+                if self.open.is_some() {
+                    self.evs.push((ev, None));
                 }
             }
         }
@@ -486,7 +486,8 @@ impl Otf2Calls {
 
     fn kind(&mut self, o: &Open) -> CallKind {
         let m = &self.model;
-        let name = o.name.as_str();
+        let name = m.regions.get(&o.region).map_or("", |r| r.name.as_str());
+        let evs = &self.evs;
         let unsupported = |why: &str| CallKind::Unsupported {
             name: if why.is_empty() {
                 name.to_string()
@@ -494,7 +495,7 @@ impl Otf2Calls {
                 format!("{name} ({why})")
             },
         };
-        let first = |f: fn(&Ev) -> Option<Msg>| o.evs.iter().find_map(|(e, _)| f(e));
+        let first = |f: fn(&Ev) -> Option<Msg>| evs.iter().find_map(|(e, _)| f(e));
         let peer = |p: u32| i32::try_from(p).unwrap_or(PROC_NULL);
         let tag = |t: u32| i32::try_from(t).unwrap_or(crate::call::ANY);
         if o.func == funcs::F_UNKNOWN {
@@ -513,7 +514,7 @@ impl Otf2Calls {
                 None => CallKind::Local, // MPI_PROC_NULL: Score-P records no message
             },
             "isend" | "ibsend" | "issend" | "irsend" => {
-                let isend = o.evs.iter().find_map(|(e, _)| match e {
+                let isend = evs.iter().find_map(|(e, _)| match e {
                     Ev::Isend(s, req) => Some((*s, *req)),
                     _ => None,
                 });
@@ -544,7 +545,7 @@ impl Otf2Calls {
                 None => CallKind::Local,
             },
             "irecv" => {
-                let post = o.evs.iter().find_map(|(e, out)| match (e, out) {
+                let post = evs.iter().find_map(|(e, out)| match (e, out) {
                     (Ev::IrecvRequest(req), Some(out)) => Some((*req, *out)),
                     _ => None,
                 });
@@ -586,8 +587,7 @@ impl Otf2Calls {
                 if first(recv).is_some() {
                     return unsupported("receive completed without a request record");
                 }
-                let done: Vec<ReqHandle> = o
-                    .evs
+                let done: Vec<ReqHandle> = evs
                     .iter()
                     .filter_map(|(e, _)| match e {
                         Ev::IsendComplete(r)
@@ -597,7 +597,7 @@ impl Otf2Calls {
                         _ => None,
                     })
                     .collect();
-                let tested = o.evs.iter().find_map(|(e, _)| match e {
+                let tested = evs.iter().find_map(|(e, _)| match e {
                     Ev::RequestTest(r) => Some(*r),
                     _ => None,
                 });
@@ -635,7 +635,7 @@ impl Otf2Calls {
                 }
             }
             n if coll_name(n).is_some() => {
-                let record = o.evs.iter().find_map(|(e, out)| match (e, out) {
+                let record = evs.iter().find_map(|(e, out)| match (e, out) {
                     (Ev::CollEnd(c), _) => Some(*c),
                     (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
                     _ => None,
