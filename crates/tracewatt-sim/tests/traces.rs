@@ -136,7 +136,11 @@ fn otf2_archives_simulate() {
         let msgs = &res.summary["messages"];
         assert_eq!(msgs["count"].as_u64(), Some(16), "{msgs}");
         // 2^14 .. 2^21 bytes, each size once in each direction.
-        assert_eq!(msgs["bytes"].as_u64(), Some(2 * ((1 << 22) - (1 << 14))), "{msgs}");
+        assert_eq!(
+            msgs["bytes"].as_u64(),
+            Some(2 * ((1 << 22) - (1 << 14))),
+            "{msgs}"
+        );
         assert!(makespan(&res) > 0.0);
     }
     let err = run(&data("otf2/tracer-stencil4d-32ranks"), 16).unwrap_err();

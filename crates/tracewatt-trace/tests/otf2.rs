@@ -72,7 +72,10 @@ fn pipit_ping_pong_matches_the_reference() {
     // 16 KiB .. 2 MiB, each size sent once by each rank.
     assert_eq!(i.p2p_bytes, 2 * ((1 << 22) - (1 << 14)));
     assert_eq!(i.collective_bytes, 0);
-    assert!((i.duration_s.unwrap() - 0.199_534_505).abs() < 1e-8, "{i:?}");
+    assert!(
+        (i.duration_s.unwrap() - 0.199_534_505).abs() < 1e-8,
+        "{i:?}"
+    );
     assert!(i.unsupported.is_empty(), "{:?}", i.unsupported);
 }
 
@@ -80,8 +83,14 @@ fn pipit_ping_pong_matches_the_reference() {
 fn pipit_rank_0_call_by_call() {
     let (origin, tps) = (7_397_466_976_977_800, 2_095_197_216);
     let c = calls("otf2/pipit-ping-pong", 0);
-    let names: Vec<&str> = c.iter().map(|c| tracewatt_trace::funcs::func_name(c.func)).collect();
-    assert_eq!(&names[..5], ["init", "comm_size", "comm_rank", "send", "recv"]);
+    let names: Vec<&str> = c
+        .iter()
+        .map(|c| tracewatt_trace::funcs::func_name(c.func))
+        .collect();
+    assert_eq!(
+        &names[..5],
+        ["init", "comm_size", "comm_rank", "send", "recv"]
+    );
     assert_eq!(names.last(), Some(&"finalize"));
     assert_eq!(c[0].start_ns, ns(7_397_466_977_702_853, origin, tps));
     assert_eq!(c[0].end_ns, ns(7_397_467_382_698_364, origin, tps));
@@ -145,7 +154,10 @@ fn sst_macro_matches_the_reference() {
     assert_eq!(i.calls, want);
     assert_eq!(i.p2p_bytes, 23_592_600);
     assert_eq!(i.collective_bytes, 1_474_680);
-    assert!((i.duration_s.unwrap() - 1.247_862_415).abs() < 1e-8, "{i:?}");
+    assert!(
+        (i.duration_s.unwrap() - 1.247_862_415).abs() < 1e-8,
+        "{i:?}"
+    );
     // Score-P 2.0 wrote no records for non-blocking collectives: they cannot be simulated.
     let unsupported: BTreeMap<&str, u64> = i
         .unsupported
@@ -194,8 +206,13 @@ fn sst_macro_communicators_come_from_the_definitions() {
             _ => None,
         })
         .collect();
-    assert!(pair_allreduce.contains(&4) && pair_allreduce.contains(&8192), "{pair_allreduce:?}");
-    assert!(ops.iter().any(|o| matches!(o, Op::Collective { comm: 0, .. })));
+    assert!(
+        pair_allreduce.contains(&4) && pair_allreduce.contains(&8192),
+        "{pair_allreduce:?}"
+    );
+    assert!(ops
+        .iter()
+        .any(|o| matches!(o, Op::Collective { comm: 0, .. })));
 }
 
 /// MPI_Irecv records only a request; peer, tag and size come from the completion in a later
@@ -255,7 +272,14 @@ fn irecv_peers_come_from_their_completions() {
         .collect();
     assert_eq!(
         first,
-        [(2, 0, 4), (1, 0, 4), (9, 0, 4), (5, 1, 8), (7, 1, 8), (1, 1, 8)]
+        [
+            (2, 0, 4),
+            (1, 0, 4),
+            (9, 0, 4),
+            (5, 1, 8),
+            (7, 1, 8),
+            (1, 1, 8)
+        ]
     );
 }
 
@@ -272,7 +296,10 @@ fn stencil4d_matches_the_reference() {
     ]);
     assert_eq!(i.calls, want);
     assert_eq!(i.p2p_bytes, 512 * 131_072);
-    assert!((i.duration_s.unwrap() - 1.553_251_672).abs() < 1e-8, "{i:?}");
+    assert!(
+        (i.duration_s.unwrap() - 1.553_251_672).abs() < 1e-8,
+        "{i:?}"
+    );
     assert!(i.unsupported.is_empty(), "{:?}", i.unsupported);
 }
 
@@ -309,7 +336,11 @@ fn every_rank_drains_and_conversion_keeps_calls_and_ops() {
         let i = t.info();
         assert_eq!(converted.format, TraceFormat::Native);
         assert_eq!(
-            (&converted.calls, converted.p2p_bytes, converted.collective_bytes),
+            (
+                &converted.calls,
+                converted.p2p_bytes,
+                converted.collective_bytes
+            ),
             (&i.calls, i.p2p_bytes, i.collective_bytes),
             "{rel}"
         );
@@ -344,7 +375,10 @@ fn compute_scale_scales_the_gaps() {
             .sum()
     };
     let (a, b) = (compute(&base[0]), compute(&half[0]));
-    assert!(a > 0 && b.abs_diff(a / 2) <= base[0].len() as u64, "{a} {b}");
+    assert!(
+        a > 0 && b.abs_diff(a / 2) <= base[0].len() as u64,
+        "{a} {b}"
+    );
 }
 
 #[test]

@@ -98,7 +98,9 @@ fn every_truncation_of_a_native_rank_file_is_an_error_with_an_offset() {
 /// Where the end-of-file marker (`02`) is: only bytes after it (`01` closing the buffer, some
 /// writers' newline) may be cut without harm.
 fn eof_marker(b: &[u8]) -> usize {
-    b.iter().rposition(|&x| x == 2).expect("an end-of-file marker")
+    b.iter()
+        .rposition(|&x| x == 2)
+        .expect("an end-of-file marker")
 }
 
 /// Every cut up to the end-of-file marker is an error naming the event file, rank and offset.
@@ -107,7 +109,8 @@ fn every_truncation_of_an_otf2_event_file_is_an_error_with_an_offset() {
     let d = otf2_copy("otf2/tracer-stencil4d-32ranks", "trunc-otf2-evt");
     let f = d.join("traces/5.evt");
     let orig = std::fs::read(&f).unwrap();
-    for len in (0..=eof_marker(&orig)).step_by(3) {
+    let eof = eof_marker(&orig);
+    for len in (0..=eof).step_by(3).chain([eof]) {
         std::fs::write(&f, &orig[..len]).unwrap();
         let e = run(&d).expect_err("truncated file read cleanly");
         assert!(
@@ -140,7 +143,10 @@ fn every_truncation_of_otf2_definitions_is_an_error_naming_the_file() {
     for len in 0..45 {
         std::fs::write(&f, &orig[..len]).unwrap();
         let e = run(&d).expect_err("truncated anchor read cleanly");
-        assert!(e.contains("traces.otf2") && e.contains("byte offset"), "{len}: {e}");
+        assert!(
+            e.contains("traces.otf2") && e.contains("byte offset"),
+            "{len}: {e}"
+        );
     }
 }
 

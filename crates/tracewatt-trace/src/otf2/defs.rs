@@ -39,7 +39,12 @@ pub(crate) fn read_anchor(path: &Path) -> Result<Anchor, TraceError> {
             return Err(c.bad("an anchor format version above 0"));
         }
         // Trace format and OTF2 version: records are forward compatible, nothing depends on them.
-        for what in ["the trace format", "the OTF2 version", "the OTF2 version", "the OTF2 version"] {
+        for what in [
+            "the trace format",
+            "the OTF2 version",
+            "the OTF2 version",
+            "the OTF2 version",
+        ] {
             c.u8(what)?;
         }
         let chunk_size_events = c.u64_full("the event chunk size")?;
@@ -58,7 +63,9 @@ pub(crate) fn read_anchor(path: &Path) -> Result<Anchor, TraceError> {
         }
         let compression = c.u8("the compression")?;
         if compression != COMPRESSION_NONE {
-            return Err(c.bad(format!("uncompressed files (got compression {compression})")));
+            return Err(c.bad(format!(
+                "uncompressed files (got compression {compression})"
+            )));
         }
         c.u64_full("the number of locations")?;
         c.u64_full("the number of global definitions")?;
@@ -132,7 +139,9 @@ fn group_type_pre_1_2(t: u8) -> (u8, u8) {
 /// Array lengths are checked against the record before allocating (each entry is >= 1 byte).
 fn array_len(c: &mut Cur, n: u64, left: usize, what: &str) -> Result<usize, super::buffer::Bad> {
     if n > left as u64 {
-        return Err(c.bad(format!("{what}: a length that fits in the record (got {n})")));
+        return Err(c.bad(format!(
+            "{what}: a length that fits in the record (got {n})"
+        )));
     }
     Ok(n as usize)
 }
@@ -165,7 +174,9 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.clock = Some((res, off));
             }
             DEF_STRING => {
-                let (id, s) = r.body(body, |c| Ok((c.u32c("a string id")?, c.string("a string")?)))?;
+                let (id, s) = r.body(body, |c| {
+                    Ok((c.u32c("a string id")?, c.string("a string")?))
+                })?;
                 d.strings.insert(id, s);
             }
             DEF_LOCATION_GROUP => {
@@ -188,8 +199,9 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.locations.insert(id, loc);
             }
             DEF_REGION => {
-                let (id, name) =
-                    r.body(body, |c| Ok((c.u32c("a region id")?, c.u32c("a region name")?)))?;
+                let (id, name) = r.body(body, |c| {
+                    Ok((c.u32c("a region id")?, c.u32c("a region name")?))
+                })?;
                 d.regions.insert(id, name);
             }
             DEF_GROUP => {

@@ -148,7 +148,9 @@ impl EvtStream {
     }
 
     fn region(&self, id: u32) -> u32 {
-        self.regions.as_ref().map_or(id, |m| m.map(id as u64) as u32)
+        self.regions
+            .as_ref()
+            .map_or(id, |m| m.map(id as u64) as u32)
     }
 
     fn comm(&self, id: u32) -> u32 {
@@ -183,9 +185,7 @@ impl EvtStream {
                 }
                 ENTER => Ev::Enter(self.r.read(|c| c.u32c("an Enter region"))?),
                 LEAVE => Ev::Leave(self.r.read(|c| c.u32c("a Leave region"))?),
-                MPI_ISEND_COMPLETE => {
-                    Ev::IsendComplete(self.r.read(|c| c.u64c("a request id"))?)
-                }
+                MPI_ISEND_COMPLETE => Ev::IsendComplete(self.r.read(|c| c.u64c("a request id"))?),
                 MPI_IRECV_REQUEST => Ev::IrecvRequest(self.r.read(|c| c.u64c("a request id"))?),
                 MPI_REQUEST_TEST => Ev::RequestTest(self.r.read(|c| c.u64c("a request id"))?),
                 MPI_REQUEST_CANCELLED => {
@@ -257,7 +257,9 @@ impl EvtStream {
                                 Ev::CollEnd(c)
                             }
                         }
-                        NBC_REQUEST => Ev::NbcRequest(self.r.body(body, |c| c.u64c("a request id"))?),
+                        NBC_REQUEST => {
+                            Ev::NbcRequest(self.r.body(body, |c| c.u64c("a request id"))?)
+                        }
                         _ => Ev::Other,
                     }
                 }
@@ -284,6 +286,10 @@ mod tests {
         assert_eq!(c.correct(50), 0, "before the first: first interval's line");
         assert_eq!(c.correct(150), 200);
         assert_eq!(c.correct(250), 350);
-        assert_eq!(c.correct(400), 500, "past the last: last interval (slope 0)");
+        assert_eq!(
+            c.correct(400),
+            500,
+            "past the last: last interval (slope 0)"
+        );
     }
 }

@@ -42,7 +42,7 @@ use crate::error::{Location, TraceError};
 use crate::funcs::{self, func_id, Func};
 use crate::{CallIter, CallSource, TraceFormat};
 use defs::{GlobalDefs, LocalDefs, UNDEFINED_U32};
-use events::{Coll, EvtStream, Ev, Msg};
+use events::{Coll, Ev, EvtStream, Msg};
 
 /// The anchor file of `path` (an anchor file, or a directory holding exactly one).
 pub(crate) fn find_anchor(path: &Path) -> Option<PathBuf> {
@@ -80,10 +80,9 @@ struct Model {
     rank_locations: Vec<u64>,
     /// Global region id -> MPI call (absent: not an MPI region).
     regions: BTreeMap<u32, MpiRegion>,
-    /// Global communicator id -> handle and size.
-    comms: BTreeMap<u32, (CommHandle, u32)>,
-    /// Communicators besides world and self: handle and members (world ranks, comm order).
-    defined: Vec<(CommHandle, Vec<Rank>)>,
+    comms: CommMap,
+    /// Communicators besides world and self.
+    defined: Defined,
 }
 
 impl Model {
@@ -155,9 +154,10 @@ impl Model {
 
 /// World rank -> location id.
 fn rank_locations(d: &GlobalDefs) -> Vec<u64> {
-    let mpi_locations = d.groups.values().find(|g| {
-        g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI
-    });
+    let mpi_locations = d
+        .groups
+        .values()
+        .find(|g| g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI);
     if let Some(g) = mpi_locations {
         return g.members.clone();
     }
@@ -173,14 +173,15 @@ fn rank_locations(d: &GlobalDefs) -> Vec<u64> {
         .collect()
 }
 
+/// Trace communicator id -> (handle, size).
+type CommMap = BTreeMap<u32, (CommHandle, u32)>;
+/// Communicators to define: handle and members (world ranks, comm-rank order).
+type Defined = Vec<(CommHandle, Vec<Rank>)>;
+
 /// Communicator handles and sizes, and the communicators to define. World is the MPI
 /// communicator without parent whose group is every rank in order; communicators of a
 /// `COMM_SELF` group are self. Group members of MPI communicators are world ranks.
-#[allow(clippy::type_complexity)]
-fn communicators(
-    d: &GlobalDefs,
-    n: u32,
-) -> (BTreeMap<u32, (CommHandle, u32)>, Vec<(CommHandle, Vec<Rank>)>) {
+fn communicators(d: &GlobalDefs, n: u32) -> (CommMap, Defined) {
     let mut comms = BTreeMap::new();
     let mut defined = Vec::new();
     let mut world_seen = false;
@@ -785,14 +786,18 @@ mod tests {
     /// Threads and accelerator streams are not ranks; MPI's location group decides the order.
     #[test]
     fn ranks_are_the_mpi_process_locations() {
-        let mut d = GlobalDefs::default();
-        d.location_groups = [(0, 1), (1, 1), (2, 2)].into_iter().collect();
+        let mut d = GlobalDefs {
+            location_groups: [(0, 1), (1, 1), (2, 2)].into_iter().collect(),
+            ..GlobalDefs::default()
+        };
         for (loc, g) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2)] {
             d.locations.insert(loc, LocationDef { group: g });
         }
         assert_eq!(rank_locations(&d), vec![0, 2]);
-        d.groups
-            .insert(0, group(defs::GROUP_COMM_LOCATIONS, defs::PARADIGM_MPI, &[2, 0]));
+        d.groups.insert(
+            0,
+            group(defs::GROUP_COMM_LOCATIONS, defs::PARADIGM_MPI, &[2, 0]),
+        );
         assert_eq!(rank_locations(&d), vec![2, 0]);
     }
 
@@ -800,11 +805,15 @@ mod tests {
     fn world_self_and_derived_communicators() {
         let mut d = GlobalDefs::default();
         let (mpi, other) = (defs::PARADIGM_MPI, 6);
-        d.groups.insert(0, group(defs::GROUP_COMM_GROUP, other, &[0, 1, 2]));
-        d.groups.insert(1, group(defs::GROUP_COMM_GROUP, mpi, &[0, 1, 2]));
+        d.groups
+            .insert(0, group(defs::GROUP_COMM_GROUP, other, &[0, 1, 2]));
+        d.groups
+            .insert(1, group(defs::GROUP_COMM_GROUP, mpi, &[0, 1, 2]));
         d.groups.insert(2, group(defs::GROUP_COMM_SELF, mpi, &[]));
-        d.groups.insert(3, group(defs::GROUP_COMM_GROUP, mpi, &[2, 0]));
-        d.groups.insert(4, group(defs::GROUP_COMM_GROUP, mpi, &[0, 7]));
+        d.groups
+            .insert(3, group(defs::GROUP_COMM_GROUP, mpi, &[2, 0]));
+        d.groups
+            .insert(4, group(defs::GROUP_COMM_GROUP, mpi, &[0, 7]));
         let comm = |group, parent| Comm { group, parent };
         d.comms.insert(0, comm(0, UNDEFINED_U32)); // measurement system, not MPI
         d.comms.insert(1, comm(1, UNDEFINED_U32));
