@@ -7,6 +7,7 @@ link always on, so the cost of the power model's work shows as `power model over
 
     python3 scripts/bench.py            # every scenario
     python3 scripts/bench.py dragonfly  # scenarios whose name contains "dragonfly"
+    python3 scripts/bench.py readers    # trace reader throughput only (records/s, MB/s)
 
 Prints a Markdown table (the README's performance section is copied from it) and writes
 bench-results.json.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -98,8 +100,41 @@ def run_child(text: str) -> dict[str, float] | str:
     return result
 
 
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+# One trace per format and size class from ../shared/data.
+READER_TRACES = [
+    "dumpi/npb-cg.S-4ranks",
+    "dumpi/sst-macro-testbgp",
+    "otf2/sst-macro-10ranks",
+    "otf2/tracer-stencil4d-32ranks",
+    "simgrid-ti/ti-32ranks",
+]
+
+
+def readers() -> int:
+    """Reader throughput: every rank of each trace read 50 times (warm cache), release build of
+    the trace crate's `trace_info` example. Records are calls (an OTF2 call is 2-3 events)."""
+    paths = [str(DATA / t) for t in READER_TRACES if (DATA / t).exists()]
+    cmd = ["cargo", "run", "-q", "--release", "-p", "tracewatt-trace", "--example", "trace_info"]
+    out = subprocess.run(
+        [*cmd, "--", "--bench", *paths], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        print(out.stderr, file=sys.stderr)
+        return 1
+    print("| trace | records/s | MB/s |\n|---|---|---|")
+    for line in out.stdout.splitlines():
+        m = re.match(r"(.*): ([0-9.]+) M records/s, ([0-9.]+) MB/s", line)
+        if m:
+            print(f"| {Path(m.group(1)).relative_to(DATA)} | {m.group(2)} M | {m.group(3)} |")
+    return 0
+
+
 def main() -> int:
     pick = sys.argv[1] if len(sys.argv) > 1 else ""
+    if pick == "readers":
+        return readers()
     rows: list[dict[str, float]] = []
     names: list[str] = []
     for name, text in SCENARIOS.items():

@@ -71,12 +71,13 @@ def _split_list(tmp: Path) -> Path:
 
 def _readable(tmp: Path) -> list[Path]:
     dumpi = sorted(p for p in (DATA / "dumpi").iterdir() if p.is_dir())
+    otf2 = sorted(p for p in (DATA / "otf2").iterdir() if p.is_dir())
     actions = sorted(
         p
         for p in (DATA / "simgrid-ti" / "actions").glob("*.txt")
         if p.name not in ("actions0.txt", "actions1.txt")
     )
-    return [*dumpi, *actions, DATA / "simgrid-ti" / "ti-32ranks", _split_list(tmp)]
+    return [*dumpi, *otf2, *actions, DATA / "simgrid-ti" / "ti-32ranks", _split_list(tmp)]
 
 
 # --------------------------------------------------------------------------- simulate
@@ -84,7 +85,7 @@ def _readable(tmp: Path) -> list[Path]:
 
 def test_every_readable_trace_simulates(tmp_path: Path) -> None:
     traces = _readable(tmp_path)
-    assert len(traces) >= 15
+    assert len(traces) >= 18
     for p in traces:
         ranks = int(_info(p)["ranks"])
         res = tracewatt.simulate(_config(p, ranks))
@@ -138,8 +139,13 @@ def test_relative_path_against_config_dir(tmp_path: Path) -> None:
 
 def test_trace_errors_are_trace_errors(tmp_path: Path) -> None:
     assert issubclass(tracewatt.TraceError, tracewatt.WorkloadError)
-    with pytest.raises(tracewatt.TraceError, match="OTF2"):
-        tracewatt.simulate(_config(DATA / "otf2" / "pipit-ping-pong", 2))
+    otf2 = tmp_path / "otf2"
+    shutil.copytree(DATA / "otf2" / "pipit-ping-pong", otf2)
+    evt = otf2 / "traces" / "1.evt"
+    evt.chmod(0o644)
+    evt.write_bytes(evt.read_bytes()[:500])
+    with pytest.raises(tracewatt.TraceError, match=r"1\.evt: rank 1, byte offset \d+"):
+        tracewatt.simulate(_config(otf2, 2))
     for f in (DATA / "dumpi" / "sst-dumpi-testtrace").iterdir():
         shutil.copy(f, tmp_path / f.name)
     b = tmp_path / "testtrace-0001.bin"
@@ -171,8 +177,9 @@ def test_stuck_trace_run_exits_3_naming_the_rank(
 # --------------------------------------------------------------------------- trace info
 
 
-# Per-trace call counts summed over ranks, from ../shared/data/README.md (testbgp: per rank x 7)
-# and the crate README (NPB CG/FT: 6720 send/irecv/wait; FT's comm_splits).
+# Per-trace call counts summed over ranks, from ../shared/data/README.md (testbgp: per rank x 7;
+# OTF2 ping-pong and stencil4d), the crate README (NPB CG/FT: 6720 send/irecv/wait; FT's
+# comm_splits) and, for sst-macro's OTF2 archive, the reference OTF2 library's Enter counts.
 EXPECTED_CALLS: dict[str, dict[str, int]] = {
     "dumpi/sst-macro-testbgp": {
         "isend": 84 * 7,
@@ -182,6 +189,17 @@ EXPECTED_CALLS: dict[str, dict[str, int]] = {
     },
     "dumpi/npb-cg.S-4ranks": {"send": 6720, "irecv": 6720, "wait": 6720},
     "dumpi/npb-ft.S-4ranks": {"comm_split": 8},
+    "otf2/pipit-ping-pong": {"send": 16, "recv": 16},
+    "otf2/tracer-stencil4d-32ranks": {"send": 512, "irecv": 512, "barrier": 96},
+    "otf2/sst-macro-10ranks": {
+        "isend": 1440,
+        "irecv": 1440,
+        "wait": 1080,
+        "waitall": 480,
+        "allreduce": 360,
+        "iallreduce": 360,
+        "comm_split": 20,
+    },
 }
 EXPECTED_NAMES: dict[str, set[str]] = {
     "dumpi/sst-dumpi-testtrace": {"init", "barrier", "isend", "recv", "wait", "allreduce"},
@@ -200,8 +218,8 @@ def test_trace_info_json_counts(trace_cli: Callable[..., CliResult], rel: str) -
     for name, n in EXPECTED_CALLS.get(rel, {}).items():
         assert info["calls"].get(name) == n, (name, info["calls"])
     assert EXPECTED_NAMES.get(rel, set()) <= set(info["calls"]), info["calls"]
-    if rel.startswith("dumpi/"):
-        assert info["format"] == "dumpi" and info["duration_s"] > 0
+    if rel.startswith(("dumpi/", "otf2/")):
+        assert info["format"] == rel.split("/")[0] and info["duration_s"] > 0
 
 
 def test_trace_info_table(trace_cli: Callable[..., CliResult]) -> None:
@@ -212,9 +230,14 @@ def test_trace_info_table(trace_cli: Callable[..., CliResult]) -> None:
     assert "total" in r.out
 
 
+def test_trace_info_table_otf2(trace_cli: Callable[..., CliResult]) -> None:
+    r = trace_cli("trace", "info", DATA / "otf2" / "pipit-ping-pong" / "traces.otf2")
+    assert r.code == 0, r.err
+    assert "format                otf2" in r.out
+    assert re.search(r"^send\s+16$", r.out, re.M), r.out
+
+
 def test_trace_info_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) -> None:
-    r = trace_cli("trace", "info", DATA / "otf2" / "pipit-ping-pong")
-    assert r.code == 3 and "OTF2" in r.err
     r = trace_cli("trace", "info", tmp_path / "missing")
     assert r.code == 2 and "no such file" in r.err
     (tmp_path / "junk.txt").write_text("hello\n")
@@ -231,7 +254,14 @@ def test_trace_info_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    "rel", ["dumpi/npb-cg.S-4ranks", "dumpi/npb-ft.S-4ranks", "simgrid-ti/ti-32ranks"]
+    "rel",
+    [
+        "dumpi/npb-cg.S-4ranks",
+        "dumpi/npb-ft.S-4ranks",
+        "simgrid-ti/ti-32ranks",
+        "otf2/sst-macro-10ranks",
+        "otf2/tracer-stencil4d-32ranks",
+    ],
 )
 def test_convert_then_run_same_makespan(
     trace_cli: Callable[..., CliResult], tmp_path: Path, rel: str

@@ -346,5 +346,6 @@
 #define TW_F_SESSION_FINALIZE 341
 #define TW_F_UNKNOWN 342
 #define TW_F_COMPUTE 343
+#define TW_F_COMM_DEFINE 344
 
 #endif

@@ -21,7 +21,7 @@
 
 #include "funcs.h"
 
-#define TW_VERSION 1
+#define TW_VERSION 2
 #define TW_FLAG_TIMED 1
 #define TW_COMM_NULL 0xFFFFFFFFu
 

@@ -263,8 +263,8 @@ def register(subparsers: Any) -> None:
     t = subparsers.add_parser(
         "trace",
         help="inspect and convert MPI traces",
-        description="Inspect and convert MPI traces (SST-DUMPI, SimGrid time-independent, "
-        "tracewatt native).",
+        description="Inspect and convert MPI traces (SST-DUMPI, OTF2, SimGrid "
+        "time-independent, tracewatt native).",
     )
     tsub = t.add_subparsers(dest="trace_command", metavar="SUBCOMMAND")
     tsub.required = True

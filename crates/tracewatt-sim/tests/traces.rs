@@ -79,10 +79,10 @@ fn split_list() -> PathBuf {
     list
 }
 
-/// Every trace in ../shared/data the readers support (OTF2 is recognised, not readable yet).
+/// Every trace in ../shared/data.
 fn readable_traces() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for kind in ["dumpi", "simgrid-ti/actions"] {
+    for kind in ["dumpi", "otf2", "simgrid-ti/actions"] {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(data(kind))
             .unwrap_or_else(|e| {
                 panic!(
@@ -107,7 +107,7 @@ fn readable_traces() -> Vec<PathBuf> {
 #[test]
 fn every_readable_trace_simulates_to_completion() {
     let traces = readable_traces();
-    assert!(traces.len() >= 15, "{traces:?}");
+    assert!(traces.len() >= 18, "{traces:?}");
     for p in traces {
         let info = tracewatt_trace::info(&p, &ReadOptions::default())
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -125,13 +125,26 @@ fn every_readable_trace_simulates_to_completion() {
     }
 }
 
+/// OTF2 archives run through `[jobs.trace]` (directory or anchor file): ping-pong's 16
+/// messages (16 KiB .. 2 MiB, 8 each way); a rank count that does not match is an error.
 #[test]
-fn otf2_is_reported_as_not_readable() {
+fn otf2_archives_simulate() {
     let p = data("otf2/pipit-ping-pong");
     assert_eq!(tracewatt_trace::detect(&p).unwrap(), TraceFormat::Otf2);
-    let err = run(&p, 2).unwrap_err();
-    assert!(matches!(err, SimError::Trace { job: 0, .. }), "{err:?}");
-    assert!(err.to_string().contains("OTF2"), "{err}");
+    for path in [p.clone(), p.join("traces.otf2")] {
+        let res = run(&path, 2).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let msgs = &res.summary["messages"];
+        assert_eq!(msgs["count"].as_u64(), Some(16), "{msgs}");
+        // 2^14 .. 2^21 bytes, each size once in each direction.
+        assert_eq!(
+            msgs["bytes"].as_u64(),
+            Some(2 * ((1 << 22) - (1 << 14))),
+            "{msgs}"
+        );
+        assert!(makespan(&res) > 0.0);
+    }
+    let err = run(&data("otf2/tracer-stencil4d-32ranks"), 16).unwrap_err();
+    assert!(err.to_string().contains("32"), "{err}");
 }
 
 /// Four ranks per node: the whole CG job on one node (its messages go through memory).

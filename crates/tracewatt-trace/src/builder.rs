@@ -577,6 +577,19 @@ impl OpBuilder {
                     }
                 }
             }
+            CallKind::CommDefine { new, members } => {
+                let k = self.splits;
+                self.splits += 1;
+                match hook.define(self.rank, k, new, &members) {
+                    Some(g) if new != NULL_COMM_HANDLE => {
+                        self.comms.insert(new, g);
+                        self.created.insert(g, members);
+                    }
+                    _ => {
+                        self.comms.remove(&new);
+                    }
+                }
+            }
             CallKind::CommFree { comm } => {
                 if comm != WORLD_HANDLE {
                     self.comms.remove(&comm);

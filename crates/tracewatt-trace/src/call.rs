@@ -172,6 +172,13 @@ pub enum CallKind {
         group: GroupHandle,
         new: CommHandle,
     },
+    /// A communicator the trace defines rather than records the creation of (OTF2): every
+    /// member records it once, with the same `new` handle and `members` (world ranks in
+    /// communicator rank order), before using it.
+    CommDefine {
+        new: CommHandle,
+        members: Vec<u32>,
+    },
 }
 
 /// One call: its MPI function, wall-clock start and end (ns, any fixed origin per trace; both 0

@@ -2,7 +2,8 @@
 //! new handle); the simulator wants global communicators with their members. The k-th split on
 //! a given parent communicator is the same collective call on every member, so a pre-pass over
 //! all ranks groups the contributions by (parent, k, color) and orders each group by (key, rank
-//! in parent) as MPI does. Per rank, the pre-pass remembers which global id each of its splits
+//! in parent) as MPI does. Communicators a trace defines up front (OTF2) are grouped by the
+//! trace's own id. Per rank, the pre-pass remembers which global id each of its splits
 //! produced, so the streaming pass only replays that list (memory: one entry per split).
 
 use std::collections::BTreeMap;
@@ -55,6 +56,9 @@ pub(crate) trait CommHook {
         parent: Option<CommId>,
         members: Option<&[Rank]>,
     ) -> Option<CommId>;
+    /// The `k`-th split/create/define of world rank `rank`: a communicator the trace defines
+    /// by `key` (the same on every member) and members (world ranks, comm-rank order).
+    fn define(&mut self, rank: Rank, k: usize, key: u32, members: &[Rank]) -> Option<CommId>;
     fn table(&self) -> Option<&CommTable>;
 }
 
@@ -65,6 +69,7 @@ pub(crate) struct Resolver {
     seq: BTreeMap<(Rank, CommId), u32>,
     groups: BTreeMap<(CommId, u32, i32), CommId>,
     created: BTreeMap<(CommId, u32, Vec<Rank>), CommId>,
+    defined: BTreeMap<u32, CommId>,
     /// Per new comm (gid - 1): parent and (key, world rank) contributions.
     pending: Vec<(CommId, Vec<(i32, Rank)>)>,
     assign: Vec<Vec<Option<CommId>>>,
@@ -77,6 +82,7 @@ impl Resolver {
             seq: BTreeMap::new(),
             groups: BTreeMap::new(),
             created: BTreeMap::new(),
+            defined: BTreeMap::new(),
             pending: Vec::new(),
             assign: vec![Vec::new(); n as usize],
         }
@@ -162,6 +168,24 @@ impl CommHook for Resolver {
         }
         result
     }
+    fn define(&mut self, rank: Rank, k: usize, key: u32, members: &[Rank]) -> Option<CommId> {
+        let result = members.iter().position(|&m| m == rank).map(|pos| {
+            let next = self.pending.len() as CommId + 1;
+            let gid = *self.defined.entry(key).or_insert(next);
+            if gid == next {
+                self.pending.push((WORLD, Vec::new()));
+            }
+            if let Some(p) = self.pending.get_mut(gid as usize - 1) {
+                p.1.push((pos as i32, rank));
+            }
+            gid
+        });
+        if let Some(a) = self.assign.get_mut(rank as usize) {
+            debug_assert_eq!(a.len(), k);
+            a.push(result);
+        }
+        result
+    }
     fn table(&self) -> Option<&CommTable> {
         None
     }
@@ -185,6 +209,9 @@ impl CommHook for Replay<'_> {
         _: Option<CommId>,
         _: Option<&[Rank]>,
     ) -> Option<CommId> {
+        self.split(rank, k, None, 0, 0)
+    }
+    fn define(&mut self, rank: Rank, k: usize, _: u32, _: &[Rank]) -> Option<CommId> {
         self.split(rank, k, None, 0, 0)
     }
     fn table(&self) -> Option<&CommTable> {

@@ -51,7 +51,7 @@ pub static FUNC_NAMES: &[&str] = &[
     "improbe", "mrecv", "imrecv", "neighbor_allgather", "neighbor_alltoall", "neighbor_allgatherv", "neighbor_alltoallv", "neighbor_alltoallw",
     "ineighbor_allgather", "ineighbor_alltoall", "win_allocate", "win_allocate_shared", "win_flush", "win_flush_all", "win_lock_all", "win_unlock_all",
     "rput", "rget", "raccumulate", "get_accumulate", "fetch_and_op", "compare_and_swap", "type_size_x", "get_elements_x",
-    "file_iread_all", "file_iwrite_all", "file_iread_at_all", "file_iwrite_at_all", "session_init", "session_finalize", "unknown", "compute",
+    "file_iread_all", "file_iwrite_all", "file_iread_at_all", "file_iwrite_at_all", "session_init", "session_finalize", "unknown", "compute", "comm_define",
 ];
 
 pub const F_SEND: Func = 0;
@@ -98,6 +98,13 @@ pub const F_INIT_THREAD: Func = 171;
 pub const F_FINALIZE: Func = 125;
 pub const F_UNKNOWN: Func = 342;
 pub const F_COMPUTE: Func = 343;
+/// Pseudo-function of communicators a trace defines up front (OTF2 definitions).
+pub const F_COMM_DEFINE: Func = 344;
+
+/// Pseudo-functions: records that are not MPI calls (not counted as calls in `TraceInfo`).
+pub fn is_pseudo(id: Func) -> bool {
+    id == F_COMPUTE || id == F_COMM_DEFINE
+}
 
 /// The id of an MPI name (lower-case, without `MPI_`), if known.
 pub fn func_id(name: &str) -> Option<Func> {

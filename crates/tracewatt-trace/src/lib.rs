@@ -1,5 +1,5 @@
-//! MPI traces as tracewatt workloads: readers for SST-DUMPI, SimGrid time-independent traces,
-//! tracewatt's native format (written by [`NativeWriter`] and the C tracer in `tracer/`), and
+//! MPI traces as tracewatt workloads: readers for SST-DUMPI, OTF2, SimGrid time-independent
+//! traces, tracewatt's native format (written by [`NativeWriter`] and the C tracer in `tracer/`), and
 //! conversion of any of them to the native format.
 //!
 //! Every reader turns a rank's trace into a stream of [`Call`]s (the recorded MPI calls); a
@@ -14,6 +14,7 @@ pub mod dumpi;
 pub mod error;
 pub mod funcs;
 pub mod native;
+pub mod otf2;
 pub mod simgrid;
 
 use std::collections::BTreeMap;
@@ -237,8 +238,7 @@ pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
     if dumpi::detect(path) {
         return Ok(TraceFormat::Dumpi);
     }
-    let is_otf2 = |p: &Path| p.extension().is_some_and(|e| e == "otf2");
-    if is_otf2(path) || (path.is_dir() && path.join("traces.otf2").is_file()) {
+    if otf2::find_anchor(path).is_some() {
         return Ok(TraceFormat::Otf2);
     }
     if simgrid::detect(path) {
@@ -255,13 +255,7 @@ fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, T
         TraceFormat::Dumpi => Arc::new(dumpi::DumpiTrace::open(path)?),
         TraceFormat::SimgridTi => Arc::new(simgrid::SimgridTrace::open(path, opts.flops_per_s)?),
         TraceFormat::Native => Arc::new(native::NativeTrace::open(path)?),
-        TraceFormat::Otf2 => {
-            return Err(TraceError::UnknownFormat {
-                path: path.to_path_buf(),
-                why: "OTF2 archives are recognised but not readable yet (see the crate README)"
-                    .into(),
-            })
-        }
+        TraceFormat::Otf2 => Arc::new(otf2::Otf2Trace::open(path)?),
     })
 }
 
@@ -291,7 +285,7 @@ fn prescan(
                 CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
                 _ => funcs::func_name(call.func),
             };
-            if call.func != funcs::F_COMPUTE {
+            if !funcs::is_pseudo(call.func) {
                 *calls.entry(name.to_string()).or_insert(0) += 1;
             }
             p2p = p2p.saturating_add(call.p2p_bytes());

@@ -14,7 +14,7 @@ use crate::error::{Location, TraceError};
 use crate::funcs::Func;
 use crate::{CallIter, CallSource, TraceFormat};
 
-pub const NATIVE_VERSION: u16 = 1;
+pub const NATIVE_VERSION: u16 = 2;
 pub const INDEX_MAGIC: &[u8; 8] = b"TWTRIDX\0";
 pub const RANK_MAGIC: &[u8; 8] = b"TWTRACE\0";
 pub const INDEX_NAME: &str = "trace.twi";
@@ -141,6 +141,7 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
         K::GroupSelect { .. } => 24,
         K::GroupFree { .. } => 25,
         K::CommCreate { .. } => 26,
+        K::CommDefine { .. } => 27,
     };
     b.push(tag);
     put_v(b, c.func as u64);
@@ -289,6 +290,13 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
             put_v(b, *parent as u64);
             put_v(b, *group as u64);
             put_v(b, *new as u64);
+        }
+        K::CommDefine { new, members } => {
+            put_v(b, *new as u64);
+            put_v(b, members.len() as u64);
+            for m in members {
+                put_v(b, *m as u64);
+            }
         }
     }
 }
@@ -746,7 +754,16 @@ impl NativeCalls {
                 group: self.u32("a group")?,
                 new: self.u32("a communicator")?,
             },
-            t => return Err(self.err_at(rec, format!("a record tag 0..=26 or 255, got {t}"))),
+            27 => K::CommDefine {
+                new: self.u32("a communicator")?,
+                members: {
+                    let n = self.len_of("communicator members")?;
+                    (0..n)
+                        .map(|_| self.u32("a member rank"))
+                        .collect::<Result<_, _>>()?
+                },
+            },
+            t => return Err(self.err_at(rec, format!("a record tag 0..=27 or 255, got {t}"))),
         };
         self.count += 1;
         Ok(Some(Call {

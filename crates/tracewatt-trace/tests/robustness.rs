@@ -1,5 +1,5 @@
-//! Truncated and corrupted versions of real traces: every reader must return errors (naming
-//! file and offset/line), never panic or hang.
+//! Truncated and corrupted versions of real traces (DUMPI, OTF2, native, SimGrid): every reader
+//! must return errors (naming file and offset/line), never panic or hang.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +27,18 @@ fn copy_dir(src: &Path, tag: &str) -> PathBuf {
         if p.is_file() {
             std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
         }
+    }
+    d
+}
+
+/// A copy of an OTF2 archive (anchor, definitions, `traces/`).
+fn otf2_copy(rel: &str, tag: &str) -> PathBuf {
+    let d = copy_dir(&data(rel), tag);
+    let sub = data(rel).join("traces");
+    std::fs::create_dir(d.join("traces")).unwrap();
+    for e in std::fs::read_dir(sub).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join("traces").join(p.file_name().unwrap())).unwrap();
     }
     d
 }
@@ -83,6 +95,61 @@ fn every_truncation_of_a_native_rank_file_is_an_error_with_an_offset() {
     }
 }
 
+/// Where the end-of-file marker (`02`) is: only bytes after it (`01` closing the buffer, some
+/// writers' newline) may be cut without harm.
+fn eof_marker(b: &[u8]) -> usize {
+    b.iter()
+        .rposition(|&x| x == 2)
+        .expect("an end-of-file marker")
+}
+
+/// Every cut up to the end-of-file marker is an error naming the event file, rank and offset.
+#[test]
+fn every_truncation_of_an_otf2_event_file_is_an_error_with_an_offset() {
+    let d = otf2_copy("otf2/tracer-stencil4d-32ranks", "trunc-otf2-evt");
+    let f = d.join("traces/5.evt");
+    let orig = std::fs::read(&f).unwrap();
+    let eof = eof_marker(&orig);
+    for len in (0..=eof).step_by(3).chain([eof]) {
+        std::fs::write(&f, &orig[..len]).unwrap();
+        let e = run(&d).expect_err("truncated file read cleanly");
+        assert!(
+            e.contains("5.evt") && e.contains("rank 5") && e.contains("byte offset"),
+            "{len}: {e}"
+        );
+    }
+}
+
+#[test]
+fn every_truncation_of_otf2_definitions_is_an_error_naming_the_file() {
+    let d = otf2_copy("otf2/sst-macro-10ranks", "trunc-otf2-def");
+    for (name, rank) in [("traces.def", None), ("traces/3.def", Some(3))] {
+        let f = d.join(name);
+        let orig = std::fs::read(&f).unwrap();
+        let eof = eof_marker(&orig);
+        for len in (0..=eof).step_by(11).chain([eof]) {
+            std::fs::write(&f, &orig[..len]).unwrap();
+            let e = run(&d).expect_err("truncated definitions read cleanly");
+            assert!(e.contains(name) && e.contains("byte offset"), "{len}: {e}");
+            if let Some(r) = rank {
+                assert!(e.contains(&format!("rank {r}")), "{len}: {e}");
+            }
+        }
+        std::fs::write(&f, orig).unwrap();
+    }
+    // The anchor up to the number of global definitions (what the reader needs).
+    let f = d.join("traces.otf2");
+    let orig = std::fs::read(&f).unwrap();
+    for len in 0..45 {
+        std::fs::write(&f, &orig[..len]).unwrap();
+        let e = run(&d).expect_err("truncated anchor read cleanly");
+        assert!(
+            e.contains("traces.otf2") && e.contains("byte offset"),
+            "{len}: {e}"
+        );
+    }
+}
+
 #[test]
 fn bad_simgrid_lines_name_the_line() {
     let d = scratch("bad-ti");
@@ -117,6 +184,19 @@ proptest! {
         let d = native_copy();
         let f = if index { d.join("trace.twi") } else { d.join(format!("rank-{rank}.twr")) };
         mutate(&f, trunc, &flips);
+        let _ = run(&d);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn corrupt_otf2_never_panics(file in 0usize..22, trunc in proptest::option::of(0usize..30_000), flips in proptest::collection::vec((0usize..30_000, any::<u8>()), 0..6)) {
+        let d = otf2_copy("otf2/sst-macro-10ranks", "fuzz-otf2");
+        let name = match file {
+            20 => "traces.otf2".to_string(),
+            21 => "traces.def".to_string(),
+            f => format!("traces/{}.{}", f / 2, if f % 2 == 0 { "evt" } else { "def" }),
+        };
+        mutate(&d.join(name), trunc, &flips);
         let _ = run(&d);
         let _ = std::fs::remove_dir_all(d);
     }

@@ -1,0 +1,352 @@
+//! OTF2 definitions: the anchor file, the global definitions (`traces.def`) and a location's
+//! local definitions (`traces/<location>.def`: mapping tables from the location's local ids to
+//! global ids, clock offsets). Only the records the reader needs are decoded; the others are
+//! skipped by their length. Record layouts follow OTF2's record specifications: attributes of
+//! version 1.0 first (including ones later retired, which stay on the wire), attributes added
+//! later appended in version order and present only if the record is long enough.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tracewatt_workload::Rank;
+
+use super::buffer::{read_unchunked, ChunkReader, Cur, END_OF_CHUNK, END_OF_FILE};
+use crate::error::TraceError;
+
+/// OTF2's undefined value for 32-bit references.
+pub(crate) const UNDEFINED_U32: u32 = u32::MAX;
+
+/// The anchor file's facts.
+#[derive(Debug, Clone)]
+pub(crate) struct Anchor {
+    pub chunk_size_events: u64,
+    pub chunk_size_defs: u64,
+}
+
+const ANCHOR_MAX_BYTES: u64 = 1 << 20;
+const SUBSTRATE_POSIX: u8 = 1;
+const SUBSTRATE_SION: u8 = 2;
+const COMPRESSION_NONE: u8 = 1;
+/// Chunks must hold at least a header and an end-of-file marker.
+const MIN_CHUNK_SIZE: u64 = 32;
+
+pub(crate) fn read_anchor(path: &Path) -> Result<Anchor, TraceError> {
+    read_unchunked(path, ANCHOR_MAX_BYTES, |c| {
+        if c.string("the OTF2 magic")? != "OTF2" {
+            return Err(c.bad("the magic string \"OTF2\""));
+        }
+        if c.u8("the anchor format")? == 0 {
+            return Err(c.bad("an anchor format version above 0"));
+        }
+        // Trace format and OTF2 version: records are forward compatible, nothing depends on them.
+        for what in [
+            "the trace format",
+            "the OTF2 version",
+            "the OTF2 version",
+            "the OTF2 version",
+        ] {
+            c.u8(what)?;
+        }
+        let chunk_size_events = c.u64_full("the event chunk size")?;
+        let chunk_size_defs = c.u64_full("the definition chunk size")?;
+        if chunk_size_events < MIN_CHUNK_SIZE || chunk_size_defs < MIN_CHUNK_SIZE {
+            return Err(c.bad(format!(
+                "chunk sizes of at least {MIN_CHUNK_SIZE} bytes (got {chunk_size_events} and {chunk_size_defs})"
+            )));
+        }
+        match c.u8("the file substrate")? {
+            SUBSTRATE_POSIX => {}
+            SUBSTRATE_SION => {
+                return Err(c.bad("the POSIX file substrate (SIONlib containers are not supported)"))
+            }
+            s => return Err(c.bad(format!("the POSIX file substrate (got {s})"))),
+        }
+        let compression = c.u8("the compression")?;
+        if compression != COMPRESSION_NONE {
+            return Err(c.bad(format!(
+                "uncompressed files (got compression {compression})"
+            )));
+        }
+        c.u64_full("the number of locations")?;
+        c.u64_full("the number of global definitions")?;
+        Ok(Anchor {
+            chunk_size_events,
+            chunk_size_defs,
+        })
+    })
+}
+
+/// Group types (OTF2 1.2 numbering; older files are converted).
+pub(crate) const GROUP_COMM_LOCATIONS: u8 = 4;
+pub(crate) const GROUP_COMM_GROUP: u8 = 5;
+pub(crate) const GROUP_COMM_SELF: u8 = 6;
+pub(crate) const PARADIGM_MPI: u8 = 4;
+pub(crate) const LOCATION_GROUP_PROCESS: u8 = 1;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    pub ty: u8,
+    pub paradigm: u8,
+    pub members: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Comm {
+    pub group: u32,
+    pub parent: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LocationDef {
+    pub group: u32,
+}
+
+/// The global definitions the reader uses.
+#[derive(Debug, Default)]
+pub(crate) struct GlobalDefs {
+    /// Ticks per second and the trace's time origin (ClockProperties).
+    pub clock: Option<(u64, u64)>,
+    pub strings: BTreeMap<u32, String>,
+    /// Region id -> name string id.
+    pub regions: BTreeMap<u32, u32>,
+    /// Location group id -> type.
+    pub location_groups: BTreeMap<u32, u8>,
+    pub locations: BTreeMap<u64, LocationDef>,
+    pub groups: BTreeMap<u32, Group>,
+    pub comms: BTreeMap<u32, Comm>,
+}
+
+const DEF_CLOCK_PROPERTIES: u8 = 5;
+const DEF_STRING: u8 = 10;
+const DEF_LOCATION_GROUP: u8 = 13;
+const DEF_LOCATION: u8 = 14;
+const DEF_REGION: u8 = 15;
+const DEF_GROUP: u8 = 18;
+const DEF_COMM: u8 = 22;
+
+/// Group types before OTF2 1.2 -> (type, paradigm).
+fn group_type_pre_1_2(t: u8) -> (u8, u8) {
+    match t {
+        1 => (1, 0),
+        2 | 3 => (2, 0),
+        4 => (GROUP_COMM_GROUP, PARADIGM_MPI),
+        5 => (GROUP_COMM_SELF, PARADIGM_MPI),
+        6 => (GROUP_COMM_LOCATIONS, PARADIGM_MPI),
+        _ => (0, 0),
+    }
+}
+
+/// Array lengths are checked against the record before allocating (each entry is >= 1 byte).
+fn array_len(c: &mut Cur, n: u64, left: usize, what: &str) -> Result<usize, super::buffer::Bad> {
+    if n > left as u64 {
+        return Err(c.bad(format!(
+            "{what}: a length that fits in the record (got {n})"
+        )));
+    }
+    Ok(n as usize)
+}
+
+pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDefs, TraceError> {
+    let mut r = ChunkReader::open(path, None, chunk_size)?;
+    let mut d = GlobalDefs::default();
+    loop {
+        let t = r.record_type()?;
+        match t {
+            END_OF_CHUNK => {
+                r.next_chunk()?;
+                continue;
+            }
+            END_OF_FILE => return Ok(d),
+            _ => {}
+        }
+        let body = r.record("a definition record")?;
+        let len = body.len();
+        match t {
+            DEF_CLOCK_PROPERTIES => {
+                let (res, off) = r.body(body, |c| {
+                    let res = c.u64c("the timer resolution")?;
+                    let off = c.u64c("the global offset")?;
+                    if res == 0 {
+                        return Err(c.bad("a timer resolution above 0"));
+                    }
+                    Ok((res, off))
+                })?;
+                d.clock = Some((res, off));
+            }
+            DEF_STRING => {
+                let (id, s) = r.body(body, |c| {
+                    Ok((c.u32c("a string id")?, c.string("a string")?))
+                })?;
+                d.strings.insert(id, s);
+            }
+            DEF_LOCATION_GROUP => {
+                let (id, ty) = r.body(body, |c| {
+                    let id = c.u32c("a location group id")?;
+                    c.u32c("a location group name")?;
+                    Ok((id, c.u8("a location group type")?))
+                })?;
+                d.location_groups.insert(id, ty);
+            }
+            DEF_LOCATION => {
+                let (id, loc) = r.body(body, |c| {
+                    let id = c.u64c("a location id")?;
+                    c.u32c("a location name")?;
+                    c.u8("a location type")?;
+                    c.u64c("a location's number of events")?;
+                    let group = c.u32c("a location's group")?;
+                    Ok((id, LocationDef { group }))
+                })?;
+                d.locations.insert(id, loc);
+            }
+            DEF_REGION => {
+                let (id, name) = r.body(body, |c| {
+                    Ok((c.u32c("a region id")?, c.u32c("a region name")?))
+                })?;
+                d.regions.insert(id, name);
+            }
+            DEF_GROUP => {
+                let (id, g) = r.body(body, |c| {
+                    let id = c.u32c("a group id")?;
+                    c.u32c("a group name")?;
+                    let pre12 = c.u8("a group type")?;
+                    let n = c.u32c("a group's number of members")? as u64;
+                    let n = array_len(c, n, len, "a group's number of members")?;
+                    let mut members = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        members.push(c.u64c("a group member")?);
+                    }
+                    let (ty, paradigm) = if c.at_end() {
+                        group_type_pre_1_2(pre12)
+                    } else {
+                        (c.u8("a group type")?, c.u8("a group paradigm")?)
+                    };
+                    Ok((
+                        id,
+                        Group {
+                            ty,
+                            paradigm,
+                            members,
+                        },
+                    ))
+                })?;
+                d.groups.insert(id, g);
+            }
+            DEF_COMM => {
+                let (id, comm) = r.body(body, |c| {
+                    let id = c.u32c("a communicator id")?;
+                    c.u32c("a communicator name")?;
+                    let group = c.u32c("a communicator's group")?;
+                    let parent = c.u32c("a communicator's parent")?;
+                    Ok((id, Comm { group, parent }))
+                })?;
+                d.comms.insert(id, comm);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Local-to-global id map of one definition kind.
+#[derive(Debug, Clone)]
+pub(crate) enum IdMap {
+    Dense(Vec<u64>),
+    Sparse(BTreeMap<u64, u64>),
+}
+
+impl IdMap {
+    /// The global id; ids the map does not name map to themselves (as in OTF2).
+    pub fn map(&self, local: u64) -> u64 {
+        match self {
+            IdMap::Dense(v) => usize::try_from(local)
+                .ok()
+                .and_then(|i| v.get(i))
+                .copied()
+                .unwrap_or(local),
+            IdMap::Sparse(m) => m.get(&local).copied().unwrap_or(local),
+        }
+    }
+}
+
+/// Mapping kinds the event reader applies.
+const MAPPING_REGION: u8 = 3;
+const MAPPING_COMM: u8 = 6;
+
+/// A location's local definitions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LocalDefs {
+    pub regions: Option<IdMap>,
+    pub comms: Option<IdMap>,
+    /// Clock offsets (time, offset), in file order.
+    pub clock_offsets: Vec<(u64, i64)>,
+}
+
+const LOCAL_MAPPING_TABLE: u8 = 5;
+const LOCAL_CLOCK_OFFSET: u8 = 6;
+
+pub(crate) fn read_local_defs(
+    path: &Path,
+    rank: Rank,
+    chunk_size: u64,
+) -> Result<LocalDefs, TraceError> {
+    let mut d = LocalDefs::default();
+    if !path.exists() {
+        return Ok(d); // local definitions are optional
+    }
+    let mut r = ChunkReader::open(path, Some(rank), chunk_size)?;
+    loop {
+        let t = r.record_type()?;
+        match t {
+            END_OF_CHUNK => {
+                r.next_chunk()?;
+                continue;
+            }
+            END_OF_FILE => return Ok(d),
+            _ => {}
+        }
+        let body = r.record("a local definition record")?;
+        let len = body.len();
+        match t {
+            LOCAL_MAPPING_TABLE => {
+                let (kind, map) = r.body(body, |c| {
+                    let kind = c.u8("a mapping type")?;
+                    let n = c.u64c("a mapping table size")?;
+                    let n = array_len(c, n, len, "a mapping table size")?;
+                    let map = match c.u8("a mapping table mode")? {
+                        0 => {
+                            let mut v = Vec::with_capacity(n);
+                            for _ in 0..n {
+                                v.push(c.u64c("a global id")?);
+                            }
+                            IdMap::Dense(v)
+                        }
+                        1 => {
+                            let mut m = BTreeMap::new();
+                            for _ in 0..n {
+                                let l = c.u64c("a local id")?;
+                                m.insert(l, c.u64c("a global id")?);
+                            }
+                            IdMap::Sparse(m)
+                        }
+                        x => return Err(c.bad(format!("mapping table mode 0 or 1 (got {x})"))),
+                    };
+                    Ok((kind, map))
+                })?;
+                match kind {
+                    MAPPING_REGION => d.regions = Some(map),
+                    MAPPING_COMM => d.comms = Some(map),
+                    _ => {}
+                }
+            }
+            LOCAL_CLOCK_OFFSET => {
+                let off = r.body(body, |c| {
+                    let time = c.u64_full("a clock offset time")?;
+                    let offset = c.i64c("a clock offset")?;
+                    c.f64_full("a clock offset deviation")?;
+                    Ok((time, offset))
+                })?;
+                d.clock_offsets.push(off);
+            }
+            _ => {}
+        }
+    }
+}

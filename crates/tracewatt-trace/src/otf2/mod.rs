@@ -1,0 +1,899 @@
+//! OTF2 archives (as written by Score-P): an anchor file `<name>.otf2`, global definitions
+//! `<name>.def` and a directory `<name>/` with one event file `<location>.evt` (and optional
+//! local definitions `<location>.def`) per location. See `buffer.rs` for the byte level,
+//! `defs.rs` for definitions and `events.rs` for event records.
+//!
+//! Ranks are the MPI locations: rank r is the r-th member of the MPI `COMM_LOCATIONS` group
+//! (Score-P's `MPI_COMM_WORLD` ranks); without one, the process location groups in id order,
+//! each by its first location. Other locations (OpenMP threads, accelerators) are not read.
+//!
+//! One MPI call = the Enter and Leave of a region named `MPI_*`; the MPI records between them
+//! say what it did (peers, tags, bytes, communicators, requests, collective sizes), and the
+//! region name says which call it was, like a DUMPI function label. Other regions are ignored
+//! (their time is compute). Quirks survived: a Leave without Enter is ignored, an MPI Enter
+//! while another MPI call is open ends that call, a call still open at the end ends at the last
+//! event; measurement-off intervals are cut out of the timeline (later times move back by
+//! their length), so they count neither as compute nor as call time.
+//!
+//! `MPI_Irecv` records only a request id; the peer, tag and size come with its completion
+//! (MpiIrecv) inside a later wait or test. A second cursor on the same file reads ahead to find
+//! them, holding only the receives posted but not yet reached by the main cursor. The same goes
+//! for non-blocking collectives (OTF2 3.0 NonBlockingCollectiveRequest/Complete), which become
+//! blocking collectives at their post.
+//!
+//! Communicators come from the definitions: every rank's stream starts with one `comm_define`
+//! pseudo-call per communicator it belongs to (members in communicator rank order), so the
+//! shared builder and the native format know them without the calls that created them.
+
+mod buffer;
+mod defs;
+mod events;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tracewatt_workload::{CollKind, Rank};
+
+use crate::call::{
+    Call, CallKind, CommHandle, ReqHandle, NULL_COMM_HANDLE, PROC_NULL, SELF_HANDLE, WORLD_HANDLE,
+};
+use crate::error::{Location, TraceError};
+use crate::funcs::{self, func_id, Func};
+use crate::{CallIter, CallSource, TraceFormat};
+use defs::{GlobalDefs, LocalDefs, UNDEFINED_U32};
+use events::{Coll, Ev, EvtStream, Msg};
+
+/// The anchor file of `path` (an anchor file, or a directory holding exactly one).
+pub(crate) fn find_anchor(path: &Path) -> Option<PathBuf> {
+    let is_anchor = |p: &Path| p.extension().is_some_and(|e| e == "otf2");
+    if path.is_file() {
+        return is_anchor(path).then(|| path.to_path_buf());
+    }
+    if path.join("traces.otf2").is_file() {
+        return Some(path.join("traces.otf2"));
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && is_anchor(p))
+        .collect();
+    (found.len() == 1).then(|| found.remove(0))
+}
+
+/// What an MPI region is.
+#[derive(Debug, Clone)]
+struct MpiRegion {
+    func: Func,
+    /// Lower-case name without `MPI_`.
+    name: String,
+}
+
+/// Everything the definitions say, shared by every rank's stream.
+#[derive(Debug)]
+struct Model {
+    dir: PathBuf,
+    chunk_size_events: u64,
+    chunk_size_defs: u64,
+    ticks_per_s: u64,
+    origin_ticks: u64,
+    rank_locations: Vec<u64>,
+    /// Global region id -> MPI call (absent: not an MPI region).
+    regions: BTreeMap<u32, MpiRegion>,
+    comms: CommMap,
+    /// Communicators besides world and self.
+    defined: Defined,
+}
+
+impl Model {
+    fn open(anchor_path: &Path) -> Result<Self, TraceError> {
+        let anchor = defs::read_anchor(anchor_path)?;
+        let stem = anchor_path.with_extension("");
+        let defs_path = anchor_path.with_extension("def");
+        let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
+        let at = || Location::file(&defs_path);
+        let Some((ticks_per_s, origin_ticks)) = d.clock else {
+            return Err(TraceError::format(at(), "a ClockProperties definition"));
+        };
+        let rank_locations = rank_locations(&d);
+        if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
+            return Err(TraceError::format(
+                at(),
+                format!(
+                    "1..2^24 MPI ranks (process location groups; found {})",
+                    rank_locations.len()
+                ),
+            ));
+        }
+        let regions = d
+            .regions
+            .iter()
+            .filter_map(|(&id, name)| {
+                let full = d.strings.get(name)?;
+                let rest = full.strip_prefix("MPI_")?;
+                let name = rest.to_ascii_lowercase();
+                let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
+                Some((id, MpiRegion { func, name }))
+            })
+            .collect();
+        let (comms, defined) = communicators(&d, rank_locations.len() as u32);
+        Ok(Model {
+            dir: stem,
+            chunk_size_events: anchor.chunk_size_events,
+            chunk_size_defs: anchor.chunk_size_defs,
+            ticks_per_s,
+            origin_ticks,
+            rank_locations,
+            regions,
+            comms,
+            defined,
+        })
+    }
+
+    fn location_file(&self, rank: Rank, ext: &str) -> PathBuf {
+        let loc = self.rank_locations.get(rank as usize).copied().unwrap_or(0);
+        self.dir.join(format!("{loc}.{ext}"))
+    }
+
+    /// Ticks since the trace's origin, in ns.
+    fn ns(&self, ticks: u64) -> u64 {
+        let t = ticks.saturating_sub(self.origin_ticks) as u128 * 1_000_000_000;
+        u64::try_from(t / self.ticks_per_s as u128).unwrap_or(u64::MAX)
+    }
+
+    fn comm(&self, id: u32) -> (CommHandle, u32) {
+        match self.comms.get(&id) {
+            Some(&c) => c,
+            // Unknown (e.g. an intercommunicator): a handle the builder does not know, so
+            // calls on it are reported as unsupported rather than simulated on wrong ranks.
+            None if id >= UNDEFINED_U32 - 2 => (NULL_COMM_HANDLE, 1),
+            None => (id + 2, 1),
+        }
+    }
+}
+
+/// World rank -> location id.
+fn rank_locations(d: &GlobalDefs) -> Vec<u64> {
+    let mpi_locations = d
+        .groups
+        .values()
+        .find(|g| g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI);
+    if let Some(g) = mpi_locations {
+        return g.members.clone();
+    }
+    d.location_groups
+        .iter()
+        .filter(|(_, &ty)| ty == defs::LOCATION_GROUP_PROCESS)
+        .filter_map(|(&g, _)| {
+            d.locations
+                .iter()
+                .find(|(_, l)| l.group == g)
+                .map(|(&id, _)| id)
+        })
+        .collect()
+}
+
+/// Trace communicator id -> (handle, size).
+type CommMap = BTreeMap<u32, (CommHandle, u32)>;
+/// Communicators to define: handle and members (world ranks, comm-rank order).
+type Defined = Vec<(CommHandle, Vec<Rank>)>;
+
+/// Communicator handles and sizes, and the communicators to define. World is the MPI
+/// communicator without parent whose group is every rank in order; communicators of a
+/// `COMM_SELF` group are self. Group members of MPI communicators are world ranks.
+fn communicators(d: &GlobalDefs, n: u32) -> (CommMap, Defined) {
+    let mut comms = BTreeMap::new();
+    let mut defined = Vec::new();
+    let mut world_seen = false;
+    for (&id, c) in &d.comms {
+        let Some(g) = d.groups.get(&c.group) else {
+            continue;
+        };
+        if g.paradigm != defs::PARADIGM_MPI && g.ty != defs::GROUP_COMM_SELF {
+            continue;
+        }
+        if g.ty == defs::GROUP_COMM_SELF {
+            comms.insert(id, (SELF_HANDLE, 1));
+            continue;
+        }
+        if g.ty != defs::GROUP_COMM_GROUP || id >= UNDEFINED_U32 - 2 {
+            continue;
+        }
+        let members: Option<Vec<Rank>> = g
+            .members
+            .iter()
+            .map(|&m| u32::try_from(m).ok().filter(|&r| r < n))
+            .collect();
+        let Some(members) = members else {
+            continue;
+        };
+        let is_world = !world_seen
+            && c.parent == UNDEFINED_U32
+            && members.len() == n as usize
+            && members.iter().enumerate().all(|(i, &m)| m == i as u32);
+        let size = members.len() as u32;
+        if is_world {
+            world_seen = true;
+            comms.insert(id, (WORLD_HANDLE, n));
+        } else {
+            comms.insert(id, (id + 2, size));
+            defined.push((id + 2, members));
+        }
+    }
+    (comms, defined)
+}
+
+/// An OTF2 archive opened for reading.
+#[derive(Debug)]
+pub struct Otf2Trace {
+    model: Arc<Model>,
+}
+
+impl Otf2Trace {
+    pub fn open(path: &Path) -> Result<Self, TraceError> {
+        let Some(anchor) = find_anchor(path) else {
+            return Err(TraceError::UnknownFormat {
+                path: path.to_path_buf(),
+                why: "no single OTF2 anchor file (*.otf2)".into(),
+            });
+        };
+        Ok(Otf2Trace {
+            model: Arc::new(Model::open(&anchor)?),
+        })
+    }
+}
+
+impl CallSource for Otf2Trace {
+    fn format(&self) -> TraceFormat {
+        TraceFormat::Otf2
+    }
+    fn num_ranks(&self) -> u32 {
+        self.model.rank_locations.len() as u32
+    }
+    fn rank_file(&self, rank: Rank) -> PathBuf {
+        self.model.location_file(rank, "evt")
+    }
+    fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
+        Ok(Box::new(Otf2Calls::open(self.model.clone(), rank)?))
+    }
+}
+
+/// What the read-ahead cursor found for a posted request.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Irecv(Msg),
+    Nbc(Coll),
+    /// Cancelled, or never completed in the trace.
+    Nothing,
+}
+
+/// The second cursor: finds the completions of posted receives and non-blocking collectives.
+/// Posts are numbered in file order by both cursors, so a number names the same post.
+#[derive(Debug)]
+struct ReadAhead {
+    ev: Option<EvtStream>,
+    posts: u64,
+    /// Request id -> post number, for posts seen whose completion was not yet found.
+    pending: BTreeMap<u64, u64>,
+    found: BTreeMap<u64, Outcome>,
+}
+
+impl ReadAhead {
+    fn outcome(
+        &mut self,
+        post: u64,
+        open: impl FnOnce() -> Result<EvtStream, TraceError>,
+    ) -> Result<Outcome, TraceError> {
+        if self.ev.is_none() {
+            self.ev = Some(open()?);
+        }
+        loop {
+            if let Some(o) = self.found.remove(&post) {
+                return Ok(o);
+            }
+            let Some(ev) = self.ev.as_mut() else {
+                return Ok(Outcome::Nothing);
+            };
+            let Some((_, e)) = ev.next_event()? else {
+                // Posts never completed: drop what is left so they resolve to nothing.
+                self.pending.clear();
+                return Ok(self.found.remove(&post).unwrap_or(Outcome::Nothing));
+            };
+            let done = match e {
+                Ev::IrecvRequest(req) | Ev::NbcRequest(req) => {
+                    self.pending.insert(req, self.posts);
+                    self.posts += 1;
+                    None
+                }
+                Ev::Irecv(m, req) => Some((req, Outcome::Irecv(m))),
+                Ev::NbcComplete(c, req) => Some((req, Outcome::Nbc(c))),
+                Ev::RequestCancelled(req) => Some((req, Outcome::Nothing)),
+                _ => None,
+            };
+            if let Some((req, o)) = done {
+                if let Some(p) = self.pending.remove(&req) {
+                    if p >= post {
+                        self.found.insert(p, o);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An MPI call between its Enter and Leave (its records are in `Otf2Calls::evs`).
+#[derive(Debug)]
+struct Open {
+    region: u32,
+    func: Func,
+    start_ticks: u64,
+}
+
+/// Streams one rank's calls.
+#[derive(Debug)]
+struct Otf2Calls {
+    model: Arc<Model>,
+    rank: Rank,
+    local: LocalDefs,
+    ev: EvtStream,
+    ahead: ReadAhead,
+    posts: u64,
+    open: Option<Open>,
+    /// The open call's MPI records (reused from call to call).
+    evs: Vec<(Ev, Option<Outcome>)>,
+    /// Ticks of measurement-off intervals so far, cut out of later times.
+    cut_ticks: u64,
+    off_since: Option<u64>,
+    last_ticks: u64,
+    /// Request handles for isends recorded without a request (Score-P without xnonblock).
+    synthetic_reqs: u64,
+    out: VecDeque<Call>,
+    done: bool,
+}
+
+impl Otf2Calls {
+    fn open(model: Arc<Model>, rank: Rank) -> Result<Self, TraceError> {
+        let local = defs::read_local_defs(
+            &model.location_file(rank, "def"),
+            rank,
+            model.chunk_size_defs,
+        )?;
+        let ev = EvtStream::open(
+            &model.location_file(rank, "evt"),
+            rank,
+            model.chunk_size_events,
+            &local,
+        )?;
+        let out = model
+            .defined
+            .iter()
+            .filter(|(_, m)| m.contains(&rank))
+            .map(|(h, m)| {
+                Call::untimed(
+                    funcs::F_COMM_DEFINE,
+                    CallKind::CommDefine {
+                        new: *h,
+                        members: m.clone(),
+                    },
+                )
+            })
+            .collect();
+        Ok(Otf2Calls {
+            model,
+            rank,
+            local,
+            ev,
+            ahead: ReadAhead {
+                ev: None,
+                posts: 0,
+                pending: BTreeMap::new(),
+                found: BTreeMap::new(),
+            },
+            posts: 0,
+            open: None,
+            evs: Vec::new(),
+            cut_ticks: 0,
+            off_since: None,
+            last_ticks: 0,
+            synthetic_reqs: 0,
+            out,
+            done: false,
+        })
+    }
+
+    fn ns(&self, ticks: u64) -> u64 {
+        self.model.ns(ticks)
+    }
+
+    fn close(&mut self, end_ticks: u64) {
+        if let Some(o) = self.open.take() {
+            let kind = self.kind(&o);
+            self.evs.clear();
+            self.out.push_back(Call {
+                func: o.func,
+                start_ns: self.ns(o.start_ticks),
+                end_ns: self.ns(end_ticks.max(o.start_ticks)),
+                kind,
+            });
+        }
+    }
+
+    /// Reads events until a call is complete (or the file ends).
+    fn step(&mut self) -> Result<(), TraceError> {
+        let Some((raw, ev)) = self.ev.next_event()? else {
+            let end = self.last_ticks;
+            self.close(end);
+            self.done = true;
+            return Ok(());
+        };
+        let t = raw.saturating_sub(self.cut_ticks);
+        self.last_ticks = t;
+        match ev {
+            Ev::Measurement { on: false } => {
+                self.off_since.get_or_insert(t);
+            }
+            Ev::Measurement { on: true } => {
+                if let Some(off) = self.off_since.take() {
+                    let gap = t.saturating_sub(off);
+                    self.cut_ticks += gap;
+                    self.last_ticks = t - gap;
+                }
+            }
+            Ev::Enter(region) => {
+                if let Some(r) = self.model.regions.get(&region) {
+                    let func = r.func;
+                    self.close(t);
+                    self.open = Some(Open {
+                        region,
+                        func,
+                        start_ticks: t,
+                    });
+                }
+            }
+            Ev::Leave(region) => {
+                // A Leave of another MPI region than the open one still ends it; Leaves of
+                // user regions and unmatched Leaves are ignored.
+                let ends = self.open.as_ref().is_some_and(|o| o.region == region)
+                    || self.model.regions.contains_key(&region);
+                if ends {
+                    self.close(t);
+                }
+            }
+            Ev::IrecvRequest(_) | Ev::NbcRequest(_) => {
+                let post = self.posts;
+                self.posts += 1;
+                let (model, rank, local) = (&self.model, self.rank, &self.local);
+                let outcome = self.ahead.outcome(post, || {
+                    EvtStream::open(
+                        &model.location_file(rank, "evt"),
+                        rank,
+                        model.chunk_size_events,
+                        local,
+                    )
+                })?;
+                if self.open.is_some() {
+                    self.evs.push((ev, Some(outcome)));
+                }
+            }
+            Ev::Other => {}
+            ev => {
+                if self.open.is_some() {
+                    self.evs.push((ev, None));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn kind(&mut self, o: &Open) -> CallKind {
+        let m = &self.model;
+        let name = m.regions.get(&o.region).map_or("", |r| r.name.as_str());
+        let evs = &self.evs;
+        let unsupported = |why: &str| CallKind::Unsupported {
+            name: if why.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name} ({why})")
+            },
+        };
+        let first = |f: fn(&Ev) -> Option<Msg>| evs.iter().find_map(|(e, _)| f(e));
+        let peer = |p: u32| i32::try_from(p).unwrap_or(PROC_NULL);
+        let tag = |t: u32| i32::try_from(t).unwrap_or(crate::call::ANY);
+        if o.func == funcs::F_UNKNOWN {
+            return unsupported("");
+        }
+        match name {
+            "init" | "init_thread" => CallKind::Init,
+            "finalize" => CallKind::Finalize,
+            "send" | "bsend" | "ssend" | "rsend" => match first(send) {
+                Some(s) => CallKind::Send {
+                    comm: m.comm(s.comm).0,
+                    peer: peer(s.peer),
+                    tag: tag(s.tag),
+                    bytes: s.bytes,
+                },
+                None => CallKind::Local, // MPI_PROC_NULL: Score-P records no message
+            },
+            "isend" | "ibsend" | "issend" | "irsend" => {
+                let isend = evs.iter().find_map(|(e, _)| match e {
+                    Ev::Isend(s, req) => Some((*s, *req)),
+                    _ => None,
+                });
+                let (s, req) = match (isend, first(send)) {
+                    (Some(x), _) => x,
+                    (None, Some(s)) => {
+                        // Recorded as a send without request: completed at the end.
+                        self.synthetic_reqs += 1;
+                        (s, u64::MAX - self.synthetic_reqs)
+                    }
+                    (None, None) => return CallKind::Local,
+                };
+                CallKind::Isend {
+                    comm: m.comm(s.comm).0,
+                    peer: peer(s.peer),
+                    tag: tag(s.tag),
+                    bytes: s.bytes,
+                    req,
+                }
+            }
+            "recv" => match first(recv) {
+                Some(r) => CallKind::Recv {
+                    comm: m.comm(r.comm).0,
+                    peer: peer(r.peer),
+                    tag: tag(r.tag),
+                    bytes: r.bytes,
+                },
+                None => CallKind::Local,
+            },
+            "irecv" => {
+                let post = evs.iter().find_map(|(e, out)| match (e, out) {
+                    (Ev::IrecvRequest(req), Some(out)) => Some((*req, *out)),
+                    _ => None,
+                });
+                match post {
+                    Some((req, Outcome::Irecv(r))) => CallKind::Irecv {
+                        comm: m.comm(r.comm).0,
+                        peer: peer(r.peer),
+                        tag: tag(r.tag),
+                        bytes: r.bytes,
+                        req,
+                    },
+                    Some((req, _)) => CallKind::Irecv {
+                        comm: WORLD_HANDLE,
+                        peer: PROC_NULL,
+                        tag: 0,
+                        bytes: 0,
+                        req,
+                    },
+                    None => CallKind::Local,
+                }
+            }
+            "sendrecv" | "sendrecv_replace" => {
+                let (s, r) = (first(send), first(recv));
+                let Some(c) = s.or(r) else {
+                    return CallKind::Local;
+                };
+                CallKind::Sendrecv {
+                    comm: m.comm(c.comm).0,
+                    dst: s.map_or(PROC_NULL, |s| peer(s.peer)),
+                    send_tag: s.map_or(0, |s| tag(s.tag)),
+                    send_bytes: s.map_or(0, |s| s.bytes),
+                    src: r.map_or(PROC_NULL, |r| peer(r.peer)),
+                    recv_tag: r.map_or(0, |r| tag(r.tag)),
+                    recv_bytes: r.map_or(0, |r| r.bytes),
+                }
+            }
+            "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
+            | "testsome" | "request_free" => {
+                if first(recv).is_some() {
+                    return unsupported("receive completed without a request record");
+                }
+                let done: Vec<ReqHandle> = evs
+                    .iter()
+                    .filter_map(|(e, _)| match e {
+                        Ev::IsendComplete(r)
+                        | Ev::Irecv(_, r)
+                        | Ev::NbcComplete(_, r)
+                        | Ev::RequestCancelled(r) => Some(*r),
+                        _ => None,
+                    })
+                    .collect();
+                let tested = evs.iter().find_map(|(e, _)| match e {
+                    Ev::RequestTest(r) => Some(*r),
+                    _ => None,
+                });
+                let flag = !done.is_empty();
+                let all: Vec<i32> = (0..done.len() as i32).collect();
+                match name {
+                    "wait" if done.len() == 1 => CallKind::Wait { req: done[0] },
+                    "wait" | "waitall" => CallKind::Waitall { reqs: done },
+                    "waitany" => CallKind::Waitany {
+                        index: if flag { 0 } else { -1 },
+                        reqs: done,
+                    },
+                    "waitsome" => CallKind::Waitsome {
+                        reqs: done,
+                        indices: all,
+                    },
+                    "test" => CallKind::Test {
+                        req: done.first().copied().or(tested).unwrap_or(0),
+                        flag,
+                    },
+                    "testall" => CallKind::Testall { reqs: done, flag },
+                    "testany" => CallKind::Testany {
+                        index: if flag { 0 } else { -1 },
+                        reqs: done,
+                        flag,
+                    },
+                    "testsome" => CallKind::Testsome {
+                        reqs: done,
+                        indices: all,
+                    },
+                    _ => match done.first() {
+                        Some(&req) => CallKind::RequestFree { req },
+                        None => CallKind::Local,
+                    },
+                }
+            }
+            n if coll_name(n).is_some() => {
+                let record = evs.iter().find_map(|(e, out)| match (e, out) {
+                    (Ev::CollEnd(c), _) => Some(*c),
+                    (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
+                    _ => None,
+                });
+                match record {
+                    Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported("")),
+                    None => unsupported("no collective record"),
+                }
+            }
+            n if is_unsupported(n) => unsupported(""),
+            _ => CallKind::Local,
+        }
+    }
+}
+
+fn send(e: &Ev) -> Option<Msg> {
+    match e {
+        Ev::Send(m) => Some(*m),
+        _ => None,
+    }
+}
+
+fn recv(e: &Ev) -> Option<Msg> {
+    match e {
+        Ev::Recv(m) => Some(*m),
+        _ => None,
+    }
+}
+
+/// Collective call names (blocking or `i`-prefixed non-blocking) -> the blocking name.
+fn coll_name(n: &str) -> Option<&str> {
+    const COLLS: &[&str] = &[
+        "barrier",
+        "bcast",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "reduce",
+        "allreduce",
+        "reduce_scatter",
+        "reduce_scatter_block",
+        "scan",
+        "exscan",
+    ];
+    let blocking = if COLLS.contains(&n) {
+        n
+    } else {
+        n.strip_prefix('i').filter(|b| COLLS.contains(b))?
+    };
+    Some(blocking)
+}
+
+/// A collective record as a call. Score-P records per-process totals (sent to / received from
+/// all ranks), so per-rank blocks are totals / communicator size; v-collectives become their
+/// regular form with the mean block. `None`: scan/exscan and non-MPI operations.
+fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
+    let (comm, n) = m.comm(c.comm);
+    let n = n.max(1) as u64;
+    let (s, r) = (c.sent, c.received);
+    let root = i32::try_from(c.root).unwrap_or(-1);
+    let (kind, bytes) = match c.op {
+        0 => (CollKind::Barrier, 0),
+        1 => (CollKind::Bcast, if r > 0 { r } else { s / n }),
+        2 | 3 => (CollKind::Gather, if s > 0 { s } else { r / n }),
+        4 | 5 => (CollKind::Scatter, if r > 0 { r } else { s / n }),
+        6 | 7 => (CollKind::Allgather, r / n),
+        8..=10 => (CollKind::Alltoall, s / n),
+        11 => (CollKind::Allreduce, s / n),
+        12 => (CollKind::Reduce, if s > 0 { s } else { r / n }),
+        13 | 16 => (CollKind::ReduceScatter, s.div_ceil(n)),
+        _ => return None,
+    };
+    Some(CallKind::Coll {
+        comm,
+        kind,
+        root,
+        bytes,
+    })
+}
+
+/// Calls with effects the simulator does not model (as for DUMPI).
+fn is_unsupported(n: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "send_init",
+        "bsend_init",
+        "ssend_init",
+        "rsend_init",
+        "recv_init",
+        "start",
+        "startall",
+        "cancel",
+        "comm_spawn",
+        "comm_spawn_multiple",
+        "comm_accept",
+        "comm_connect",
+        "comm_join",
+        "comm_disconnect",
+        "intercomm_create",
+        "intercomm_merge",
+        "accumulate",
+        "get",
+        "put",
+        "grequest_start",
+        "grequest_complete",
+    ];
+    NAMES.contains(&n) || n.starts_with("file_") || n.starts_with("win_")
+}
+
+impl Iterator for Otf2Calls {
+    type Item = Result<Call, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(c) = self.out.pop_front() {
+                return Some(Ok(c));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.step() {
+                self.done = true;
+                self.out.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use defs::{Comm, Group, LocationDef};
+
+    fn group(ty: u8, paradigm: u8, members: &[u64]) -> Group {
+        Group {
+            ty,
+            paradigm,
+            members: members.to_vec(),
+        }
+    }
+
+    /// Threads and accelerator streams are not ranks; MPI's location group decides the order.
+    #[test]
+    fn ranks_are_the_mpi_process_locations() {
+        let mut d = GlobalDefs {
+            location_groups: [(0, 1), (1, 1), (2, 2)].into_iter().collect(),
+            ..GlobalDefs::default()
+        };
+        for (loc, g) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2)] {
+            d.locations.insert(loc, LocationDef { group: g });
+        }
+        assert_eq!(rank_locations(&d), vec![0, 2]);
+        d.groups.insert(
+            0,
+            group(defs::GROUP_COMM_LOCATIONS, defs::PARADIGM_MPI, &[2, 0]),
+        );
+        assert_eq!(rank_locations(&d), vec![2, 0]);
+    }
+
+    #[test]
+    fn world_self_and_derived_communicators() {
+        let mut d = GlobalDefs::default();
+        let (mpi, other) = (defs::PARADIGM_MPI, 6);
+        d.groups
+            .insert(0, group(defs::GROUP_COMM_GROUP, other, &[0, 1, 2]));
+        d.groups
+            .insert(1, group(defs::GROUP_COMM_GROUP, mpi, &[0, 1, 2]));
+        d.groups.insert(2, group(defs::GROUP_COMM_SELF, mpi, &[]));
+        d.groups
+            .insert(3, group(defs::GROUP_COMM_GROUP, mpi, &[2, 0]));
+        d.groups
+            .insert(4, group(defs::GROUP_COMM_GROUP, mpi, &[0, 7]));
+        let comm = |group, parent| Comm { group, parent };
+        d.comms.insert(0, comm(0, UNDEFINED_U32)); // measurement system, not MPI
+        d.comms.insert(1, comm(1, UNDEFINED_U32));
+        d.comms.insert(2, comm(2, UNDEFINED_U32));
+        d.comms.insert(3, comm(3, 1));
+        d.comms.insert(4, comm(4, 1)); // rank 7 does not exist
+        let (comms, defined) = communicators(&d, 3);
+        assert_eq!(comms.get(&1), Some(&(WORLD_HANDLE, 3)));
+        assert_eq!(comms.get(&2), Some(&(SELF_HANDLE, 1)));
+        assert_eq!(comms.get(&3), Some(&(5, 2)));
+        assert!(!comms.contains_key(&0) && !comms.contains_key(&4));
+        assert_eq!(defined, vec![(5, vec![2, 0])]);
+    }
+
+    /// A hand-written event file: a Leave without Enter, an MPI Enter while another MPI call
+    /// is open, user regions, and an MPI call still open at the end.
+    #[test]
+    fn unbalanced_regions_end_calls_without_failing() {
+        let dir = std::env::temp_dir().join(format!("tracewatt-otf2-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut b = vec![3u8, 0x42];
+        b.extend([0u8; 16]);
+        let ts = |b: &mut Vec<u8>, t: u64| {
+            b.push(5);
+            b.extend(t.to_le_bytes());
+        };
+        ts(&mut b, 10);
+        b.extend([13, 1, 2]); // Leave MPI_Recv, never entered
+        ts(&mut b, 20);
+        b.extend([12, 1, 1]); // Enter MPI_Send
+        ts(&mut b, 25);
+        b.extend([14, 7, 1, 1, 0, 1, 7, 1, 100]); // MpiSend to 1, comm 0, tag 7, 100 bytes
+        ts(&mut b, 30);
+        b.extend([12, 1, 2]); // Enter MPI_Recv: the send ends here
+        ts(&mut b, 40);
+        b.extend([13, 1, 3]); // Leave of a user region
+        ts(&mut b, 50);
+        b.extend([13, 1, 2]); // Leave MPI_Recv (no message record: MPI_PROC_NULL)
+        ts(&mut b, 60);
+        b.extend([12, 1, 1, 12, 1, 3]); // Enter MPI_Send, Enter user region
+        ts(&mut b, 70);
+        b.extend([99, 2, 0, 0, 2]); // an unknown event (skipped by length), end of file
+        std::fs::write(dir.join("0.evt"), &b).unwrap();
+        let mpi = |name: &str| MpiRegion {
+            func: func_id(name).unwrap(),
+            name: name.into(),
+        };
+        let model = Model {
+            dir: dir.clone(),
+            chunk_size_events: 1 << 20,
+            chunk_size_defs: 1 << 20,
+            ticks_per_s: 1_000_000_000,
+            origin_ticks: 0,
+            rank_locations: vec![0],
+            regions: [(1, mpi("send")), (2, mpi("recv"))].into_iter().collect(),
+            comms: [(0, (WORLD_HANDLE, 2))].into_iter().collect(),
+            defined: Vec::new(),
+        };
+        let calls: Vec<Call> = Otf2Calls::open(Arc::new(model), 0)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let summary: Vec<(u64, u64, CallKind)> = calls
+            .into_iter()
+            .map(|c| (c.start_ns, c.end_ns, c.kind))
+            .collect();
+        let send = CallKind::Send {
+            comm: WORLD_HANDLE,
+            peer: 1,
+            tag: 7,
+            bytes: 100,
+        };
+        assert_eq!(
+            summary,
+            vec![
+                (20, 30, send),
+                (30, 50, CallKind::Local),
+                (60, 70, CallKind::Local)
+            ]
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
