@@ -416,10 +416,11 @@ impl NativeTrace {
             ));
         }
         let version = u16::from_le_bytes([b[8], b[9]]);
-        if version != NATIVE_VERSION {
+        // Version 2 only added a record kind, so version 1 streams read unchanged.
+        if !(1..=NATIVE_VERSION).contains(&version) {
             return Err(TraceError::format(
                 at(8),
-                format!("native format version {NATIVE_VERSION}, got {version}"),
+                format!("native format version 1 to {NATIVE_VERSION}, got {version}"),
             ));
         }
         let n = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
@@ -485,10 +486,11 @@ impl NativeCalls {
             return Err(c.err_at(0, "a rank file starting with TWTRACE\\0"));
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != NATIVE_VERSION {
+        // Version 2 only added a record kind, so version 1 streams read unchanged.
+        if !(1..=NATIVE_VERSION).contains(&version) {
             return Err(c.err_at(
                 8,
-                format!("native format version {NATIVE_VERSION}, got {version}"),
+                format!("native format version 1 to {NATIVE_VERSION}, got {version}"),
             ));
         }
         let flags = u16::from_le_bytes([h[10], h[11]]);

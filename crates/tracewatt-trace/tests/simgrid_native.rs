@@ -275,3 +275,30 @@ fn info_serialises() {
     assert_eq!(j["calls"]["isend"], 4);
     assert!(j["duration_s"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn version_1_files_still_read_and_unknown_versions_do_not() {
+    // A DUMPI trace has no OTF2-only communicators, so its conversion is also a valid version 1
+    // file once the version fields say so.
+    let a = scratch("v1");
+    convert(&data(DUMPI[0]), &a, &ReadOptions::default()).unwrap();
+    let want = read_all(&a);
+    let mut files = vec![a.join("trace.twi")];
+    files.extend((0..want.len()).map(|r| a.join(format!("rank-{r}.twr"))));
+    let set_version = |v: u16| {
+        for f in &files {
+            let mut b = std::fs::read(f).unwrap();
+            b[8..10].copy_from_slice(&v.to_le_bytes());
+            std::fs::write(f, b).unwrap();
+        }
+    };
+    set_version(1);
+    assert_eq!(read_all(&a), want);
+    set_version(tracewatt_trace::NATIVE_VERSION + 1);
+    let err = open_trace(&a, &ReadOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("native format version 1 to"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(a);
+}
