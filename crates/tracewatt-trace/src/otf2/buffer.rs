@@ -280,6 +280,17 @@ impl ChunkReader {
         Ok(t)
     }
 
+    /// The next record's type, crossing chunk boundaries; `None` at the end-of-file record.
+    pub fn next_record_type(&mut self) -> Result<Option<u8>, TraceError> {
+        loop {
+            match self.record_type()? {
+                END_OF_CHUNK => self.next_chunk()?,
+                END_OF_FILE => return Ok(None),
+                t => return Ok(Some(t)),
+            }
+        }
+    }
+
     /// Reads a record length and skips the body; returns the body's range for [`Self::body`].
     pub fn record(&mut self, what: &str) -> Result<Range<usize>, TraceError> {
         let len = self.read(|c| c.record_len(what))?;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use tracewatt_workload::Rank;
 
-use super::buffer::{read_unchunked, ChunkReader, Cur, END_OF_CHUNK, END_OF_FILE};
+use super::buffer::{read_unchunked, ChunkReader, Cur};
 use crate::error::TraceError;
 
 /// OTF2's undefined value for 32-bit references.
@@ -149,16 +149,7 @@ fn array_len(c: &mut Cur, n: u64, left: usize, what: &str) -> Result<usize, supe
 pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDefs, TraceError> {
     let mut r = ChunkReader::open(path, None, chunk_size)?;
     let mut d = GlobalDefs::default();
-    loop {
-        let t = r.record_type()?;
-        match t {
-            END_OF_CHUNK => {
-                r.next_chunk()?;
-                continue;
-            }
-            END_OF_FILE => return Ok(d),
-            _ => {}
-        }
+    while let Some(t) = r.next_record_type()? {
         let body = r.record("a definition record")?;
         let len = body.len();
         match t {
@@ -244,6 +235,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
             _ => {}
         }
     }
+    Ok(d)
 }
 
 /// Local-to-global id map of one definition kind.
@@ -293,16 +285,7 @@ pub(crate) fn read_local_defs(
         return Ok(d); // local definitions are optional
     }
     let mut r = ChunkReader::open(path, Some(rank), chunk_size)?;
-    loop {
-        let t = r.record_type()?;
-        match t {
-            END_OF_CHUNK => {
-                r.next_chunk()?;
-                continue;
-            }
-            END_OF_FILE => return Ok(d),
-            _ => {}
-        }
+    while let Some(t) = r.next_record_type()? {
         let body = r.record("a local definition record")?;
         let len = body.len();
         match t {
@@ -349,4 +332,5 @@ pub(crate) fn read_local_defs(
             _ => {}
         }
     }
+    Ok(d)
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use tracewatt_workload::Rank;
 
-use super::buffer::{ChunkReader, END_OF_CHUNK, END_OF_FILE};
+use super::buffer::ChunkReader;
 use super::defs::{IdMap, LocalDefs};
 use crate::error::TraceError;
 
@@ -163,16 +163,11 @@ impl EvtStream {
             return Ok(None);
         }
         loop {
-            let t = self.r.record_type()?;
+            let Some(t) = self.r.next_record_type()? else {
+                self.done = true;
+                return Ok(None);
+            };
             let ev = match t {
-                END_OF_CHUNK => {
-                    self.r.next_chunk()?;
-                    continue;
-                }
-                END_OF_FILE => {
-                    self.done = true;
-                    return Ok(None);
-                }
                 TIMESTAMP => {
                     self.time = self.r.read(|c| c.u64_full("a timestamp"))?;
                     continue;
