@@ -5,7 +5,8 @@ simulated value. The test suite runs the same functions.
 2. Reviriego's switch power model against simulated switch power (TraceRP), on every topology.
 3. Idle switch power with and without EEE (Miwa et al., Fig. 4-5).
 4. The analytic penalty bound: the paper's arithmetic, and a bound on a simulated slowdown.
-5. Sensitivity to idle_timeout and wake_time on NPB-like skeletons (Miwa et al., Fig. 28-33).
+5. Sensitivity to idle_timeout and wake_time on NPB-like class C skeletons (Miwa et al.,
+   Fig. 28-33).
 """
 
 from __future__ import annotations
@@ -302,9 +303,9 @@ PAPER_RUN_S = {"ft": 35.726, "sp": 84.1, "bt": 93.744}
 
 
 def check_sensitivity() -> Check:
-    """Shapes of Fig. 28-33: raising idle_timeout 600 -> 1,600 us costs almost no saving;
-    16,000 and 160,000 us cost much; wake 17 -> 170 us changes run time by under 1 %; 1,700 us
-    slows it a lot."""
+    """Shapes of Fig. 28-33 on the paper's NPB class C: raising idle_timeout 600 -> 1,600 us
+    costs almost no saving; 16,000 and 160,000 us cost much; wake 17 -> 170 us changes run time
+    by under 1 %; 1,700 us slows it a lot."""
     settings = [
         (600.0, 17.0),
         (1600.0, 17.0),

@@ -25,7 +25,10 @@
 //! | is | `total_keys` | 0.04 | power of two |
 //!
 //! The default rates are calibrated to a 2.0 GHz Sandy Bridge core (the EEE paper's Xeon
-//! E5-2630L): e.g. FT class C on 16 ranks then computes ~25 s of its measured 35.7 s.
+//! E5-2630L): e.g. FT class C on 16 ranks then computes ~25 s of its measured 35.7 s. On the
+//! paper's setup (`miwa2014-16node`, 4 nodes x 4 ranks on one switch, EEE off) FT class C runs
+//! 37.8 s, SP classes B and C 19.3 and 77.3 s, BT class C 91.5 s, against the measured 35.7,
+//! 19.2, 84.1 and 93.7 s (BT's on the M7100 switch; research.md section 1; no CG time is given).
 //!
 //! Communication per benchmark (sizes in bytes; doubles are 8 B, complex 16 B):
 //!
@@ -34,12 +37,15 @@
 //!   power of two <= nz): alltoalls on both sub-communicators. One forward FFT before the
 //!   iterations; per iteration compute (evolve + inverse FFT), the transpose(s) and the 16-byte
 //!   checksum `MPI_Reduce` to rank 0.
-//! - **cg**: nprows x npcols grid (npcols = nprows or 2 nprows). Per conjugate-gradient step (25
-//!   per outer iteration, + 1 residual step): the matrix-vector product's row reduction by
-//!   recursive halving (log2 npcols irecv/send exchanges of `8 L/2^k` with L = na / nprows), the
-//!   transpose exchange with `exch_proc` (NPB's formula, `8 na / ranks`), and two 8-byte dot
-//!   product reductions over the row (log2 npcols exchanges each); a 16-byte norm reduction per
-//!   outer iteration.
+//! - **cg**: nprows x npcols grid (npcols = nprows or 2 nprows), rank r owning the rows of block
+//!   r / npcols (L = na / nprows of them). Per conjugate-gradient step (25 per outer iteration,
+//!   + 1 residual step): the matrix-vector product's row reduction (log2 npcols irecv/send
+//!   exchanges along the row, nearest column first, each of the whole `8 L` on a square grid;
+//!   on a non-square one `8 L/2`, the first exchange sending the other half), the transpose
+//!   exchange with `exch_proc` (NPB's formula, the same `8 L` or `8 L/2`), and two 8-byte dot
+//!   product reductions over the row (log2 npcols exchanges each, farthest column first); a
+//!   16-byte norm reduction per outer iteration. (NPB 3.3/3.4's `setup_submatrix_info`; the
+//!   DUMPI trace of CG class S on 4 ranks carries exactly these bytes per iteration.)
 //! - **mg**: periodic 3-D process grid (powers of two, x first). Per V-cycle `comm3` halo
 //!   exchanges axis by axis at every level (after resid at the top, rprj3 on the way down, psinv
 //!   at the bottom, resid + psinv on the way up); face of `8 (e_a + 2)(e_b + 2)` for local
@@ -412,11 +418,31 @@ fn cg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     let nprows = 1u32 << (log2(ranks) / 2);
     let npcols = ranks / nprows;
     let l2npcols = log2(npcols);
-    let seg = na.div_ceil(nprows as u64);
-    let exch_bytes = 8 * na.div_ceil(ranks as u64);
+    let square = npcols == nprows;
+    // NPB's `setup_submatrix_info`: rank r owns the rows of block r / npcols (the first
+    // na mod nprows blocks one row longer) and sends them whole (square grid) or one half of
+    // them (even ranks the first, larger half).
+    let rows = move |r: Rank| {
+        let block = (r / npcols) as u64;
+        na / nprows as u64 + u64::from(block < na % nprows as u64)
+    };
+    let send_len = move |r: Rank| match (square, r % 2) {
+        (true, _) => rows(r),
+        (false, 0) => rows(r).div_ceil(2),
+        (false, _) => rows(r) / 2,
+    };
+    // Bytes r sends in the row reduction's exchange with the column at distance `dist`: on a
+    // non-square grid the first one (distance 1) sends the other half of the rows.
+    let reduce_bytes = move |r: Rank, dist: u32| {
+        8 * if !square && dist == 1 {
+            rows(r) - send_len(r)
+        } else {
+            send_len(r)
+        }
+    };
     generated("cg", ranks, Vec::new(), move |me| {
         let (row, col) = (me / npcols, me % npcols);
-        let exch = if npcols == nprows {
+        let exch = if square {
             (me % nprows) * nprows + me / nprows
         } else {
             2 * (((me / 2) % nprows) * nprows + (me / 2) / nprows) + me % 2
@@ -429,11 +455,13 @@ fn cg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
         };
         let matvec = move |v: &mut Vec<Op>| {
             v.extend(compute(matvec_ps));
-            for j in 0..l2npcols {
-                let len = 8 * (seg >> (j + 1)).max(1);
-                sendrecv(v, me, partner(j), 40 + j as Tag, len, len);
+            // Nearest column first, as NPB's `do i = l2npcols, 1, -1`.
+            for j in (0..l2npcols).rev() {
+                let (peer, dist) = (partner(j), npcols >> (j + 1));
+                let (send, recv) = (reduce_bytes(me, dist), reduce_bytes(peer, dist));
+                sendrecv(v, me, peer, 40 + j as Tag, send, recv);
             }
-            sendrecv(v, me, exch, 1, exch_bytes, exch_bytes);
+            sendrecv(v, me, exch, 1, 8 * send_len(me), 8 * send_len(exch));
         };
         stepped(iters as u64, move |_| {
             let mut v = Vec::new();

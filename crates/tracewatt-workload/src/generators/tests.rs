@@ -150,6 +150,25 @@ fn npb_compute_follows_the_operation_count() {
 }
 
 #[test]
+fn cg_sends_the_bytes_npb_sends() {
+    // The DUMPI trace of NPB CG class S on 4 ranks (shared/data/dumpi/npb-cg.S-4ranks) holds
+    // 18,664,448 point-to-point bytes: 291,632 per rank and conj_grad call (16 calls: 15 timed,
+    // 1 untimed), each rank's transpose exchange included. 2 x 2 grid, blocks of 700 rows;
+    // ranks 0 and 3 are their own transpose partners, which costs no traffic here.
+    let t = consistent(r#"{"kind":"cg","class":"S","iterations":1}"#, 4);
+    let own = 26 * 8 * 700;
+    assert_eq!(t.sent, [291_632 - own, 291_632, 291_632, 291_632 - own]);
+    // 2 x 4 grid: half blocks of 350 rows in every exchange; 2 exchanges per scalar reduction.
+    let t = consistent(r#"{"kind":"cg","class":"S","iterations":1}"#, 8);
+    let scalars = 52 * 2 * 8 + 2 * 16;
+    let half = 26 * 8 * 350;
+    for (r, &b) in t.sent.iter().enumerate() {
+        let exchanges = if [0, 1, 6, 7].contains(&r) { 2 } else { 3 };
+        assert_eq!(b, exchanges * half + scalars, "rank {r}");
+    }
+}
+
+#[test]
 fn bt_sp_share_the_step_between_phases_as_npb_does() {
     // (kind, NPB's operations per step at class C, default Gop/s per rank, compute_rhs share,
     // whether a solve computes between posting a receive and waiting for it).
