@@ -38,8 +38,8 @@
 //!   iterations; per iteration compute (evolve + inverse FFT), the transpose(s) and the 16-byte
 //!   checksum `MPI_Reduce` to rank 0.
 //! - **cg**: nprows x npcols grid (npcols = nprows or 2 nprows), rank r owning the rows of block
-//!   r / npcols (L = na / nprows of them). Per conjugate-gradient step (25 per outer iteration,
-//!   + 1 residual step): the matrix-vector product's row reduction (log2 npcols irecv/send
+//!   r / npcols (L = na / nprows of them). Per conjugate-gradient step (25 per outer iteration
+//!   and a residual step): the matrix-vector product's row reduction (log2 npcols irecv/send
 //!   exchanges along the row, nearest column first, each of the whole `8 L` on a square grid;
 //!   on a non-square one `8 L/2`, the first exchange sending the other half), the transpose
 //!   exchange with `exch_proc` (NPB's formula, the same `8 L` or `8 L/2`), and two 8-byte dot
