@@ -251,7 +251,9 @@ def check_idle_switch() -> Check:
 
 
 def _npb(kind: str, cls: str, power: dict[str, Any]) -> dict[str, Any]:
-    """The paper's NPB setup: 4 nodes x 4 ranks on one switch of the 10GBASE-T cluster."""
+    """The paper's NPB setup: 4 nodes x 4 ranks on one switch of the 10GBASE-T cluster. Ranks
+    fill the nodes in order (the `linear` mapping; the paper does not say how mpich2 placed
+    them)."""
     return {
         "machine": {
             "preset": "miwa2014-16node",
