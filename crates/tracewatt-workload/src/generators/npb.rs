@@ -687,16 +687,16 @@ fn lu(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
 struct Adi {
     /// `compute_rhs` (SP also `txinvr`): after `copy_faces`, before the x solve.
     rhs: f64,
-    /// Per direction and cell, forward stage: building the cell's left-hand side while the
+    /// Per direction, forward stages: building the cell's left-hand side while the
     /// predecessor's message is in flight (SP `lhsx/y/z`; BT receives first).
     lhs: f64,
-    /// Per direction and cell, forward stage: the elimination after the receive.
+    /// Per direction, forward stages: the elimination after the receive.
     fwd: f64,
-    /// Per direction (x, y, z) and cell, back-substitution stage: the block-diagonal inversion
+    /// Per direction (x, y, z), back-substitution stages: the block-diagonal inversion
     /// of the cell finished before, while the successor's message is in flight (SP `ninvr`,
     /// `pinvr`, `tzetar`; BT has none).
     inv: [f64; 3],
-    /// Per direction and cell, back-substitution stage: the substitution after the receive.
+    /// Per direction, back-substitution stages: the substitution after the receive.
     back: f64,
     /// `add`, after the z solve.
     add: f64,
