@@ -18,13 +18,6 @@ def test_validation_check_passes(check_id: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="NPB-like SP/CG/BT skeletons at class B have more idle gaps just above 600 us than the "
-    "paper's class C runs: 600 -> 1,600 us loses 13-26 % of the saving (paper <= 3.1 %) and a "
-    "170 us wake costs 1.3-3.5 % (paper < 1 %); FT, and the 16,000 / 160,000 / 1,700 us shapes, "
-    "reproduce",
-)
 def test_sensitivity_shapes_match_the_paper() -> None:
     c = validate.check_sensitivity()
     assert c.passed, c.simulated

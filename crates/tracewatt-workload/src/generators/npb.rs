@@ -25,7 +25,10 @@
 //! | is | `total_keys` | 0.04 | power of two |
 //!
 //! The default rates are calibrated to a 2.0 GHz Sandy Bridge core (the EEE paper's Xeon
-//! E5-2630L): e.g. FT class C on 16 ranks then computes ~25 s of its measured 35.7 s.
+//! E5-2630L): e.g. FT class C on 16 ranks then computes ~25 s of its measured 35.7 s. On the
+//! paper's setup (`miwa2014-16node`, 4 nodes x 4 ranks on one switch, EEE off) FT class C runs
+//! 37.8 s, SP classes B and C 19.3 and 77.3 s, BT class C 91.5 s, against the measured 35.7,
+//! 19.2, 84.1 and 93.7 s (BT's on the M7100 switch; research.md section 1; no CG time is given).
 //!
 //! Communication per benchmark (sizes in bytes; doubles are 8 B, complex 16 B):
 //!
@@ -34,12 +37,15 @@
 //!   power of two <= nz): alltoalls on both sub-communicators. One forward FFT before the
 //!   iterations; per iteration compute (evolve + inverse FFT), the transpose(s) and the 16-byte
 //!   checksum `MPI_Reduce` to rank 0.
-//! - **cg**: nprows x npcols grid (npcols = nprows or 2 nprows). Per conjugate-gradient step (25
-//!   per outer iteration, + 1 residual step): the matrix-vector product's row reduction by
-//!   recursive halving (log2 npcols irecv/send exchanges of `8 L/2^k` with L = na / nprows), the
-//!   transpose exchange with `exch_proc` (NPB's formula, `8 na / ranks`), and two 8-byte dot
-//!   product reductions over the row (log2 npcols exchanges each); a 16-byte norm reduction per
-//!   outer iteration.
+//! - **cg**: nprows x npcols grid (npcols = nprows or 2 nprows), rank r owning the rows of block
+//!   r / npcols (L = na / nprows of them). Per conjugate-gradient step (25 per outer iteration
+//!   and a residual step): the matrix-vector product's row reduction (log2 npcols irecv/send
+//!   exchanges along the row, nearest column first, each of the whole `8 L` on a square grid;
+//!   on a non-square one `8 L/2`, the first exchange sending the other half), the transpose
+//!   exchange with `exch_proc` (NPB's formula, the same `8 L` or `8 L/2`), and two 8-byte dot
+//!   product reductions over the row (log2 npcols exchanges each, farthest column first); a
+//!   16-byte norm reduction per outer iteration. (NPB 3.3/3.4's `setup_submatrix_info`; the
+//!   DUMPI trace of CG class S on 4 ranks carries exactly these bytes per iteration.)
 //! - **mg**: periodic 3-D process grid (powers of two, x first). Per V-cycle `comm3` halo
 //!   exchanges axis by axis at every level (after resid at the top, rprj3 on the way down, psinv
 //!   at the bottom, resid + psinv on the way up); face of `8 (e_a + 2)(e_b + 2)` for local
@@ -51,10 +57,30 @@
 //!   allreduces (l2norm) at the end.
 //! - **bt, sp**: multi-partition over q x q ranks, q cells per rank (cell c of rank (i, j) at
 //!   ((i+c), (j+c), c) mod q, so the x/y/z successors are (i+1, j), (i, j+1), (i-1, j-1)). Per
-//!   iteration: `copy_faces` (6 directions, 2 layers x 5 variables of the q-1 interior cell
-//!   faces), then x, y and z solves pipelined over the q cells: forward elimination passes
-//!   `w` doubles per face point to the successor (bt 30, sp 22), back substitution passes 5
-//!   (bt) or 10 (sp) to the predecessor. Two 40-byte allreduces at the end.
+//!   time step, as NPB 3.3's `adi`: `copy_faces` (6 directions, 2 layers x 5 variables of the q-1
+//!   interior cell faces), `compute_rhs` (sp also `txinvr`), the x, y and z solves pipelined over
+//!   the q cells, `add`. A forward stage builds the cell's left-hand side (sp while the
+//!   predecessor's message is in flight; bt receives first), waits for that message,
+//!   eliminates and passes `w` doubles per face point to the successor (bt 30, sp 22); a back
+//!   substitution stage (sp first inverts the cell finished before — `ninvr`, `pinvr`, `tzetar`
+//!   — while the successor's message is in flight) waits, substitutes and passes 5 (bt) or 10
+//!   (sp) to the predecessor. Two 40-byte allreduces at the end. The step's operations (NPB's
+//!   formula above) are shared between these phases in the proportions of the source:
+//!
+//!   | operations per grid point and time step | sp | bt |
+//!   |---|---|---|
+//!   | `compute_rhs` (sp + `txinvr`) | 445 + 27 | 440 |
+//!   | per direction, forward: left-hand side before the wait | 28 | 0 |
+//!   | per direction, forward: after the wait (bt: left-hand side and block elimination) | 67 | 990 |
+//!   | per direction, back: inversion before the wait (x / y / z) | 7 / 7 / 27 | 0 |
+//!   | per direction, back: after the wait | 30 | 50 |
+//!   | `add` | 5 | 5 |
+//!   | total (NPB's formula at class C, n = 162) | 893 (853) | 3,565 (3,371) |
+//!
+//!   Counted in the NPB 3.3 MPI source: the `+ - * /` of the assignments in each routine's
+//!   grid-point loops, an intrinsic (`dmax1`, ...) as one, a routine called per point (bt's
+//!   `binvcrhs`, `matmul_sub`, `matvec_sub`) with its own count, boundary-plane loops left out.
+//!   A stage works on one of the rank's q cells: 1/q of a direction's share.
 //! - **ep**: compute, then allreduces of 8, 8 and 80 bytes (sx, sy, the 10 annulus counts).
 //! - **is**: per iteration compute, allreduce of the bucket sizes (`4 (2^buckets + 5)`),
 //!   alltoall of the 4-byte send counts, alltoallv of the keys (4 B each, spread evenly — NPB
@@ -392,11 +418,31 @@ fn cg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     let nprows = 1u32 << (log2(ranks) / 2);
     let npcols = ranks / nprows;
     let l2npcols = log2(npcols);
-    let seg = na.div_ceil(nprows as u64);
-    let exch_bytes = 8 * na.div_ceil(ranks as u64);
+    let square = npcols == nprows;
+    // NPB's `setup_submatrix_info`: rank r owns the rows of block r / npcols (the first
+    // na mod nprows blocks one row longer) and sends them whole (square grid) or one half of
+    // them (even ranks the first, larger half).
+    let rows = move |r: Rank| {
+        let block = (r / npcols) as u64;
+        na / nprows as u64 + u64::from(block < na % nprows as u64)
+    };
+    let send_len = move |r: Rank| match (square, r % 2) {
+        (true, _) => rows(r),
+        (false, 0) => rows(r).div_ceil(2),
+        (false, _) => rows(r) / 2,
+    };
+    // Bytes r sends in the row reduction's exchange with the column at distance `dist`: on a
+    // non-square grid the first one (distance 1) sends the other half of the rows.
+    let reduce_bytes = move |r: Rank, dist: u32| {
+        8 * if !square && dist == 1 {
+            rows(r) - send_len(r)
+        } else {
+            send_len(r)
+        }
+    };
     generated("cg", ranks, Vec::new(), move |me| {
         let (row, col) = (me / npcols, me % npcols);
-        let exch = if npcols == nprows {
+        let exch = if square {
             (me % nprows) * nprows + me / nprows
         } else {
             2 * (((me / 2) % nprows) * nprows + (me / 2) / nprows) + me % 2
@@ -409,11 +455,13 @@ fn cg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
         };
         let matvec = move |v: &mut Vec<Op>| {
             v.extend(compute(matvec_ps));
-            for j in 0..l2npcols {
-                let len = 8 * (seg >> (j + 1)).max(1);
-                sendrecv(v, me, partner(j), 40 + j as Tag, len, len);
+            // Nearest column first, as NPB's `do i = l2npcols, 1, -1`.
+            for j in (0..l2npcols).rev() {
+                let (peer, dist) = (partner(j), npcols >> (j + 1));
+                let (send, recv) = (reduce_bytes(me, dist), reduce_bytes(peer, dist));
+                sendrecv(v, me, peer, 40 + j as Tag, send, recv);
             }
-            sendrecv(v, me, exch, 1, exch_bytes, exch_bytes);
+            sendrecv(v, me, exch, 1, 8 * send_len(me), 8 * send_len(exch));
         };
         stepped(iters as u64, move |_| {
             let mut v = Vec::new();
@@ -634,6 +682,59 @@ fn lu(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     })
 }
 
+/// Where one time step of BT / SP spends its operations, per grid point, as counted in the NPB 3.3
+/// MPI source (module docs): the phases between which the skeleton communicates.
+struct Adi {
+    /// `compute_rhs` (SP also `txinvr`): after `copy_faces`, before the x solve.
+    rhs: f64,
+    /// Per direction, forward stages: building the cell's left-hand side while the
+    /// predecessor's message is in flight (SP `lhsx/y/z`; BT receives first).
+    lhs: f64,
+    /// Per direction, forward stages: the elimination after the receive.
+    fwd: f64,
+    /// Per direction (x, y, z), back-substitution stages: the block-diagonal inversion
+    /// of the cell finished before, while the successor's message is in flight (SP `ninvr`,
+    /// `pinvr`, `tzetar`; BT has none).
+    inv: [f64; 3],
+    /// Per direction, back-substitution stages: the substitution after the receive.
+    back: f64,
+    /// `add`, after the z solve.
+    add: f64,
+}
+
+impl Adi {
+    fn total(&self) -> f64 {
+        self.rhs + 3.0 * (self.lhs + self.fwd + self.back) + self.inv.iter().sum::<f64>() + self.add
+    }
+}
+
+const SP_ADI: Adi = Adi {
+    rhs: 445.0 + 27.0,
+    lhs: 28.0,
+    fwd: 67.0,
+    inv: [7.0, 7.0, 27.0],
+    back: 30.0,
+    add: 5.0,
+};
+
+const BT_ADI: Adi = Adi {
+    rhs: 440.0,
+    lhs: 0.0,
+    fwd: 990.0,
+    inv: [0.0; 3],
+    back: 50.0,
+    add: 5.0,
+};
+
+/// Compute of one cell's stages of one direction's solve, ps.
+#[derive(Debug, Clone, Copy)]
+struct Stage {
+    lhs: u64,
+    fwd: u64,
+    inv: u64,
+    back: u64,
+}
+
 fn bt_sp(
     name: &'static str,
     ranks: u32,
@@ -683,8 +784,19 @@ fn bt_sp(
     } else {
         881.174 * nf.powi(3) - 4683.91 * nf * nf + 11484.5 * nf - 19272.4
     };
-    let quarter_ps = rate.ps(ops / 4.0);
-    let stage_ps = rate.ps(ops / 4.0 / (2 * q) as f64);
+    let adi = if bt { &BT_ADI } else { &SP_ADI };
+    // NPB's operation count for the whole step, shared out in the source's proportions; a stage
+    // works on one of the rank's q cells.
+    let per_point = ops / adi.total();
+    let cell_ps = |x: f64| rate.ps(x * per_point / q as f64);
+    let rhs_ps = rate.ps(adi.rhs * per_point);
+    let add_ps = rate.ps(adi.add * per_point);
+    let stages = adi.inv.map(|inv| Stage {
+        lhs: cell_ps(adi.lhs),
+        fwd: cell_ps(adi.fwd),
+        inv: cell_ps(inv),
+        back: cell_ps(adi.back),
+    });
     let cell = n.div_ceil(q as u64);
     let face = cell * cell;
     let faces_bytes = (q as u64 - 1) * 2 * 5 * face * 8;
@@ -707,7 +819,7 @@ fn bt_sp(
             if faces_bytes > 0 {
                 halo_ops(&neigh, me, faces_bytes, 0, &mut v);
             }
-            v.extend(compute(quarter_ps));
+            v.extend(compute(rhs_ps));
             for (d, &(succ, pred)) in neigh.iter().enumerate() {
                 solve(
                     &mut v,
@@ -717,9 +829,10 @@ fn bt_sp(
                     pred,
                     me,
                     [fwd_bytes, back_bytes],
-                    stage_ps,
+                    stages[d],
                 );
             }
+            v.extend(compute(add_ps));
             v
         });
         let fin = [
@@ -730,9 +843,12 @@ fn bt_sp(
     })
 }
 
-/// One pipelined line solve over the q cells of a direction: forward elimination stage by stage
-/// (receive from the predecessor, compute, send to the successor), then back substitution in
-/// reverse. Receives are pre-posted one stage ahead, as NPB does, so the ring never deadlocks.
+/// One pipelined line solve over the q cells of a direction, as NPB runs it: forward elimination
+/// stage by stage (build the cell's left-hand side, wait for the predecessor's message,
+/// eliminate, send to the successor), then back substitution in reverse (invert the cell
+/// finished before, wait for the successor's message, substitute, send to the predecessor; the
+/// last cell is inverted at the end). Receives are pre-posted one stage ahead, as NPB does, so
+/// the ring never deadlocks and a message can arrive during the compute before the wait.
 #[allow(clippy::too_many_arguments)]
 fn solve(
     v: &mut Vec<Op>,
@@ -742,12 +858,12 @@ fn solve(
     pred: Rank,
     me: Rank,
     [fwd, back]: [u64; 2],
-    stage_ps: u64,
+    ps: Stage,
 ) {
     if succ == me {
         // One rank per line: no communication.
-        for _ in 0..2 * q {
-            v.extend(compute(stage_ps));
+        for _ in 0..q {
+            v.extend(compute(ps.lhs + ps.fwd + ps.inv + ps.back));
         }
         return;
     }
@@ -756,10 +872,11 @@ fn solve(
     let tag = |phase: i32, s: u32| (2 * d + phase + 1) * 1_000_000 + s as i32;
     let mut pending: Option<u32> = None;
     for s in 0..q {
+        v.extend(compute(ps.lhs));
         if let Some(r) = pending.take() {
             v.push(Op::Wait { req: r });
         }
-        v.extend(compute(stage_ps));
+        v.extend(compute(ps.fwd));
         if s + 1 < q {
             v.push(Op::Irecv {
                 comm: WORLD,
@@ -782,10 +899,13 @@ fn solve(
         }
     }
     for s in (0..q).rev() {
+        if s + 1 < q {
+            v.extend(compute(ps.inv));
+        }
         if let Some(r) = pending.take() {
             v.push(Op::Wait { req: r });
         }
-        v.extend(compute(stage_ps));
+        v.extend(compute(ps.back));
         if s > 0 {
             v.push(Op::Irecv {
                 comm: WORLD,
@@ -807,6 +927,7 @@ fn solve(
             req += 1;
         }
     }
+    v.extend(compute(ps.inv));
     if !sends.is_empty() {
         v.push(Op::Waitall { reqs: sends.into() });
     }

@@ -150,6 +150,80 @@ fn npb_compute_follows_the_operation_count() {
 }
 
 #[test]
+fn cg_sends_the_bytes_npb_sends() {
+    // The DUMPI trace of NPB CG class S on 4 ranks (shared/data/dumpi/npb-cg.S-4ranks) holds
+    // 18,664,448 point-to-point bytes: 291,632 per rank and conj_grad call (16 calls: 15 timed,
+    // 1 untimed), each rank's transpose exchange included. 2 x 2 grid, blocks of 700 rows;
+    // ranks 0 and 3 are their own transpose partners, which costs no traffic here.
+    let t = consistent(r#"{"kind":"cg","class":"S","iterations":1}"#, 4);
+    let own = 26 * 8 * 700;
+    assert_eq!(t.sent, [291_632 - own, 291_632, 291_632, 291_632 - own]);
+    // 2 x 4 grid: half blocks of 350 rows in every exchange; 2 exchanges per scalar reduction.
+    let t = consistent(r#"{"kind":"cg","class":"S","iterations":1}"#, 8);
+    let scalars = 52 * 2 * 8 + 2 * 16;
+    let half = 26 * 8 * 350;
+    for (r, &b) in t.sent.iter().enumerate() {
+        let exchanges = if [0, 1, 6, 7].contains(&r) { 2 } else { 3 };
+        assert_eq!(b, exchanges * half + scalars, "rank {r}");
+    }
+}
+
+#[test]
+fn bt_sp_share_the_step_between_phases_as_npb_does() {
+    // (kind, NPB's operations per step at class C, default Gop/s per rank, compute_rhs share,
+    // whether a solve computes between posting a receive and waiting for it).
+    let n = 162f64;
+    let cases = [
+        (
+            "sp",
+            881.174 * n.powi(3) - 4683.91 * n * n + 11484.5 * n - 19272.4,
+            1.2,
+            472.0 / 893.0,
+            true,
+        ),
+        (
+            "bt",
+            3478.8 * n.powi(3) - 17655.7 * n * n + 28023.7 * n,
+            2.0,
+            440.0 / 3565.0,
+            false,
+        ),
+    ];
+    for (kind, step_ops, gops, rhs_share, overlaps) in cases {
+        let json = format!(r#"{{"kind":"{kind}","class":"C","iterations":1}}"#);
+        let v = ops(build(&spec(&json), 16, 0).expect(kind).as_ref(), 0);
+        let computes: Vec<u64> = v
+            .iter()
+            .filter_map(|op| match op {
+                Op::Compute { ps } => Some(*ps),
+                _ => None,
+            })
+            .collect();
+        let total: u64 = computes.iter().sum();
+        let want = step_ops / 16.0 / gops * 1e3;
+        assert!(
+            (total as f64 / want - 1.0).abs() < 1e-9,
+            "{kind}: {total} ps"
+        );
+        // compute_rhs comes first, right after copy_faces.
+        let first = v.iter().position(|op| matches!(op, Op::Compute { .. }));
+        assert!(
+            matches!(v[first.expect(kind) - 1], Op::Waitall { .. }),
+            "{kind}"
+        );
+        let share = computes[0] as f64 / total as f64;
+        assert!(
+            (share - rhs_share).abs() < 1e-9,
+            "{kind}: rhs share {share}"
+        );
+        let overlap = v
+            .windows(3)
+            .any(|w| matches!(w, [Op::Isend { .. }, Op::Compute { .. }, Op::Wait { .. }]));
+        assert_eq!(overlap, overlaps, "{kind}");
+    }
+}
+
+#[test]
 fn errors_name_the_field() {
     let cases = [
         (r#"{"kind":"pingpong"}"#, 1, "workload.ranks"),
