@@ -78,24 +78,11 @@ class Comparison:
         rows: list[tuple[str, float, float, float]] = []
         b, p = self.baseline.summary, self.policy.summary
         rows.append(("makespan_s", b["makespan_s"], p["makespan_s"], self.slowdown_pct))
-        for k in COMPONENTS:
-            rows.append(
-                (
-                    f"energy_{k}_j",
-                    b["energy_j"][k],
-                    p["energy_j"][k],
-                    pct_change(p["energy_j"][k], b["energy_j"][k]),
-                )
-            )
-        for k in COMPONENTS:
-            rows.append(
-                (
-                    f"avg_power_{k}_w",
-                    b["avg_power_w"][k],
-                    p["avg_power_w"][k],
-                    pct_change(p["avg_power_w"][k], b["avg_power_w"][k]),
-                )
-            )
+        for group, unit in (("energy", "j"), ("avg_power", "w")):
+            key = f"{group}_{unit}"
+            for k in COMPONENTS:
+                before, after = b[key][k], p[key][k]
+                rows.append((f"{group}_{k}_{unit}", before, after, pct_change(after, before)))
         return rows
 
 
