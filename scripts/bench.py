@@ -8,6 +8,7 @@ link always on, so the cost of the power model's work shows as `power model over
     python3 scripts/bench.py            # every scenario
     python3 scripts/bench.py dragonfly  # scenarios whose name contains "dragonfly"
     python3 scripts/bench.py readers    # trace reader throughput only (records/s, MB/s)
+    python3 scripts/bench.py a2a --no-baseline  # as configured only (half the time)
 
 Prints a Markdown table (the README's performance section is copied from it) and writes
 bench-results.json.
@@ -132,7 +133,10 @@ def readers() -> int:
 
 
 def main() -> int:
-    pick = sys.argv[1] if len(sys.argv) > 1 else ""
+    args = sys.argv[1:]
+    baseline = "--no-baseline" not in args
+    args = [a for a in args if a != "--no-baseline"]
+    pick = args[0] if args else ""
     if pick == "readers":
         return readers()
     rows: list[dict[str, float]] = []
@@ -142,13 +146,14 @@ def main() -> int:
             continue
         t0 = time.perf_counter()
         r = run_child(text)
-        base = run_child(text + ALWAYS_ON)
+        base = run_child(text + ALWAYS_ON) if baseline else None
         if isinstance(r, str) or isinstance(base, str):
             print(f"{name}: FAILED\n{r if isinstance(r, str) else base}", file=sys.stderr)
             return 1
         names.append(name)
-        r["always_on_wall_s"] = base["wall_s"]
-        r["power_overhead_pct"] = 100.0 * (r["wall_s"] / base["wall_s"] - 1.0)
+        if base is not None:
+            r["always_on_wall_s"] = base["wall_s"]
+            r["power_overhead_pct"] = 100.0 * (r["wall_s"] / base["wall_s"] - 1.0)
         r["process_s"] = time.perf_counter() - t0
         r["events_per_s"] = r["events"] / r["wall_s"]
         r["packet_hops_per_s"] = r["packet_hops"] / r["wall_s"]
@@ -170,12 +175,16 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in zip(names, rows, strict=True):
+        base_cols = (
+            f"{r['always_on_wall_s']:.2f} | {r['power_overhead_pct']:+.1f}"
+            if "always_on_wall_s" in r
+            else "- | -"
+        )
         print(
             f"| {name} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
             f"{r['events_per_s'] / 1e6:.2f} M | {r['packet_hops_per_s'] / 1e6:.2f} M | "
             f"{r['mean_switch_hops']:.2f} | {r['packet_latency_mean_s'] * 1e6:.2f} | "
-            f"{r['packet_latency_max_s'] * 1e6:.2f} | {r['always_on_wall_s']:.2f} | "
-            f"{r['power_overhead_pct']:+.1f} |"
+            f"{r['packet_latency_max_s'] * 1e6:.2f} | {base_cols} |"
         )
     results = [{"name": n, **r} for n, r in zip(names, rows, strict=True)]
     Path("bench-results.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -1,10 +1,12 @@
-//! Engine primitives shared by every tracewatt crate: integer time, the deterministic event queue
-//! and the seeded random-number generator. Nothing here knows about networks or MPI.
+//! Engine primitives shared by every tracewatt crate: integer time, the deterministic event queue,
+//! the seeded random-number generator and the slab. Nothing here knows about networks or MPI.
 
 pub mod queue;
 pub mod rng;
+pub mod slab;
 pub mod time;
 
 pub use queue::{EventQueue, Schedule};
 pub use rng::Rng;
+pub use slab::Slab;
 pub use time::Ps;

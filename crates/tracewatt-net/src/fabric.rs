@@ -23,7 +23,7 @@ use crate::routing::{QueueView, RouteState, Router};
 use crate::topology::{ChannelId, Device, NodeId, SwitchId, Topology};
 use std::collections::VecDeque;
 use tracewatt_core::time::serialization_ps;
-use tracewatt_core::{Ps, Rng, Schedule};
+use tracewatt_core::{Ps, Rng, Schedule, Slab};
 
 /// How a switch forwards a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -126,37 +126,6 @@ struct Msg {
     /// Packets that have started leaving the source NIC.
     injected: u32,
     delivered: u32,
-}
-
-/// A slab: stable indices, freed slots reused, so no allocation per packet once warmed up.
-#[derive(Debug)]
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T: Copy> Slab<T> {
-    fn new() -> Self {
-        Self {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    fn insert(&mut self, t: T) -> u32 {
-        if let Some(i) = self.free.pop() {
-            self.items[i as usize] = t;
-            i
-        } else {
-            self.items.push(t);
-            (self.items.len() - 1) as u32
-        }
-    }
-    fn remove(&mut self, i: u32) {
-        self.free.push(i);
-    }
-    fn live(&self) -> usize {
-        self.items.len() - self.free.len()
-    }
 }
 
 const NEVER: Ps = Ps::MAX;
@@ -393,7 +362,7 @@ impl Fabric {
         obs: &mut O,
         rng: &mut Rng,
     ) {
-        let p = self.packets.items[pkt as usize];
+        let p = self.packets[pkt];
         let sw = self.ch[p.ch as usize].to_switch;
         if sw == NIL {
             // The tail is in: the packet is delivered. Its ejection-channel credit is
@@ -404,7 +373,7 @@ impl Fabric {
             self.packets_delivered += 1;
             self.hops_delivered += p.route.hops as u64;
             self.packets.remove(pkt);
-            let m = &mut self.msgs.items[p.msg as usize];
+            let m = &mut self.msgs[p.msg];
             m.delivered += 1;
             if m.delivered == m.packets {
                 self.notices.push(Notice::Delivered { token: m.token });
@@ -420,7 +389,7 @@ impl Fabric {
         // `route.vc` now names the VC the packet will occupy downstream of `out`.
         route.vc = vc;
         {
-            let pk = &mut self.packets.items[pkt as usize];
+            let pk = &mut self.packets[pkt];
             pk.route = route;
             pk.next = NIL;
         }
@@ -430,7 +399,7 @@ impl Fabric {
         if v.tail == NIL {
             v.head = pkt;
         } else {
-            self.packets.items[v.tail as usize].next = pkt;
+            self.packets[v.tail].next = pkt;
         }
         v.tail = pkt;
         let o = &mut self.ch[out as usize];
@@ -452,7 +421,7 @@ impl Fabric {
     fn collect_credits(&mut self, i: usize, now: Ps) {
         let v = &mut self.vc[i];
         while v.ret_head != NIL {
-            let r = self.returns.items[v.ret_head as usize];
+            let r = self.returns[v.ret_head];
             if r.at > now {
                 break;
             }
@@ -473,24 +442,24 @@ impl Fabric {
             bytes,
             next: NIL,
         });
-        let items = &mut self.returns.items;
+        let items = &mut self.returns;
         let v = &mut self.vc[i];
         if v.ret_tail == NIL {
             v.ret_head = node;
             v.ret_tail = node;
-        } else if items[v.ret_tail as usize].at <= at {
-            items[v.ret_tail as usize].next = node;
+        } else if items[v.ret_tail].at <= at {
+            items[v.ret_tail].next = node;
             v.ret_tail = node;
-        } else if items[v.ret_head as usize].at > at {
-            items[node as usize].next = v.ret_head;
+        } else if items[v.ret_head].at > at {
+            items[node].next = v.ret_head;
             v.ret_head = node;
         } else {
             let mut prev = v.ret_head;
             loop {
-                let next = items[prev as usize].next;
-                if next == NIL || items[next as usize].at > at {
-                    items[node as usize].next = next;
-                    items[prev as usize].next = node;
+                let next = items[prev].next;
+                if next == NIL || items[next].at > at {
+                    items[node].next = next;
+                    items[prev].next = node;
                     break;
                 }
                 prev = next;
@@ -546,7 +515,7 @@ impl Fabric {
         for vc in 0..self.vcs {
             let head = self.vc[base + vc].ret_head;
             if mask & (1 << vc) != 0 && head != NIL {
-                t = t.min(self.returns.items[head as usize].at);
+                t = t.min(self.returns[head].at);
             }
         }
         if t < self.ch[c].credit_event {
@@ -559,7 +528,7 @@ impl Fabric {
     fn next_nic_packet(&mut self, node: NodeId, ch: ChannelId, now: Ps) -> Option<u32> {
         let &m = self.nic_queue[node as usize].front()?;
         let i = ch as usize * self.vcs;
-        let msg = &mut self.msgs.items[m as usize];
+        let msg = &mut self.msgs[m];
         let bytes = msg.unsent.min(self.params.packet_bytes as u64) as u32;
         if self.vc[i].credits < bytes.max(1) {
             self.collect_credits(i, now);
@@ -567,7 +536,7 @@ impl Fabric {
                 return None;
             }
         }
-        let msg = &mut self.msgs.items[m as usize];
+        let msg = &mut self.msgs[m];
         msg.unsent -= bytes as u64;
         let (src, dst) = (msg.src, msg.dst);
         if msg.unsent == 0 {
@@ -603,7 +572,7 @@ impl Fabric {
                 m &= m - 1;
                 let i = base + vc;
                 let pkt = self.vc[i].head;
-                let p = &self.packets.items[pkt as usize];
+                let p = &self.packets[pkt];
                 let (need, bytes, next) = (p.bytes.max(1), p.bytes, p.next);
                 if self.vc[i].credits < need {
                     self.collect_credits(i, now);
@@ -635,7 +604,7 @@ impl Fabric {
         obs: &mut O,
     ) {
         let c = ch as usize;
-        let p = self.packets.items[pkt as usize];
+        let p = self.packets[pkt];
         let start = obs.earliest_start(ch, now).max(now);
         let o = self.ch[c];
         let ser = if p.bytes == self.params.packet_bytes {
@@ -664,7 +633,7 @@ impl Fabric {
         let mut born_ps = p.born_ps;
         if from_node {
             born_ps = start;
-            let m = &mut self.msgs.items[p.msg as usize];
+            let m = &mut self.msgs[p.msg];
             m.injected += 1;
             if m.injected == m.packets {
                 self.notices.push(Notice::Injected {
@@ -696,7 +665,7 @@ impl Fabric {
             end + lat
         };
         {
-            let pk = &mut self.packets.items[pkt as usize];
+            let pk = &mut self.packets[pkt];
             pk.ch = ch;
             pk.vc = vc;
             pk.tail_ps = end + lat;

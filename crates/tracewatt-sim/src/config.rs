@@ -116,6 +116,10 @@ pub struct MpiSpec {
     /// Size of a rendezvous control message (RTS or CTS), bytes.
     #[serde(default = "default_control_bytes")]
     pub control_bytes: u64,
+    /// Peers a scattered alltoall(v) posts receives and sends to at a time, as MPICH's
+    /// `MPIR_CVAR_ALLTOALL_THROTTLE`; 0 posts them all at once.
+    #[serde(default = "default_alltoall_throttle")]
+    pub alltoall_throttle: u32,
 }
 
 impl Default for MpiSpec {
@@ -125,6 +129,7 @@ impl Default for MpiSpec {
             send_overhead_ns: default_overhead_ns(),
             recv_overhead_ns: default_overhead_ns(),
             control_bytes: default_control_bytes(),
+            alltoall_throttle: default_alltoall_throttle(),
         }
     }
 }
@@ -281,6 +286,10 @@ fn default_link_latency_ns() -> f64 {
 fn default_eager_limit() -> u64 {
     65536
 }
+fn default_alltoall_throttle() -> u32 {
+    tracewatt_workload::collectives::DEFAULT_ALLTOALL_THROTTLE
+}
+
 fn default_overhead_ns() -> f64 {
     1000.0
 }

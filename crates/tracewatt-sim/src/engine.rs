@@ -7,12 +7,12 @@ use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
 use std::collections::VecDeque;
 use tracewatt_core::time::{serialization_ps, to_seconds};
-use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
+use tracewatt_core::{EventQueue, Ps, Rng, Schedule, Slab};
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
 use tracewatt_net::NodeId;
 use tracewatt_power::LinkPower;
-use tracewatt_workload::collectives;
+use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::matching::{Envelope, Matcher};
 use tracewatt_workload::op::RESERVED_REQ_BASE;
 use tracewatt_workload::{CommId, Op, Program, Rank, ReqId, SrcSel, Tag, TagSel};
@@ -23,13 +23,15 @@ const BLOCKING_REQ: ReqId = u32::MAX;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ev {
     Net(NetEvent),
-    /// A rank finished computing (or issuing a send) and continues.
+    /// A rank finished computing (or starting its job) and continues.
     Wake {
         rank: u32,
     },
-    /// A message leaves the MPI layer of its sender.
+    /// A message leaves the MPI layer of its sender; with `wake`, the sender, busy issuing it,
+    /// continues (one event instead of two at the same instant).
     Issue {
         msg: u32,
+        wake: bool,
     },
     /// An intra-node message has been copied.
     LocalArrive {
@@ -90,8 +92,11 @@ struct RankRt {
     job_rank: Rank,
     node: NodeId,
     program: Program,
-    /// Operations queued ahead of the program (collective expansions, implicit waits).
+    /// Operations queued ahead of the program (the current piece of a collective, implicit
+    /// waits).
     pending: VecDeque<Op>,
+    /// The collective in progress, generated piece by piece into `pending`.
+    coll: Option<Box<Expansion>>,
     state: RankState,
     /// Outstanding requests: program id -> request slot.
     reqs: ReqTable,
@@ -163,40 +168,6 @@ struct Msg {
     /// For a clear-to-send: the request-to-send it answers.
     answers: u32,
     issued_ps: Ps,
-}
-
-/// Slab of plain records with stable indices.
-#[derive(Debug)]
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T> Default for Slab<T> {
-    fn default() -> Self {
-        Self {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-}
-
-impl<T> Slab<T> {
-    fn insert(&mut self, t: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = t;
-                i
-            }
-            None => {
-                self.items.push(t);
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    fn remove(&mut self, i: u32) {
-        self.free.push(i);
-    }
 }
 
 /// A rank's outstanding requests, program id -> request slot: an open-addressing hash table
@@ -294,6 +265,7 @@ impl ReqTable {
 #[derive(Debug, Clone, Copy)]
 struct MpiCosts {
     eager_limit: u64,
+    alltoall_throttle: u32,
     send_ps: Ps,
     recv_ps: Ps,
     control_bytes: u64,
@@ -396,6 +368,7 @@ impl<'a> Engine<'a> {
         let m = &config.machine;
         let costs = MpiCosts {
             eager_limit: config.mpi.eager_limit_bytes,
+            alltoall_throttle: config.mpi.alltoall_throttle,
             send_ps: ns_to_ps(config.mpi.send_overhead_ns),
             recv_ps: ns_to_ps(config.mpi.recv_overhead_ns),
             control_bytes: config.mpi.control_bytes,
@@ -410,6 +383,7 @@ impl<'a> Engine<'a> {
                 node,
                 program,
                 pending: VecDeque::new(),
+                coll: None,
                 state: RankState::NotStarted,
                 reqs: ReqTable::default(),
                 matcher: Matcher::new(),
@@ -471,7 +445,14 @@ impl<'a> Engine<'a> {
                     self.ranks[rank as usize].state = RankState::Running;
                     self.advance(rank, now)?;
                 }
-                Ev::Issue { msg } => self.issue(msg, now)?,
+                Ev::Issue { msg, wake } => {
+                    let rank = self.msgs[msg].src;
+                    self.issue(msg, now)?;
+                    if wake {
+                        self.ranks[rank as usize].state = RankState::Running;
+                        self.advance(rank, now)?;
+                    }
+                }
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
                 Ev::ReqDone { req } => self.complete(req, now)?,
             }
@@ -587,6 +568,10 @@ impl<'a> Engine<'a> {
             let ri = rank as usize;
             let op = match self.ranks[ri].pending.pop_front() {
                 Some(op) => op,
+                None if self.ranks[ri].coll.is_some() => {
+                    self.next_piece(rank);
+                    continue;
+                }
                 None => match self.ranks[ri].program.next() {
                     Some(Ok(op)) => op,
                     Some(Err(e)) => return Err(SimError::Program(e)),
@@ -669,9 +654,7 @@ impl<'a> Engine<'a> {
                 } => {
                     let c = self.comm(rank, comm)?;
                     let me = self.comm_rank(rank, c)?;
-                    let mut buf = std::mem::take(&mut self.expand_buf);
-                    buf.clear();
-                    collectives::expand(
+                    let e = Expansion::collective(
                         comm,
                         kind,
                         algo,
@@ -679,11 +662,10 @@ impl<'a> Engine<'a> {
                         me,
                         root,
                         bytes,
-                        &mut buf,
+                        self.costs.alltoall_throttle,
                     )
                     .map_err(|e| self.program_error(rank, e.to_string()))?;
-                    self.queue_expansion(rank, &mut buf);
-                    self.expand_buf = buf;
+                    self.ranks[ri].coll = Some(Box::new(e));
                 }
                 Op::Alltoallv {
                     comm,
@@ -693,41 +675,34 @@ impl<'a> Engine<'a> {
                 } => {
                     let c = self.comm(rank, comm)?;
                     let me = self.comm_rank(rank, c)?;
-                    let n = c.members.len();
-                    if send_bytes.len() != n || recv_bytes.len() != n {
-                        return Err(self.program_error(
-                            rank,
-                            format!(
-                                "alltoallv needs {n} send and receive counts, got {} and {}",
-                                send_bytes.len(),
-                                recv_bytes.len()
-                            ),
-                        ));
-                    }
-                    let mut buf = std::mem::take(&mut self.expand_buf);
-                    buf.clear();
-                    collectives::expand_alltoallv(
+                    let e = Expansion::alltoallv(
                         comm,
                         algo,
-                        n as u32,
+                        c.members.len() as u32,
                         me,
-                        &send_bytes,
-                        &recv_bytes,
-                        &mut buf,
+                        send_bytes,
+                        recv_bytes,
+                        self.costs.alltoall_throttle,
                     )
                     .map_err(|e| self.program_error(rank, e.to_string()))?;
-                    self.queue_expansion(rank, &mut buf);
-                    self.expand_buf = buf;
+                    self.ranks[ri].coll = Some(Box::new(e));
                 }
             }
         }
     }
 
-    fn queue_expansion(&mut self, rank: u32, buf: &mut Vec<Op>) {
-        let p = &mut self.ranks[rank as usize].pending;
-        // Expansions run before anything already pending (only possible after a blocking call).
-        for op in buf.drain(..).rev() {
-            p.push_front(op);
+    /// Moves the next piece of the rank's collective into `pending`, or ends the collective.
+    fn next_piece(&mut self, rank: u32) {
+        // Enough phases per piece to amortise the call, few enough that 8,192 ranks in an
+        // all-to-all hold only a few MB of operations.
+        const PIECE_OPS: usize = 64;
+        let r = &mut self.ranks[rank as usize];
+        let buf = &mut self.expand_buf;
+        buf.clear();
+        if r.coll.as_mut().is_some_and(|e| e.fill(buf, PIECE_OPS)) {
+            r.pending.extend(buf.drain(..));
+        } else {
+            r.coll = None;
         }
     }
 
@@ -808,19 +783,17 @@ impl<'a> Engine<'a> {
             answers: u32::MAX,
             issued_ps: now,
         });
-        self.reqs.items[req as usize].msg = msg;
+        self.reqs[req].msg = msg;
         let r = &mut self.ranks[rank as usize];
         r.sends += 1;
         r.bytes_sent += bytes;
-        let t = now + self.costs.send_ps;
-        self.q.push(t, Ev::Issue { msg });
-        if self.costs.send_ps > 0 {
+        let wake = self.costs.send_ps > 0;
+        if wake {
             r.state = RankState::Busy;
-            self.q.push(t, Ev::Wake { rank });
-            Ok(true)
-        } else {
-            Ok(false)
         }
+        self.q
+            .push(now + self.costs.send_ps, Ev::Issue { msg, wake });
+        Ok(wake)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -847,14 +820,14 @@ impl<'a> Engine<'a> {
 
     /// A receive and a message (eager data or request-to-send) have matched.
     fn matched(&mut self, msg: u32, req: u32, now: Ps) -> Result<(), SimError> {
-        let m = self.msgs.items[msg as usize];
+        let m = self.msgs[msg];
         match m.kind {
             MsgKind::Eager => {
                 self.msgs.remove(msg);
                 self.finish_at(req, now + self.costs.recv_ps)
             }
             MsgKind::Rts => {
-                self.msgs.items[msg as usize].recv_req = req;
+                self.msgs[msg].recv_req = req;
                 let cts = self.msgs.insert(Msg {
                     kind: MsgKind::Cts,
                     src: m.dst,
@@ -885,7 +858,7 @@ impl<'a> Engine<'a> {
     }
 
     fn complete(&mut self, req: u32, now: Ps) -> Result<(), SimError> {
-        let r = &mut self.reqs.items[req as usize];
+        let r = &mut self.reqs[req];
         r.done = true;
         if !r.waited {
             return Ok(());
@@ -915,7 +888,7 @@ impl<'a> Engine<'a> {
             let Some(slot) = self.ranks[rank as usize].reqs.remove(*id) else {
                 continue;
             };
-            let r = &mut self.reqs.items[slot as usize];
+            let r = &mut self.reqs[slot];
             if r.done {
                 self.reqs.remove(slot);
             } else {
@@ -938,7 +911,7 @@ impl<'a> Engine<'a> {
 
     /// A message leaves its sender's MPI layer: into the fabric, or a memory copy on one node.
     fn issue(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
-        let m = self.msgs.items[msg as usize];
+        let m = self.msgs[msg];
         if m.kind == MsgKind::Eager {
             // Eager sends complete locally once the data is handed over (buffered).
             self.complete(m.send_req, now)?;
@@ -970,7 +943,7 @@ impl<'a> Engine<'a> {
 
     /// The last packet of a message leaves the source NIC at `at`: a rendezvous send is done.
     fn injected(&mut self, msg: u32, at: Ps) -> Result<(), SimError> {
-        let m = self.msgs.items[msg as usize];
+        let m = self.msgs[msg];
         if m.kind == MsgKind::Data {
             self.finish_at(m.send_req, at)?;
         }
@@ -979,7 +952,7 @@ impl<'a> Engine<'a> {
 
     /// A message arrived at its destination rank.
     fn arrive(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
-        let m = self.msgs.items[msg as usize];
+        let m = self.msgs[msg];
         match m.kind {
             MsgKind::Eager | MsgKind::Rts => {
                 if m.kind == MsgKind::Eager {
@@ -998,7 +971,7 @@ impl<'a> Engine<'a> {
                 // Clear to send: the data follows at once, from the original sender.
                 self.msgs.remove(msg);
                 let data = m.answers;
-                self.msgs.items[data as usize].kind = MsgKind::Data;
+                self.msgs[data].kind = MsgKind::Data;
                 self.issue(data, now)?;
             }
             MsgKind::Data => {
@@ -1034,7 +1007,7 @@ impl<'a> Engine<'a> {
             let job = &self.jobs[r.job as usize];
             let mut what = Vec::new();
             for slot in &r.waiting {
-                let q = &self.reqs.items[*slot as usize];
+                let q = &self.reqs[*slot];
                 if q.done {
                     continue;
                 }
@@ -1055,7 +1028,7 @@ impl<'a> Engine<'a> {
                         ));
                     }
                     ReqKind::Send => {
-                        let m = &self.msgs.items[q.msg as usize];
+                        let m = &self.msgs[q.msg];
                         let peer = self.ranks[m.dst as usize].job_rank;
                         what.push(format!(
                             "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",

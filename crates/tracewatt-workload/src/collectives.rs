@@ -184,9 +184,13 @@ pub fn effective_algorithm(
     })
 }
 
-/// Appends rank `me`'s part of a collective over `comm` (ranks comm-local) to `out`. See the
-/// module documentation for the conventions; `bytes` and `root` mean what they mean in
-/// [`Op::Collective`].
+/// MPICH's default for `MPIR_CVAR_ALLTOALL_THROTTLE`: the scattered alltoall(v) keeps at most
+/// this many receives and this many sends posted at a time.
+pub const DEFAULT_ALLTOALL_THROTTLE: u32 = 32;
+
+/// Appends rank `me`'s whole part of a collective over `comm` (ranks comm-local) to `out`, with
+/// the default alltoall throttle. See the module documentation for the conventions; `bytes` and
+/// `root` mean what they mean in [`Op::Collective`].
 #[allow(clippy::too_many_arguments)]
 pub fn expand(
     comm: CommId,
@@ -198,14 +202,22 @@ pub fn expand(
     bytes: u64,
     out: &mut Vec<Op>,
 ) -> Result<(), CollError> {
-    let mut sink = OpSink::new(comm, out);
-    schedule(&mut sink, kind, algo, size, me, root, bytes)?;
-    sink.wait();
+    let mut e = Expansion::collective(
+        comm,
+        kind,
+        algo,
+        size,
+        me,
+        root,
+        bytes,
+        DEFAULT_ALLTOALL_THROTTLE,
+    )?;
+    e.fill(out, usize::MAX);
     Ok(())
 }
 
-/// Appends rank `me`'s part of an alltoallv over `comm`: `send_bytes[i]` goes to comm rank `i`,
-/// `recv_bytes[i]` comes from comm rank `i`. Pairs with zero bytes exchange no message.
+/// Appends rank `me`'s whole part of an alltoallv over `comm`: `send_bytes[i]` goes to comm rank
+/// `i`, `recv_bytes[i]` comes from comm rank `i`. Pairs with zero bytes exchange no message.
 pub fn expand_alltoallv(
     comm: CommId,
     algo: CollAlgo,
@@ -215,10 +227,348 @@ pub fn expand_alltoallv(
     recv_bytes: &[u64],
     out: &mut Vec<Op>,
 ) -> Result<(), CollError> {
-    let mut sink = OpSink::new(comm, out);
-    schedule_alltoallv(&mut sink, algo, size, me, send_bytes, recv_bytes)?;
-    sink.wait();
+    let mut e = Expansion::alltoallv(
+        comm,
+        algo,
+        size,
+        me,
+        send_bytes.into(),
+        recv_bytes.into(),
+        DEFAULT_ALLTOALL_THROTTLE,
+    )?;
+    e.fill(out, usize::MAX);
     Ok(())
+}
+
+/// One rank's part of one collective, generated a phase at a time. An algorithm with O(n) steps
+/// (ring, pairwise exchange, scattered) then never holds its whole schedule, which at 8,192
+/// ranks is 16k operations per rank. Every phase ends by waiting for all it posted, so request
+/// ids restart at [`RESERVED_REQ_BASE`] in each [`fill`](Self::fill).
+#[derive(Debug, Clone)]
+pub struct Expansion {
+    comm: CommId,
+    n: u64,
+    me: u64,
+    plan: Plan,
+    next: u64,
+    phases: u64,
+}
+
+/// Per-peer byte counts of an alltoall (uniform) or an alltoallv (given; zero pairs skipped).
+#[derive(Debug, Clone)]
+enum Counts {
+    Uniform(u64),
+    PerRank { send: Box<[u64]>, recv: Box<[u64]> },
+}
+
+impl Counts {
+    fn send(&self, dst: u64) -> u64 {
+        match self {
+            Counts::Uniform(b) => *b,
+            Counts::PerRank { send, .. } => send[dst as usize],
+        }
+    }
+    fn recv(&self, src: u64) -> u64 {
+        match self {
+            Counts::Uniform(b) => *b,
+            Counts::PerRank { recv, .. } => recv[src as usize],
+        }
+    }
+    fn skip_zero(&self) -> bool {
+        matches!(self, Counts::PerRank { .. })
+    }
+}
+
+/// The algorithm that runs, with what it needs.
+#[derive(Debug, Clone)]
+enum Plan {
+    BarrierDissemination,
+    BarrierRd,
+    BcastBinomial {
+        root: u64,
+        bytes: u64,
+    },
+    BcastScatterAllgather {
+        root: u64,
+        bytes: u64,
+    },
+    ReduceBinomial {
+        root: u64,
+        bytes: u64,
+    },
+    AllreduceRd {
+        bytes: u64,
+    },
+    AllreduceRing {
+        bytes: u64,
+    },
+    AllreduceRabenseifner {
+        bytes: u64,
+    },
+    AllgatherRd {
+        bytes: u64,
+    },
+    AllgatherRing {
+        bytes: u64,
+    },
+    AllgatherBruck {
+        bytes: u64,
+    },
+    AlltoallBruck {
+        bytes: u64,
+    },
+    AlltoallPairwise(Counts),
+    /// Posts `block` peers' receives and sends at a time.
+    AlltoallScattered {
+        counts: Counts,
+        block: u64,
+    },
+    GatherBinomial {
+        root: u64,
+        bytes: u64,
+    },
+    ScatterBinomial {
+        root: u64,
+        bytes: u64,
+    },
+    ReduceScatterHalving {
+        bytes: u64,
+    },
+    ReduceScatterPairwise {
+        bytes: u64,
+    },
+    ReduceScatterRing {
+        bytes: u64,
+    },
+}
+
+/// Peers per scattered block; 0 (as in MPICH) posts all at once.
+fn scatter_block(throttle: u32, n: u64) -> u64 {
+    if throttle == 0 {
+        n.max(1)
+    } else {
+        throttle as u64
+    }
+}
+
+fn check_rank(size: u32, me: Rank) -> Result<(), CollError> {
+    if size == 0 {
+        return Err(CollError::EmptyCommunicator);
+    }
+    if me >= size {
+        return Err(CollError::RankOutOfRange { me, size });
+    }
+    Ok(())
+}
+
+impl Expansion {
+    /// Rank `me`'s part of a collective over `comm` (ranks comm-local); `bytes` and `root` mean
+    /// what they mean in [`Op::Collective`]; `throttle` as [`DEFAULT_ALLTOALL_THROTTLE`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn collective(
+        comm: CommId,
+        kind: CollKind,
+        algo: CollAlgo,
+        size: u32,
+        me: Rank,
+        root: Rank,
+        bytes: u64,
+        throttle: u32,
+    ) -> Result<Self, CollError> {
+        check_rank(size, me)?;
+        let rooted = matches!(
+            kind,
+            CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
+        );
+        if rooted && root >= size {
+            return Err(CollError::RootOutOfRange { kind, root, size });
+        }
+        let algo = effective_algorithm(kind, algo, size, bytes)?;
+        let (n, root) = (size as u64, root as u64);
+        use CollAlgo::*;
+        let plan = match (kind, algo) {
+            (CollKind::Barrier, Dissemination) => Plan::BarrierDissemination,
+            (CollKind::Barrier, RecursiveDoubling) => Plan::BarrierRd,
+            (CollKind::Bcast, BinomialTree) => Plan::BcastBinomial { root, bytes },
+            (CollKind::Bcast, ScatterAllgather) => Plan::BcastScatterAllgather { root, bytes },
+            (CollKind::Reduce, BinomialTree) => Plan::ReduceBinomial { root, bytes },
+            (CollKind::Allreduce, RecursiveDoubling) => Plan::AllreduceRd { bytes },
+            (CollKind::Allreduce, Ring) => Plan::AllreduceRing { bytes },
+            (CollKind::Allreduce, Rabenseifner) => Plan::AllreduceRabenseifner { bytes },
+            (CollKind::Allgather, RecursiveDoubling) => Plan::AllgatherRd { bytes },
+            (CollKind::Allgather, Ring) => Plan::AllgatherRing { bytes },
+            (CollKind::Allgather, Bruck) => Plan::AllgatherBruck { bytes },
+            (CollKind::Alltoall, PairwiseExchange) => {
+                Plan::AlltoallPairwise(Counts::Uniform(bytes))
+            }
+            (CollKind::Alltoall, Scattered) => Plan::AlltoallScattered {
+                counts: Counts::Uniform(bytes),
+                block: scatter_block(throttle, n),
+            },
+            (CollKind::Alltoall, Bruck) => Plan::AlltoallBruck { bytes },
+            (CollKind::Gather, BinomialTree) => Plan::GatherBinomial { root, bytes },
+            (CollKind::Scatter, BinomialTree) => Plan::ScatterBinomial { root, bytes },
+            (CollKind::ReduceScatter, RecursiveHalving) => Plan::ReduceScatterHalving { bytes },
+            (CollKind::ReduceScatter, PairwiseExchange) => Plan::ReduceScatterPairwise { bytes },
+            (CollKind::ReduceScatter, Ring) => Plan::ReduceScatterRing { bytes },
+            (k, a) => {
+                // effective_algorithm only returns pairs handled above.
+                return Err(CollError::NotApplicable {
+                    kind: Some(k),
+                    algo: a,
+                });
+            }
+        };
+        Ok(Self::new(comm, n, me as u64, plan))
+    }
+
+    /// Rank `me`'s part of an alltoallv over `comm`: `send_bytes[i]` goes to comm rank `i`,
+    /// `recv_bytes[i]` comes from comm rank `i`; `throttle` as [`DEFAULT_ALLTOALL_THROTTLE`].
+    pub fn alltoallv(
+        comm: CommId,
+        algo: CollAlgo,
+        size: u32,
+        me: Rank,
+        send_bytes: Box<[u64]>,
+        recv_bytes: Box<[u64]>,
+        throttle: u32,
+    ) -> Result<Self, CollError> {
+        check_rank(size, me)?;
+        for (which, v) in [("send_bytes", &send_bytes), ("recv_bytes", &recv_bytes)] {
+            if v.len() != size as usize {
+                return Err(CollError::CountsLength {
+                    which,
+                    len: v.len(),
+                    size,
+                });
+            }
+        }
+        let algo = if algo == CollAlgo::Auto {
+            resolve_auto_alltoallv()
+        } else {
+            algo
+        };
+        let n = size as u64;
+        let counts = Counts::PerRank {
+            send: send_bytes,
+            recv: recv_bytes,
+        };
+        let plan = match algo {
+            CollAlgo::PairwiseExchange => Plan::AlltoallPairwise(counts),
+            CollAlgo::Scattered => Plan::AlltoallScattered {
+                counts,
+                block: scatter_block(throttle, n),
+            },
+            a => {
+                return Err(CollError::NotApplicable {
+                    kind: None,
+                    algo: a,
+                })
+            }
+        };
+        Ok(Self::new(comm, n, me as u64, plan))
+    }
+
+    fn new(comm: CommId, n: u64, me: u64, plan: Plan) -> Self {
+        let steps = n - 1;
+        let phases = match &plan {
+            Plan::AllreduceRing { .. } => 2 * steps,
+            Plan::AllgatherRing { .. }
+            | Plan::AlltoallPairwise(_)
+            | Plan::ReduceScatterPairwise { .. }
+            | Plan::ReduceScatterRing { .. } => steps,
+            Plan::BcastScatterAllgather { .. } => 1 + steps,
+            Plan::AlltoallScattered { block, .. } => n.div_ceil(*block),
+            _ => 1,
+        };
+        Self {
+            comm,
+            n,
+            me,
+            plan,
+            next: 0,
+            phases,
+        }
+    }
+
+    /// Appends the next phases to `out` until at least `min_ops` operations were appended or the
+    /// collective is complete. Returns `false` once there was nothing left to append.
+    pub fn fill(&mut self, out: &mut Vec<Op>, min_ops: usize) -> bool {
+        let start = out.len();
+        let mut sink = OpSink::new(self.comm, out);
+        while self.next < self.phases && sink.out.len() - start < min_ops.max(1) {
+            self.emit(&mut sink, self.next);
+            self.next += 1;
+        }
+        sink.wait();
+        out.len() > start
+    }
+
+    /// Writes every phase to `s` (the data-flow checker's entry).
+    #[cfg(test)]
+    pub(crate) fn emit_all<S: Sink>(&self, s: &mut S) {
+        for phase in 0..self.phases {
+            self.emit(s, phase);
+        }
+    }
+
+    fn emit<S: Sink>(&self, s: &mut S, phase: u64) {
+        let (n, me) = (self.n, self.me);
+        let slot = |j: u64| j as usize;
+        match &self.plan {
+            Plan::BarrierDissemination => barrier_dissemination(s, n, me),
+            Plan::BarrierRd => allreduce_rd(s, n, me, 0, Mode::Union, 1),
+            Plan::BcastBinomial { root, bytes } => bcast_binomial(s, n, me, *root, *bytes),
+            Plan::BcastScatterAllgather { root, bytes } => {
+                // Van de Geijn: binomial scatter of n chunks, then a ring allgather of them.
+                let vr = (me + n - root) % n;
+                if phase == 0 {
+                    let bytes_of = |a: u64, b: u64| split_range(*bytes, n, a, b);
+                    binomial_scatter(s, n, vr, *root, &bytes_of, &slot);
+                } else {
+                    let size_of = |j: u64| split(*bytes, n, j);
+                    ring_allgather_step(s, n, me, vr, &size_of, &slot, 0, phase - 1);
+                }
+            }
+            Plan::ReduceBinomial { root, bytes } => reduce_binomial(s, n, me, *root, *bytes),
+            Plan::AllreduceRd { bytes } => allreduce_rd(s, n, me, *bytes, Mode::Combine, 1),
+            Plan::AllreduceRing { bytes } => {
+                let size_of = |b: u64| split(*bytes, n, b);
+                if phase < n - 1 {
+                    reduce_scatter_ring_step(s, n, me, &size_of, 0, phase);
+                } else {
+                    ring_allgather_step(s, n, me, me, &size_of, &slot, n, phase - (n - 1));
+                }
+            }
+            Plan::AllreduceRabenseifner { bytes } => allreduce_rabenseifner(s, n, me, *bytes),
+            Plan::AllgatherRd { bytes } => allgather_rd(s, n, me, *bytes),
+            Plan::AllgatherRing { bytes } => {
+                ring_allgather_step(s, n, me, me, &|_| *bytes, &slot, 0, phase)
+            }
+            Plan::AllgatherBruck { bytes } => allgather_bruck(s, n, me, *bytes),
+            Plan::AlltoallBruck { bytes } => alltoall_bruck(s, n, me, *bytes),
+            Plan::AlltoallPairwise(counts) => alltoall_pairwise_step(s, n, me, counts, phase + 1),
+            Plan::AlltoallScattered { counts, block } => {
+                alltoall_scattered_block(s, n, me, counts, phase * block, *block)
+            }
+            Plan::GatherBinomial { root, bytes } => gather_binomial(s, n, me, *root, *bytes),
+            Plan::ScatterBinomial { root, bytes } => {
+                let vr = (me + n - root) % n;
+                binomial_scatter(s, n, vr, *root, &|a, b| (b - a) * bytes, &|j| {
+                    ((j + root) % n) as usize
+                });
+            }
+            Plan::ReduceScatterHalving { bytes } => {
+                recursive_halving_core(s, n, me, &|r| r, &|a, b| (b - a) * bytes, 1)
+            }
+            Plan::ReduceScatterPairwise { bytes } => {
+                reduce_scatter_pairwise_step(s, n, me, *bytes, phase + 1)
+            }
+            Plan::ReduceScatterRing { bytes } => {
+                reduce_scatter_ring_step(s, n, me, &|_| *bytes, 0, phase)
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,124 +689,6 @@ pub(crate) fn buffer_segments(kind: CollKind, algo: CollAlgo, size: u32, bytes: 
         _ => 1,
     };
     (0..parts).map(|i| split(bytes, parts, i)).collect()
-}
-
-// ---------------------------------------------------------------------------------------------
-// Dispatch.
-
-pub(crate) fn schedule<S: Sink>(
-    s: &mut S,
-    kind: CollKind,
-    algo: CollAlgo,
-    size: u32,
-    me: Rank,
-    root: Rank,
-    bytes: u64,
-) -> Result<(), CollError> {
-    if size == 0 {
-        return Err(CollError::EmptyCommunicator);
-    }
-    if me >= size {
-        return Err(CollError::RankOutOfRange { me, size });
-    }
-    let rooted = matches!(
-        kind,
-        CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
-    );
-    if rooted && root >= size {
-        return Err(CollError::RootOutOfRange { kind, root, size });
-    }
-    let algo = effective_algorithm(kind, algo, size, bytes)?;
-    let (n, me, root) = (size as u64, me as u64, root as u64);
-    use CollAlgo::*;
-    match (kind, algo) {
-        (CollKind::Barrier, Dissemination) => barrier_dissemination(s, n, me),
-        (CollKind::Barrier, RecursiveDoubling) => allreduce_rd(s, n, me, 0, Mode::Union, 1),
-        (CollKind::Bcast, BinomialTree) => bcast_binomial(s, n, me, root, bytes),
-        (CollKind::Bcast, ScatterAllgather) => bcast_scatter_allgather(s, n, me, root, bytes),
-        (CollKind::Reduce, BinomialTree) => reduce_binomial(s, n, me, root, bytes),
-        (CollKind::Allreduce, RecursiveDoubling) => allreduce_rd(s, n, me, bytes, Mode::Combine, 1),
-        (CollKind::Allreduce, Ring) => {
-            let size_of = |b: u64| split(bytes, n, b);
-            reduce_scatter_ring(s, n, me, &size_of, 0);
-            ring_allgather(s, n, me, me, &size_of, &|j| j as usize, n);
-        }
-        (CollKind::Allreduce, Rabenseifner) => allreduce_rabenseifner(s, n, me, bytes),
-        (CollKind::Allgather, RecursiveDoubling) => allgather_rd(s, n, me, bytes),
-        (CollKind::Allgather, Ring) => ring_allgather(s, n, me, me, &|_| bytes, &|j| j as usize, 0),
-        (CollKind::Allgather, Bruck) => allgather_bruck(s, n, me, bytes),
-        (CollKind::Alltoall, PairwiseExchange) => {
-            alltoall_pairwise(s, n, me, &|_| bytes, &|_| bytes, false)
-        }
-        (CollKind::Alltoall, Scattered) => {
-            alltoall_scattered(s, n, me, &|_| bytes, &|_| bytes, false)
-        }
-        (CollKind::Alltoall, Bruck) => alltoall_bruck(s, n, me, bytes),
-        (CollKind::Gather, BinomialTree) => gather_binomial(s, n, me, root, bytes),
-        (CollKind::Scatter, BinomialTree) => {
-            let vr = (me + n - root) % n;
-            binomial_scatter(s, n, vr, root, &|a, b| (b - a) * bytes, &|j| {
-                ((j + root) % n) as usize
-            });
-        }
-        (CollKind::ReduceScatter, RecursiveHalving) => {
-            recursive_halving_core(s, n, me, &|r| r, &|a, b| (b - a) * bytes, 1)
-        }
-        (CollKind::ReduceScatter, PairwiseExchange) => reduce_scatter_pairwise(s, n, me, bytes),
-        (CollKind::ReduceScatter, Ring) => reduce_scatter_ring(s, n, me, &|_| bytes, 0),
-        (k, a) => {
-            // effective_algorithm only returns pairs handled above.
-            return Err(CollError::NotApplicable {
-                kind: Some(k),
-                algo: a,
-            });
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn schedule_alltoallv<S: Sink>(
-    s: &mut S,
-    algo: CollAlgo,
-    size: u32,
-    me: Rank,
-    send_bytes: &[u64],
-    recv_bytes: &[u64],
-) -> Result<(), CollError> {
-    if size == 0 {
-        return Err(CollError::EmptyCommunicator);
-    }
-    if me >= size {
-        return Err(CollError::RankOutOfRange { me, size });
-    }
-    for (which, v) in [("send_bytes", send_bytes), ("recv_bytes", recv_bytes)] {
-        if v.len() != size as usize {
-            return Err(CollError::CountsLength {
-                which,
-                len: v.len(),
-                size,
-            });
-        }
-    }
-    let algo = if algo == CollAlgo::Auto {
-        resolve_auto_alltoallv()
-    } else {
-        algo
-    };
-    let (n, me) = (size as u64, me as u64);
-    let sb = |d: u64| send_bytes[d as usize];
-    let rb = |d: u64| recv_bytes[d as usize];
-    match algo {
-        CollAlgo::PairwiseExchange => alltoall_pairwise(s, n, me, &sb, &rb, true),
-        CollAlgo::Scattered => alltoall_scattered(s, n, me, &sb, &rb, true),
-        a => {
-            return Err(CollError::NotApplicable {
-                kind: None,
-                algo: a,
-            })
-        }
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,9 +844,10 @@ fn binomial_scatter<S: Sink>(
     s.wait();
 }
 
-/// Ring allgather: at step i send block `pos - i` to the right neighbour and receive block
-/// `pos - i - 1` from the left (positions mod n); after n-1 steps every rank has every block.
-fn ring_allgather<S: Sink>(
+/// Step `i` of a ring allgather: send block `pos - i` to the right neighbour and receive block
+/// `pos - i - 1` from the left (positions mod n); after steps 0..n-1 every rank has every block.
+#[allow(clippy::too_many_arguments)]
+fn ring_allgather_step<S: Sink>(
     s: &mut S,
     n: u64,
     me: u64,
@@ -622,27 +855,17 @@ fn ring_allgather<S: Sink>(
     size_of: &dyn Fn(u64) -> u64,
     block_id: &dyn Fn(u64) -> usize,
     tag0: u64,
+    i: u64,
 ) {
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
-    for i in 0..n.saturating_sub(1) {
-        let sb = (pos + n - i % n) % n;
-        let rb = (pos + 2 * n - i % n - 1) % n;
-        s.send(right, tag(tag0 + 1 + i), size_of(sb), Mode::Copy, &|v| {
-            v.push(block_id(sb))
-        });
-        s.recv(left, tag(tag0 + 1 + i), size_of(rb));
-        s.wait();
-    }
-}
-
-/// Van de Geijn broadcast: binomial scatter of n chunks, then ring allgather of the chunks.
-fn bcast_scatter_allgather<S: Sink>(s: &mut S, n: u64, me: u64, root: u64, bytes: u64) {
-    let vr = (me + n - root) % n;
-    binomial_scatter(s, n, vr, root, &|a, b| split_range(bytes, n, a, b), &|j| {
-        j as usize
+    let sb = (pos + n - i % n) % n;
+    let rb = (pos + 2 * n - i % n - 1) % n;
+    s.send(right, tag(tag0 + 1 + i), size_of(sb), Mode::Copy, &|v| {
+        v.push(block_id(sb))
     });
-    ring_allgather(s, n, me, vr, &|j| split(bytes, n, j), &|j| j as usize, 0);
+    s.recv(left, tag(tag0 + 1 + i), size_of(rb));
+    s.wait();
 }
 
 /// Binomial-tree reduce (commutative): receive partial results from children `vr | 2^k` while
@@ -811,47 +1034,37 @@ fn allgather_bruck<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
     }
 }
 
-/// Pairwise-exchange alltoall(v): n-1 steps; at step i exchange with `me ^ i` (power-of-two
+/// Step `i` (1..n) of a pairwise-exchange alltoall(v): exchange with `me ^ i` (power-of-two
 /// sizes) or send to `me + i` and receive from `me - i`. Block (src, dst) has id `src * n + dst`.
-fn alltoall_pairwise<S: Sink>(
-    s: &mut S,
-    n: u64,
-    me: u64,
-    send_of: &dyn Fn(u64) -> u64,
-    recv_of: &dyn Fn(u64) -> u64,
-    skip_zero: bool,
-) {
-    let pow2 = n.is_power_of_two();
-    for i in 1..n {
-        let (dst, src) = if pow2 {
-            (me ^ i, me ^ i)
-        } else {
-            ((me + i) % n, (me + n - i) % n)
-        };
-        let (sb, rb) = (send_of(dst), recv_of(src));
-        send_if(s, skip_zero, dst, tag(i), sb, me * n + dst);
-        recv_if(s, skip_zero, src, tag(i), rb);
-        s.wait();
-    }
+fn alltoall_pairwise_step<S: Sink>(s: &mut S, n: u64, me: u64, c: &Counts, i: u64) {
+    let (dst, src) = if n.is_power_of_two() {
+        (me ^ i, me ^ i)
+    } else {
+        ((me + i) % n, (me + n - i) % n)
+    };
+    send_if(s, c.skip_zero(), dst, tag(i), c.send(dst), me * n + dst);
+    recv_if(s, c.skip_zero(), src, tag(i), c.recv(src));
+    s.wait();
 }
 
-/// Alltoall(v) posting every receive (from `me + i`) and every send (to `me - i`) at once, then
-/// one waitall.
-fn alltoall_scattered<S: Sink>(
+/// One block of MPICH's scattered alltoall(v): for peer offsets `first..first + block` (own
+/// offset 0 is a local copy) post the receive from `me + i` and the send to `me - i`, then wait.
+fn alltoall_scattered_block<S: Sink>(
     s: &mut S,
     n: u64,
     me: u64,
-    send_of: &dyn Fn(u64) -> u64,
-    recv_of: &dyn Fn(u64) -> u64,
-    skip_zero: bool,
+    c: &Counts,
+    first: u64,
+    block: u64,
 ) {
-    for i in 1..n {
+    let offsets = first.max(1)..(first + block).min(n);
+    for i in offsets.clone() {
         let src = (me + i) % n;
-        recv_if(s, skip_zero, src, tag(0), recv_of(src));
+        recv_if(s, c.skip_zero(), src, tag(0), c.recv(src));
     }
-    for i in 1..n {
+    for i in offsets {
         let dst = (me + n - i) % n;
-        send_if(s, skip_zero, dst, tag(0), send_of(dst), me * n + dst);
+        send_if(s, c.skip_zero(), dst, tag(0), c.send(dst), me * n + dst);
     }
     s.wait();
 }
@@ -877,7 +1090,8 @@ fn alltoall_bruck<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
     let mut step = 0;
     while pof2 < n {
         let (dst, src) = ((me + pof2) % n, (me + n - pof2) % n);
-        let count = (0..n).filter(|j| j & pof2 != 0).count() as u64;
+        // Slots j < n with bit k set: pof2 in each full period of 2 * pof2, plus the tail.
+        let count = n / (2 * pof2) * pof2 + (n % (2 * pof2)).saturating_sub(pof2);
         s.send(dst, tag(step), count * bytes, Mode::Copy, &|v| {
             for j in (0..n).filter(|j| j & pof2 != 0) {
                 let orig = (me + n - (j & (pof2 - 1))) % n;
@@ -892,37 +1106,34 @@ fn alltoall_bruck<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
     }
 }
 
-/// Pairwise reduce-scatter: at step i send my contribution to block `me + i` to its owner and
-/// combine the contribution to my block from `me - i`.
-fn reduce_scatter_pairwise<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
-    for i in 1..n {
-        let (dst, src) = ((me + i) % n, (me + n - i) % n);
-        s.send(dst, tag(i), bytes, Mode::Combine, &|v| v.push(dst as usize));
-        s.recv(src, tag(i), bytes);
-        s.wait();
-    }
+/// Step `i` (1..n) of a pairwise reduce-scatter: send my contribution to block `me + i` to its
+/// owner and combine the contribution to my block from `me - i`.
+fn reduce_scatter_pairwise_step<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64, i: u64) {
+    let (dst, src) = ((me + i) % n, (me + n - i) % n);
+    s.send(dst, tag(i), bytes, Mode::Combine, &|v| v.push(dst as usize));
+    s.recv(src, tag(i), bytes);
+    s.wait();
 }
 
-/// Ring reduce-scatter: at step i send the partial block `me - 1 - i` right and combine block
-/// `me - 2 - i` from the left; after n-1 steps rank `me` holds block `me` fully reduced.
-fn reduce_scatter_ring<S: Sink>(
+/// Step `i` (0..n-1) of a ring reduce-scatter: send the partial block `me - 1 - i` right and
+/// combine block `me - 2 - i` from the left; after n-1 steps rank `me` holds block `me` reduced.
+fn reduce_scatter_ring_step<S: Sink>(
     s: &mut S,
     n: u64,
     me: u64,
     size_of: &dyn Fn(u64) -> u64,
     tag0: u64,
+    i: u64,
 ) {
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
-    for i in 0..n.saturating_sub(1) {
-        let sb = (me + 2 * n - 1 - i) % n;
-        let rb = (me + 2 * n - 2 - i) % n;
-        s.send(right, tag(tag0 + i), size_of(sb), Mode::Combine, &|v| {
-            v.push(sb as usize)
-        });
-        s.recv(left, tag(tag0 + i), size_of(rb));
-        s.wait();
-    }
+    let sb = (me + 2 * n - 1 - i) % n;
+    let rb = (me + 2 * n - 2 - i) % n;
+    s.send(right, tag(tag0 + i), size_of(sb), Mode::Combine, &|v| {
+        v.push(sb as usize)
+    });
+    s.recv(left, tag(tag0 + i), size_of(rb));
+    s.wait();
 }
 
 #[cfg(test)]

@@ -282,6 +282,7 @@ fn sizes() -> Vec<u64> {
 }
 
 const BYTES: [u64; 5] = [0, 1, 5, 1000, 4099];
+const THROTTLES: [u32; 3] = [0, 3, DEFAULT_ALLTOALL_THROTTLE];
 
 fn check_kind(kind: CollKind) {
     let mut algos = vec![CollAlgo::Auto];
@@ -290,7 +291,16 @@ fn check_kind(kind: CollKind) {
         kind,
         CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
     );
-    for &algo in &algos {
+    // The throttle only changes the scattered alltoall: all at once, small blocks, MPICH's.
+    let throttles: &[u32] = if kind == CollKind::Alltoall {
+        &THROTTLES
+    } else {
+        &[DEFAULT_ALLTOALL_THROTTLE]
+    };
+    for (&algo, &throttle) in algos
+        .iter()
+        .flat_map(|a| throttles.iter().map(move |t| (a, t)))
+    {
         for n in sizes() {
             let roots: Vec<u64> = if rooted {
                 let mut r = vec![0, n - 1, n / 2];
@@ -303,12 +313,22 @@ fn check_kind(kind: CollKind) {
                 for &root in &roots {
                     let c = case(kind, algo, n, root, bytes);
                     let sched = |s: &mut Recorder, me: u64| {
-                        schedule(s, kind, algo, n as u32, me as Rank, root as Rank, bytes)
-                            .expect("schedule");
+                        Expansion::collective(
+                            0,
+                            kind,
+                            algo,
+                            n as u32,
+                            me as Rank,
+                            root as Rank,
+                            bytes,
+                            throttle,
+                        )
+                        .expect("schedule")
+                        .emit_all(s);
                     };
                     let received = check_case(c, &sched).unwrap_or_else(|e| {
                         panic!(
-                            "{} / {} n={n} root={root} bytes={bytes}: {e}",
+                            "{} / {} throttle={throttle} n={n} root={root} bytes={bytes}: {e}",
                             kind.name(),
                             algo.name()
                         )
@@ -403,7 +423,7 @@ fn alltoallv_all_algorithms() {
         CollAlgo::PairwiseExchange,
         CollAlgo::Scattered,
     ] {
-        for n in sizes() {
+        for (n, throttle) in sizes().into_iter().flat_map(|n| THROTTLES.map(|t| (n, t))) {
             let nu = n as usize;
             // A deterministic irregular matrix with zeros: bytes(s -> d).
             let m = |s: usize, d: usize| -> u64 {
@@ -433,10 +453,21 @@ fn alltoallv_all_algorithms() {
                 let me = me as usize;
                 let send: Vec<u64> = (0..nu).map(|d| m(me, d)).collect();
                 let recv: Vec<u64> = (0..nu).map(|s| m(s, me)).collect();
-                schedule_alltoallv(s, algo, n as u32, me as Rank, &send, &recv).expect("schedule");
+                Expansion::alltoallv(
+                    0,
+                    algo,
+                    n as u32,
+                    me as Rank,
+                    send.into(),
+                    recv.into(),
+                    throttle,
+                )
+                .expect("schedule")
+                .emit_all(s);
             };
-            let received = check_case(c, &sched)
-                .unwrap_or_else(|e| panic!("alltoallv / {} n={n}: {e}", algo.name()));
+            let received = check_case(c, &sched).unwrap_or_else(|e| {
+                panic!("alltoallv / {} throttle={throttle} n={n}: {e}", algo.name())
+            });
             for (d, got) in received.iter().enumerate() {
                 let want: u64 = (0..nu).filter(|&s| s != d).map(|s| m(s, d)).sum();
                 assert_eq!(*got, want);
@@ -450,9 +481,9 @@ fn checker_rejects_broken_algorithms() {
     // A ring allgather that stops one step early.
     let n = 6;
     let short = |s: &mut Recorder, me: u64| {
-        ring_allgather(s, n, me, me, &|_| 8, &|j| j as usize, 0);
-        // nothing else
-        let _ = me;
+        for i in 0..n - 1 {
+            ring_allgather_step(s, n, me, me, &|_| 8, &|j| j as usize, 0, i);
+        }
     };
     assert!(check_case(case(CollKind::Allgather, CollAlgo::Ring, n, 0, 8), &short).is_ok());
     let broken = |s: &mut Recorder, me: u64| {
@@ -586,4 +617,140 @@ fn auto_thresholds() {
         resolve_auto(CollKind::ReduceScatter, 16, 8),
         RecursiveHalving
     );
+}
+
+/// An operation with its request id taken out, to compare schedules filled in different pieces.
+fn shape(op: &Op) -> String {
+    match op {
+        Op::Isend {
+            dst, tag, bytes, ..
+        } => format!("isend {dst} {tag} {bytes}"),
+        Op::Irecv {
+            src, tag, bytes, ..
+        } => format!("irecv {src:?} {tag:?} {bytes}"),
+        Op::Waitall { reqs } => format!("waitall {}", reqs.len()),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn filling_piece_by_piece_gives_the_whole_schedule_and_waits_each_piece() {
+    let cases = [
+        (CollKind::Allreduce, CollAlgo::Ring, 4099),
+        (CollKind::Allgather, CollAlgo::Ring, 7),
+        (CollKind::Bcast, CollAlgo::ScatterAllgather, 50_000),
+        (CollKind::Alltoall, CollAlgo::PairwiseExchange, 10),
+        (CollKind::Alltoall, CollAlgo::Scattered, 10),
+        (CollKind::ReduceScatter, CollAlgo::PairwiseExchange, 10),
+        (CollKind::ReduceScatter, CollAlgo::Ring, 10),
+        (CollKind::Allreduce, CollAlgo::Rabenseifner, 4099),
+    ];
+    for (kind, algo, bytes) in cases {
+        for (n, me) in [(1, 0), (2, 1), (13, 5), (16, 9)] {
+            let plan = Expansion::collective(7, kind, algo, n, me, 0, bytes, 3).expect("plan");
+            let mut whole = Vec::new();
+            plan.clone().fill(&mut whole, usize::MAX);
+            let mut e = plan;
+            let (mut pieces, mut buf, mut fills) = (Vec::new(), Vec::new(), 0);
+            while e.fill(&mut buf, 1) {
+                fills += 1;
+                // Every piece waits for every request it posts.
+                let posted: Vec<ReqId> = buf
+                    .iter()
+                    .filter_map(|op| match op {
+                        Op::Isend { req, .. } | Op::Irecv { req, .. } => Some(*req),
+                        _ => None,
+                    })
+                    .collect();
+                let waited: Vec<ReqId> = buf
+                    .iter()
+                    .filter_map(|op| match op {
+                        Op::Waitall { reqs } => Some(reqs.iter().copied()),
+                        _ => None,
+                    })
+                    .flatten()
+                    .collect();
+                assert_eq!(posted, waited, "{kind:?} {algo:?} n={n}");
+                pieces.append(&mut buf);
+            }
+            assert!(!e.fill(&mut buf, 1) && buf.is_empty(), "stays done");
+            let whole: Vec<String> = whole.iter().map(shape).collect();
+            let pieces: Vec<String> = pieces.iter().map(shape).collect();
+            assert_eq!(whole, pieces, "{kind:?} {algo:?} n={n} me={me}");
+            if matches!(algo, CollAlgo::Ring | CollAlgo::PairwiseExchange) && n > 2 {
+                assert!(fills > 1, "{kind:?} {algo:?} n={n} is generated lazily");
+            }
+        }
+    }
+}
+
+#[test]
+fn scattered_alltoall_posts_at_most_throttle_peers_at_a_time() {
+    let (n, me) = (10u32, 4u32);
+    let waits = |throttle: u32| -> Vec<usize> {
+        let mut e = Expansion::collective(
+            0,
+            CollKind::Alltoall,
+            CollAlgo::Scattered,
+            n,
+            me,
+            0,
+            64,
+            throttle,
+        )
+        .expect("plan");
+        let mut out = Vec::new();
+        e.fill(&mut out, usize::MAX);
+        out.iter()
+            .filter_map(|op| match op {
+                Op::Waitall { reqs } => Some(reqs.len()),
+                _ => None,
+            })
+            .collect()
+    };
+    // MPICH's blocks of 3 peer offsets: {0,1,2} (0 is the rank itself), {3,4,5}, {6,7,8}, {9}.
+    assert_eq!(waits(3), vec![4, 6, 6, 2]);
+    assert_eq!(waits(0), vec![18]);
+    assert_eq!(waits(DEFAULT_ALLTOALL_THROTTLE), vec![18]);
+    // Within a block, receives come from me + i and sends go to me - i.
+    let mut e = Expansion::collective(0, CollKind::Alltoall, CollAlgo::Scattered, n, me, 0, 64, 3)
+        .expect("plan");
+    let mut out = Vec::new();
+    e.fill(&mut out, 1);
+    let first: Vec<String> = out.iter().map(shape).collect();
+    assert_eq!(
+        first,
+        [
+            "irecv Rank(5) Tag(-1) 64",
+            "irecv Rank(6) Tag(-1) 64",
+            "isend 3 -1 64",
+            "isend 2 -1 64",
+            "waitall 4"
+        ]
+    );
+}
+
+#[test]
+fn bruck_alltoall_message_sizes_follow_the_slot_count() {
+    // Step k carries the slots j < n with bit k set: for n = 13, k = 0..3 -> 6, 6, 5, 5 slots.
+    let mut out = Vec::new();
+    expand(
+        0,
+        CollKind::Alltoall,
+        CollAlgo::Bruck,
+        13,
+        2,
+        0,
+        10,
+        &mut out,
+    )
+    .expect("expand");
+    let sends: Vec<u64> = out
+        .iter()
+        .filter_map(|op| match op {
+            Op::Isend { bytes, .. } => Some(*bytes),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sends, vec![60, 60, 50, 50]);
 }

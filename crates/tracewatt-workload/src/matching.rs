@@ -2,12 +2,15 @@
 //! with MPI's rules (non-overtaking order, `ANY_SOURCE`, `ANY_TAG` matching only tags >= 0).
 //!
 //! Why indexed: at 8,192 ranks a rank can hold thousands of outstanding receives, and the usual
-//! linear scan of MPI implementations would make matching quadratic. Every entry gets a global
-//! sequence number (its posting/arrival order); entries are indexed by `(comm, src, tag)` with
-//! `None` standing for a wildcard, and a match takes the smallest sequence number among the few
-//! candidate index entries. Both operations are `O(log n)`.
+//! linear scan of MPI implementations would make matching quadratic. Every entry gets a sequence
+//! number (its posting/arrival order); entries are indexed by `(comm, src, tag)` with `None`
+//! standing for a wildcard, and a match takes the smallest sequence number among the few
+//! candidate index entries. Both operations are a few hash lookups.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
+use tracewatt_core::Slab;
 
 use crate::op::{CommId, Rank, SrcSel, Tag, TagSel};
 
@@ -51,10 +54,84 @@ fn candidate_keys(env: &Envelope) -> impl Iterator<Item = Key> {
 
 #[derive(Debug)]
 struct PostedRecv<P> {
+    seq: u64,
     comm: CommId,
     src: SrcSel,
     tag: TagSel,
     payload: P,
+}
+
+#[derive(Debug)]
+struct Unexpected<U> {
+    seq: u64,
+    env: Envelope,
+    payload: U,
+}
+
+/// An index entry: `(sequence number, slot)`.
+type Entry = (u64, u32);
+
+/// The entries of one key in sequence order: most keys hold one at a time, kept inline.
+#[derive(Debug)]
+enum Entries {
+    One(Entry),
+    Many(VecDeque<Entry>),
+}
+
+/// Entries by key. Queues of keys that held several entries go back to a pool when they empty, so
+/// that short-lived keys (an all-to-all uses one per peer) cost no allocation per message.
+#[derive(Debug, Default)]
+struct KeyIndex {
+    map: FxHashMap<Key, Entries>,
+    pool: Vec<VecDeque<Entry>>,
+}
+
+impl KeyIndex {
+    fn front(&self, key: &Key) -> Option<Entry> {
+        match self.map.get(key)? {
+            Entries::One(e) => Some(*e),
+            Entries::Many(q) => q.front().copied(),
+        }
+    }
+
+    fn push(&mut self, key: Key, seq: u64, slot: u32) {
+        let e = (seq, slot);
+        match self.map.entry(key) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Entries::One(e));
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => match o.get_mut() {
+                Entries::One(first) => {
+                    let mut q = self.pool.pop().unwrap_or_default();
+                    q.push_back(*first);
+                    q.push_back(e);
+                    o.insert(Entries::Many(q));
+                }
+                Entries::Many(q) => q.push_back(e),
+            },
+        }
+    }
+
+    /// Removes entry `seq` (usually the front) from the entries of `key`.
+    fn remove(&mut self, key: &Key, seq: u64) {
+        let emptied = match self.map.get_mut(key) {
+            None => return,
+            Some(Entries::One(e)) => e.0 == seq,
+            Some(Entries::Many(q)) => {
+                if q.front().is_some_and(|e| e.0 == seq) {
+                    q.pop_front();
+                } else if let Ok(i) = q.binary_search_by_key(&seq, |e| e.0) {
+                    q.remove(i);
+                }
+                q.is_empty()
+            }
+        };
+        if emptied {
+            if let Some(Entries::Many(q)) = self.map.remove(key) {
+                self.pool.push(q);
+            }
+        }
+    }
 }
 
 /// Posted receives and unexpected messages of one rank. `P` is what a posted receive carries
@@ -66,18 +143,17 @@ struct PostedRecv<P> {
 #[derive(Debug)]
 pub struct Matcher<P, U> {
     next_seq: u64,
-    /// Posted receives by sequence number (= posting order).
-    posted: BTreeMap<u64, PostedRecv<P>>,
-    /// Posted receives by their exact selector key; each queue is in posting order, so its front
-    /// is the earliest receive of that key.
-    posted_index: BTreeMap<Key, VecDeque<u64>>,
+    /// Posted receives; `None` in freed slots.
+    posted: Slab<Option<PostedRecv<P>>>,
+    /// Posted receives by their exact selector key, each queue in posting order.
+    posted_index: KeyIndex,
     /// Posted receives with a wildcard source, tag, or both.
     posted_wild: [usize; 3],
-    /// Unexpected messages by sequence number (= arrival order).
-    unexpected: BTreeMap<u64, (Envelope, U)>,
+    /// Unexpected messages; `None` in freed slots.
+    unexpected: Slab<Option<Unexpected<U>>>,
     /// Unexpected messages under every key that could select them (once `wild_indexed`, up to
     /// four per message; before, only the exact key), each queue in arrival order.
-    unexpected_index: BTreeMap<Key, VecDeque<u64>>,
+    unexpected_index: KeyIndex,
     wild_indexed: bool,
 }
 
@@ -97,29 +173,24 @@ fn wild_kind(key: &Key) -> Option<usize> {
     }
 }
 
-/// Removes `seq` from an index queue (sorted by sequence number), dropping the queue when empty.
-fn unindex(index: &mut BTreeMap<Key, VecDeque<u64>>, key: Key, seq: u64) {
-    if let Some(q) = index.get_mut(&key) {
-        if q.front() == Some(&seq) {
-            q.pop_front();
-        } else if let Ok(i) = q.binary_search(&seq) {
-            q.remove(i);
-        }
-        if q.is_empty() {
-            index.remove(&key);
-        }
-    }
+/// The live entries of a slab, in sequence order (for diagnostics and re-indexing only).
+fn in_order<T>(slab: &Slab<Option<T>>, seq: impl Fn(&T) -> u64) -> Vec<(u32, &T)> {
+    let mut v: Vec<(u32, &T)> = (0..slab.capacity() as u32)
+        .filter_map(|i| slab[i].as_ref().map(|t| (i, t)))
+        .collect();
+    v.sort_by_key(|(_, t)| seq(t));
+    v
 }
 
 impl<P, U> Matcher<P, U> {
     pub fn new() -> Self {
         Self {
             next_seq: 0,
-            posted: BTreeMap::new(),
-            posted_index: BTreeMap::new(),
+            posted: Slab::new(),
+            posted_index: KeyIndex::default(),
             posted_wild: [0; 3],
-            unexpected: BTreeMap::new(),
-            unexpected_index: BTreeMap::new(),
+            unexpected: Slab::new(),
+            unexpected_index: KeyIndex::default(),
             wild_indexed: false,
         }
     }
@@ -133,9 +204,9 @@ impl<P, U> Matcher<P, U> {
     /// Indexes every unexpected message under its wildcard keys too, from now on.
     fn index_wildcards(&mut self) {
         self.wild_indexed = true;
-        for (&seq, (env, _)) in &self.unexpected {
-            for k in candidate_keys(env).skip(1) {
-                self.unexpected_index.entry(k).or_default().push_back(seq);
+        for (slot, u) in in_order(&self.unexpected, |u| u.seq) {
+            for k in candidate_keys(&u.env).skip(1) {
+                self.unexpected_index.push(k, u.seq, slot);
             }
         }
     }
@@ -154,38 +225,32 @@ impl<P, U> Matcher<P, U> {
         if wild.is_some() && !self.wild_indexed {
             self.index_wildcards();
         }
-        let found = self
-            .unexpected_index
-            .get(&key)
-            .and_then(|q| q.front().copied());
-        if let Some(seq) = found {
-            let (env, u) = self
-                .unexpected
-                .remove(&seq)
+        if let Some((seq, slot)) = self.unexpected_index.front(&key) {
+            let u = self.unexpected[slot]
+                .take()
                 .expect("unexpected index refers to a stored message");
+            self.unexpected.remove(slot);
             if self.wild_indexed {
-                for k in candidate_keys(&env) {
-                    unindex(&mut self.unexpected_index, k, seq);
+                for k in candidate_keys(&u.env) {
+                    self.unexpected_index.remove(&k, seq);
                 }
             } else {
-                unindex(&mut self.unexpected_index, key, seq);
+                self.unexpected_index.remove(&key, seq);
             }
-            return Some((env, u));
+            return Some((u.env, u.payload));
         }
         let seq = self.seq();
-        self.posted.insert(
+        let slot = self.posted.insert(Some(PostedRecv {
             seq,
-            PostedRecv {
-                comm,
-                src,
-                tag,
-                payload,
-            },
-        );
+            comm,
+            src,
+            tag,
+            payload,
+        }));
         if let Some(w) = wild {
             self.posted_wild[w] += 1;
         }
-        self.posted_index.entry(key).or_default().push_back(seq);
+        self.posted_index.push(key, seq, slot);
         None
     }
 
@@ -198,56 +263,50 @@ impl<P, U> Matcher<P, U> {
                 None => true,
                 Some(w) => self.posted_wild[w] > 0,
             })
-            .filter_map(|k| {
-                self.posted_index
-                    .get(&k)
-                    .and_then(|q| q.front())
-                    .map(|&s| (s, k))
-            })
+            .filter_map(|k| self.posted_index.front(&k).map(|e| (e, k)))
             .min();
-        if let Some((seq, key)) = best {
-            if let Some(q) = self.posted_index.get_mut(&key) {
-                q.pop_front();
-                if q.is_empty() {
-                    self.posted_index.remove(&key);
-                }
-            }
+        if let Some(((seq, slot), key)) = best {
+            self.posted_index.remove(&key, seq);
             if let Some(w) = wild_kind(&key) {
                 self.posted_wild[w] -= 1;
             }
-            let p = self
-                .posted
-                .remove(&seq)
+            let p = self.posted[slot]
+                .take()
                 .expect("posted index refers to a stored receive");
+            self.posted.remove(slot);
             return Some(p.payload);
         }
         let seq = self.seq();
+        let slot = self
+            .unexpected
+            .insert(Some(Unexpected { seq, env, payload }));
         let keys = if self.wild_indexed { 4 } else { 1 };
         for k in candidate_keys(&env).take(keys) {
-            self.unexpected_index.entry(k).or_default().push_back(seq);
+            self.unexpected_index.push(k, seq, slot);
         }
-        self.unexpected.insert(seq, (env, payload));
         None
     }
 
     pub fn posted_len(&self) -> usize {
-        self.posted.len()
+        self.posted.live()
     }
 
     pub fn unexpected_len(&self) -> usize {
-        self.unexpected.len()
+        self.unexpected.live()
     }
 
     /// Outstanding posted receives in posting order, for deadlock diagnostics.
     pub fn posted(&self) -> impl Iterator<Item = (CommId, SrcSel, TagSel, &P)> {
-        self.posted
-            .values()
-            .map(|p| (p.comm, p.src, p.tag, &p.payload))
+        in_order(&self.posted, |p| p.seq)
+            .into_iter()
+            .map(|(_, p)| (p.comm, p.src, p.tag, &p.payload))
     }
 
     /// Unexpected messages in arrival order, for deadlock diagnostics.
     pub fn unexpected(&self) -> impl Iterator<Item = (&Envelope, &U)> {
-        self.unexpected.values().map(|(e, u)| (e, u))
+        in_order(&self.unexpected, |u| u.seq)
+            .into_iter()
+            .map(|(_, u)| (&u.env, &u.payload))
     }
 }
 
