@@ -168,7 +168,8 @@ def main() -> int:
     except OSError:
         pass
     print(f"Machine: {cpu}, {resource.getpagesize()} B pages, Python {platform.python_version()}")
-    print("Command: python3 scripts/bench.py (one core per run)\n")
+    command = " ".join(["python3 scripts/bench.py", *sys.argv[1:]])
+    print(f"Command: {command} (one core per run)\n")
     print(
         "| scenario | wall s | peak MB | events/s | packet-hops/s | mean hops | "
         "mean pkt latency us | max pkt latency us | always-on wall s | power model overhead % |"

@@ -78,43 +78,56 @@ enum Entries {
     Many(VecDeque<Entry>),
 }
 
-/// Entries by key. Queues of keys that held several entries go back to a pool when they empty, so
-/// that short-lived keys (an all-to-all uses one per peer) cost no allocation per message.
+/// Which queue an index entry belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Posted,
+    Unexpected,
+}
+
+/// Posted receives and unexpected messages by key, in one map: a key never holds both (a receive
+/// would have matched the message), and the miss-then-insert of every post and arrival then
+/// probes the same, already cached, bucket. Queues of keys that held several entries go back to
+/// a pool when they empty, so short-lived keys (an all-to-all uses one per peer) allocate nothing.
 #[derive(Debug, Default)]
 struct KeyIndex {
-    map: FxHashMap<Key, Entries>,
+    map: FxHashMap<Key, (Side, Entries)>,
     pool: Vec<VecDeque<Entry>>,
 }
 
 impl KeyIndex {
-    fn front(&self, key: &Key) -> Option<Entry> {
+    fn front(&self, key: &Key, side: Side) -> Option<Entry> {
         match self.map.get(key)? {
-            Entries::One(e) => Some(*e),
-            Entries::Many(q) => q.front().copied(),
+            (s, _) if *s != side => None,
+            (_, Entries::One(e)) => Some(*e),
+            (_, Entries::Many(q)) => q.front().copied(),
         }
     }
 
-    fn push(&mut self, key: Key, seq: u64, slot: u32) {
+    fn push(&mut self, key: Key, side: Side, seq: u64, slot: u32) {
         let e = (seq, slot);
         match self.map.entry(key) {
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(Entries::One(e));
+                v.insert((side, Entries::One(e)));
             }
-            std::collections::hash_map::Entry::Occupied(mut o) => match o.get_mut() {
-                Entries::One(first) => {
-                    let mut q = self.pool.pop().unwrap_or_default();
-                    q.push_back(*first);
-                    q.push_back(e);
-                    o.insert(Entries::Many(q));
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                debug_assert!(o.get().0 == side, "a key holds receives and messages");
+                match &mut o.get_mut().1 {
+                    Entries::One(first) => {
+                        let mut q = self.pool.pop().unwrap_or_default();
+                        q.push_back(*first);
+                        q.push_back(e);
+                        o.insert((side, Entries::Many(q)));
+                    }
+                    Entries::Many(q) => q.push_back(e),
                 }
-                Entries::Many(q) => q.push_back(e),
-            },
+            }
         }
     }
 
     /// Removes entry `seq` (usually the front) from the entries of `key`.
     fn remove(&mut self, key: &Key, seq: u64) {
-        let emptied = match self.map.get_mut(key) {
+        let emptied = match self.map.get_mut(key).map(|v| &mut v.1) {
             None => return,
             Some(Entries::One(e)) => e.0 == seq,
             Some(Entries::Many(q)) => {
@@ -127,7 +140,7 @@ impl KeyIndex {
             }
         };
         if emptied {
-            if let Some(Entries::Many(q)) = self.map.remove(key) {
+            if let Some((_, Entries::Many(q))) = self.map.remove(key) {
                 self.pool.push(q);
             }
         }
@@ -145,15 +158,14 @@ pub struct Matcher<P, U> {
     next_seq: u64,
     /// Posted receives; `None` in freed slots.
     posted: Slab<Option<PostedRecv<P>>>,
-    /// Posted receives by their exact selector key, each queue in posting order.
-    posted_index: KeyIndex,
+    /// Posted receives by their exact selector key, each queue in posting order, and
+    /// unexpected messages under every key that could select them (once `wild_indexed`, up to
+    /// four per message; before, only the exact key), each queue in arrival order.
+    index: KeyIndex,
     /// Posted receives with a wildcard source, tag, or both.
     posted_wild: [usize; 3],
     /// Unexpected messages; `None` in freed slots.
     unexpected: Slab<Option<Unexpected<U>>>,
-    /// Unexpected messages under every key that could select them (once `wild_indexed`, up to
-    /// four per message; before, only the exact key), each queue in arrival order.
-    unexpected_index: KeyIndex,
     wild_indexed: bool,
 }
 
@@ -187,10 +199,9 @@ impl<P, U> Matcher<P, U> {
         Self {
             next_seq: 0,
             posted: Slab::new(),
-            posted_index: KeyIndex::default(),
+            index: KeyIndex::default(),
             posted_wild: [0; 3],
             unexpected: Slab::new(),
-            unexpected_index: KeyIndex::default(),
             wild_indexed: false,
         }
     }
@@ -206,7 +217,7 @@ impl<P, U> Matcher<P, U> {
         self.wild_indexed = true;
         for (slot, u) in in_order(&self.unexpected, |u| u.seq) {
             for k in candidate_keys(&u.env).skip(1) {
-                self.unexpected_index.push(k, u.seq, slot);
+                self.index.push(k, Side::Unexpected, u.seq, slot);
             }
         }
     }
@@ -225,17 +236,17 @@ impl<P, U> Matcher<P, U> {
         if wild.is_some() && !self.wild_indexed {
             self.index_wildcards();
         }
-        if let Some((seq, slot)) = self.unexpected_index.front(&key) {
+        if let Some((seq, slot)) = self.index.front(&key, Side::Unexpected) {
             let u = self.unexpected[slot]
                 .take()
                 .expect("unexpected index refers to a stored message");
             self.unexpected.remove(slot);
             if self.wild_indexed {
                 for k in candidate_keys(&u.env) {
-                    self.unexpected_index.remove(&k, seq);
+                    self.index.remove(&k, seq);
                 }
             } else {
-                self.unexpected_index.remove(&key, seq);
+                self.index.remove(&key, seq);
             }
             return Some((u.env, u.payload));
         }
@@ -250,7 +261,7 @@ impl<P, U> Matcher<P, U> {
         if let Some(w) = wild {
             self.posted_wild[w] += 1;
         }
-        self.posted_index.push(key, seq, slot);
+        self.index.push(key, Side::Posted, seq, slot);
         None
     }
 
@@ -263,10 +274,10 @@ impl<P, U> Matcher<P, U> {
                 None => true,
                 Some(w) => self.posted_wild[w] > 0,
             })
-            .filter_map(|k| self.posted_index.front(&k).map(|e| (e, k)))
+            .filter_map(|k| self.index.front(&k, Side::Posted).map(|e| (e, k)))
             .min();
         if let Some(((seq, slot), key)) = best {
-            self.posted_index.remove(&key, seq);
+            self.index.remove(&key, seq);
             if let Some(w) = wild_kind(&key) {
                 self.posted_wild[w] -= 1;
             }
@@ -282,7 +293,7 @@ impl<P, U> Matcher<P, U> {
             .insert(Some(Unexpected { seq, env, payload }));
         let keys = if self.wild_indexed { 4 } else { 1 };
         for k in candidate_keys(&env).take(keys) {
-            self.unexpected_index.push(k, seq, slot);
+            self.index.push(k, Side::Unexpected, seq, slot);
         }
         None
     }
