@@ -2,13 +2,14 @@
 //! Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in MPICH",
 //! IJHPCA 2005).
 //!
-//! [`expand`] writes one rank's part of a collective as `Isend`/`Irecv`/`Waitall` operations on the
-//! collective's communicator. Conventions every expansion follows:
+//! [`Expansion`] writes one rank's part of a collective as `Isend`/`Irecv`/`Waitall` operations on
+//! the collective's communicator, a few phases at a time ([`expand`] writes all of it at once).
+//! Conventions every expansion follows:
 //!
 //! - Tags are negative (`-(1 + step)`), so a user's `ANY_TAG` receive never takes collective
 //!   traffic; every rank derives the same tag for the same step.
-//! - Request ids start at [`RESERVED_REQ_BASE`] and every request is waited before the expansion
-//!   ends, so each expansion may start again at the base.
+//! - Request ids start at [`RESERVED_REQ_BASE`] and every phase waits for all it posted, so each
+//!   piece of an expansion may start again at the base.
 //! - A rank never sends to itself; its own block is a local copy.
 //! - Blocks that do not divide evenly are split as evenly as possible: part `i` of `total` bytes in
 //!   `parts` parts is `total / parts`, plus one byte for the first `total % parts` parts.
