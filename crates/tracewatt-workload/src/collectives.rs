@@ -17,7 +17,7 @@
 //!   zero-byte messages; a 0-byte bcast still walks its tree), except in alltoallv, which like
 //!   MPICH skips pairs whose count is zero (both sides see the same zero).
 //!
-//! Internally every algorithm is written once against a small [`Sink`] trait that also receives a
+//! Internally every algorithm is written once against a small `Sink` trait that also receives a
 //! description of the data blocks each message carries; the operation sink ignores it, and the
 //! test checker uses it to verify that the algorithm really delivers what MPI requires.
 
