@@ -7,11 +7,14 @@
 //! tail leaves that buffer).
 //!
 //! Events are scheduled only where something must happen at a future time nobody else will
-//! look: a packet's arrival; a link becoming free while a packet waits behind the current one; a
-//! blocked port's credit coming back. Credits returning to a port that is not blocked are applied
-//! when the port next looks at them, and a link that nobody waits for simply records until when
-//! it is busy. That keeps the work per packet-hop near one event. A packet holds its input-buffer space at a switch until its tail has
-//! left on the next link, so full buffers push back hop by hop to the source NIC. Switching is
+//! look: a packet's arrival; a link becoming free while a packet that can go waits behind the
+//! current one; a blocked port's credit coming back. Whether a waiting packet can go when the
+//! link frees is decided as soon as the link is taken, from the credits already on their way
+//! back, so a port starved of credit wakes once, when enough have returned. Credits returning to
+//! a port that is not blocked are applied when the port next looks at them, and a link that
+//! nobody waits for simply records until when it is busy. That keeps the work per packet-hop
+//! near one event. A packet holds its input-buffer space at a switch until its tail has left on
+//! the next link, so full buffers push back hop by hop to the source NIC. Switching is
 //! virtual cut-through (a packet may leave a switch once its head has arrived and the switch
 //! latency has passed, but never finishes before its tail has arrived) or store-and-forward.
 //!
@@ -153,7 +156,7 @@ struct Chan {
     waiting: u16,
     /// Round-robin pointer over virtual channels.
     rr: u8,
-    /// A `LinkFree` event is scheduled.
+    /// A `LinkFree` event is scheduled at `busy_until`.
     free_event: bool,
     /// Packets wait but none fits its downstream buffer.
     blocked: bool,
@@ -340,16 +343,21 @@ impl Fabric {
     ) {
         match ev {
             NetEvent::Arrive { pkt } => self.arrive(now, pkt, q, obs, rng),
+            // An event a newer one superseded (the channel sent meanwhile, or an earlier credit
+            // woke it) has nothing left to do: the newer one covers it.
             NetEvent::LinkFree { ch } => {
-                self.ch[ch as usize].free_event = false;
-                self.try_send(ch, now, q, obs);
+                let c = &mut self.ch[ch as usize];
+                if c.free_event && c.busy_until <= now {
+                    c.free_event = false;
+                    self.try_send(ch, now, q, obs);
+                }
             }
             NetEvent::Credit { ch } => {
                 let c = &mut self.ch[ch as usize];
                 if c.credit_event == now {
                     c.credit_event = NEVER;
+                    self.try_send(ch, now, q, obs);
                 }
-                self.try_send(ch, now, q, obs);
             }
         }
     }
@@ -480,8 +488,7 @@ impl Fabric {
         let busy_until = self.ch[c].busy_until;
         if busy_until > now {
             if !self.ch[c].free_event && self.has_waiting(c) {
-                self.ch[c].free_event = true;
-                q.schedule(busy_until, NetEvent::LinkFree { ch });
+                self.wake_when_ready(ch, busy_until, q);
             }
             return;
         }
@@ -493,8 +500,7 @@ impl Fabric {
         };
         let Some(pkt) = pkt else {
             if self.has_waiting(c) {
-                self.ch[c].blocked = true;
-                self.schedule_credit_wakeup(ch, q);
+                self.wake_when_ready(ch, now, q);
             }
             return;
         };
@@ -502,26 +508,76 @@ impl Fabric {
         self.transmit(ch, pkt, now, q, obs);
     }
 
-    /// A blocked channel: wake it when the earliest returning credit of a waiting VC arrives.
-    fn schedule_credit_wakeup<S: Schedule<NetEvent>>(&mut self, ch: ChannelId, q: &mut S) {
+    /// Packets wait on `ch`, which is free from `from` on: wakes it at the first moment from
+    /// then on when the credits known to be coming back let one of them go — with `LinkFree` at
+    /// `from` itself, else marked blocked with `Credit` then. Credits filed later wake a
+    /// blocked channel earlier if they can ([`Self::transmit`]). Deciding this when a
+    /// transmission starts, not when it ends, spares the event a congested channel would spend
+    /// finding out at the end that it cannot send.
+    fn wake_when_ready<S: Schedule<NetEvent>>(&mut self, ch: ChannelId, from: Ps, q: &mut S) {
         let c = ch as usize;
         let base = c * self.vcs;
-        let mask = if self.ch[c].from_node != NIL {
-            1
-        } else {
-            self.ch[c].waiting
-        };
+        let node = self.ch[c].from_node;
         let mut t = NEVER;
-        for vc in 0..self.vcs {
-            let head = self.vc[base + vc].ret_head;
-            if mask & (1 << vc) != 0 && head != NIL {
-                t = t.min(self.returns[head].at);
+        if node != NIL {
+            if let Some(&m) = self.nic_queue[node as usize].front() {
+                let need = self.msgs[m]
+                    .unsent
+                    .min(self.params.packet_bytes as u64)
+                    .max(1) as u32;
+                t = self.ready_at(base, need, from);
+            }
+        } else {
+            let mut m = self.ch[c].waiting;
+            while m != 0 {
+                let vc = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let need = self.packets[self.vc[base + vc].head].bytes.max(1);
+                t = t.min(self.ready_at(base + vc, need, from));
             }
         }
-        if t < self.ch[c].credit_event {
-            self.ch[c].credit_event = t;
+        let o = &mut self.ch[c];
+        if t == from {
+            o.free_event = true;
+            q.schedule(from, NetEvent::LinkFree { ch });
+            return;
+        }
+        o.blocked = true;
+        if t < o.credit_event {
+            o.credit_event = t;
             q.schedule(t, NetEvent::Credit { ch });
         }
+    }
+
+    /// The first moment from `from` on when VC `i` has `need` bytes of credit, counting the
+    /// credits known to be on their way back; `NEVER` if those are not enough.
+    fn ready_at(&self, i: usize, need: u32, from: Ps) -> Ps {
+        let v = &self.vc[i];
+        let mut credits = v.credits;
+        let mut r = v.ret_head;
+        loop {
+            if credits >= need {
+                return from;
+            }
+            if r == NIL {
+                return NEVER;
+            }
+            let ret = self.returns[r];
+            if ret.at > from {
+                break;
+            }
+            credits += ret.bytes;
+            r = ret.next;
+        }
+        while r != NIL {
+            let ret = self.returns[r];
+            credits += ret.bytes;
+            if credits >= need {
+                return ret.at;
+            }
+            r = ret.next;
+        }
+        NEVER
     }
 
     /// Cuts the next packet of the NIC's head message if the first switch has room for it.
@@ -647,13 +703,15 @@ impl Fabric {
             let h = &mut self.ch[held];
             let back = end + h.latency_ps;
             h.occupancy -= need as u64;
-            let wake = h.blocked && back < h.credit_event;
+            // A blocked channel may be mid-transmission: it can use the credit once free.
+            let at = back.max(h.busy_until);
+            let wake = h.blocked && at < h.credit_event;
             if wake {
-                h.credit_event = back;
+                h.credit_event = at;
             }
             self.push_return(held * self.vcs + p.vc as usize, back, need);
             if wake {
-                q.schedule(back, NetEvent::Credit { ch: p.ch });
+                q.schedule(at, NetEvent::Credit { ch: p.ch });
             }
         }
         let arrive = if to_switch {
@@ -672,10 +730,10 @@ impl Fabric {
             pk.born_ps = born_ps;
         }
         self.ch[c].busy_until = end;
+        self.ch[c].free_event = false;
         q.schedule(arrive, NetEvent::Arrive { pkt });
         if self.has_waiting(c) {
-            self.ch[c].free_event = true;
-            q.schedule(end, NetEvent::LinkFree { ch });
+            self.wake_when_ready(ch, end, q);
         }
     }
 }

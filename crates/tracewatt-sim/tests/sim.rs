@@ -168,6 +168,13 @@ fn one_message_latency_matches_hand_calculation_on_every_topology() {
 /// and the previous packet has left; cut-through forwards once the head is in (never finishing
 /// before the tail), store-and-forward once the tail is in.
 fn expected(links: u64, bytes: u64, cut_through: bool) -> u64 {
+    expected_with_buffer(links, bytes, cut_through, u64::MAX)
+}
+
+/// [`expected`] with switch input buffers of `buffer` bytes: a packet also waits on each link
+/// until the switch at its end has room, and a buffer's space comes back to the link feeding it
+/// one link latency after the packet's tail has left on the next link.
+fn expected_with_buffer(links: u64, bytes: u64, cut_through: bool, buffer: u64) -> u64 {
     let packet = 1000u64;
     let sizes: Vec<u64> = if bytes == 0 {
         vec![0]
@@ -177,18 +184,40 @@ fn expected(links: u64, bytes: u64, cut_through: bool) -> u64 {
             .collect()
     };
     let mut link_free = vec![0u64; links as usize];
+    // Per link into a switch: (time its buffer space comes back, bytes) of every packet sent.
+    let mut held: Vec<Vec<(u64, u64)>> = vec![Vec::new(); links as usize];
     let mut delivered = 0;
     for s in sizes {
         let ser = serialization_ps(s, BW);
         let (mut ready, mut tail) = (0u64, 0u64);
-        for (j, free) in link_free.iter_mut().enumerate() {
-            let start = ready.max(*free);
+        for j in 0..links as usize {
+            let mut start = ready.max(link_free[j]);
+            if j + 1 < links as usize {
+                // Space frees in send order: wait for the oldest packets still in the buffer.
+                let mut in_buffer: u64 = held[j].iter().map(|&(_, b)| b).sum();
+                for &(back, b) in &held[j] {
+                    if in_buffer + s <= buffer {
+                        break;
+                    }
+                    in_buffer -= b;
+                    start = start.max(back);
+                }
+                held[j].retain(|&(back, _)| back > start);
+            }
             let end = if j == 0 {
                 start + ser
             } else {
                 (start + ser).max(tail)
             };
-            *free = end;
+            if j > 0 {
+                // This packet leaves the buffer it held at the end of link j - 1.
+                let last = held[j - 1].last_mut().expect("sent on the previous link");
+                last.0 = end + LAT;
+            }
+            if j + 1 < links as usize {
+                held[j].push((u64::MAX, s));
+            }
+            link_free[j] = end;
             tail = end + LAT;
             let last = j + 1 == links as usize;
             ready = if last {
@@ -202,6 +231,40 @@ fn expected(links: u64, bytes: u64, cut_through: bool) -> u64 {
         delivered = ready;
     }
     delivered
+}
+
+#[test]
+fn credit_flow_control_matches_hand_calculation() {
+    // Buffers of one packet and of one and a half (the 500-byte last packet fits beside a full
+    // one): the credits' round trip, not the links' bandwidth, sets the pace, and every port
+    // waits for credit in turn.
+    for case in cases() {
+        for buffer in [1000u64, 1500] {
+            for cut_through in [true, false] {
+                let switching = if cut_through {
+                    "cut_through"
+                } else {
+                    "store_and_forward"
+                };
+                let mut c = config(
+                    case.topology,
+                    &format!("switching = \"{switching}\""),
+                    &case.nodes,
+                );
+                c.machine.buffer_bytes = buffer as u32;
+                let bytes = 9_500;
+                let r = run(&c, vec![vec![send(1, bytes)], vec![recv(0, bytes)]]).unwrap();
+                let want = expected_with_buffer(case.hops + 2, bytes, cut_through, buffer);
+                assert_eq!(
+                    makespan_ps(&r),
+                    want,
+                    "{} {switching} buffer {buffer} B",
+                    case.name
+                );
+                assert!(want > expected(case.hops + 2, bytes, cut_through));
+            }
+        }
+    }
 }
 
 #[test]
