@@ -11,11 +11,14 @@ link always on, so the cost of the power model's work shows as `power model over
     python3 scripts/bench.py a2a --no-baseline  # as configured only (half the time)
 
 Prints a Markdown table (the README's performance section is copied from it) and writes
-bench-results.json.
+bench-results.json. It measures the tracewatt that `import tracewatt` finds, and prints which:
+rebuild with `pip install .` (or put an in-place build first with PYTHONPATH=python) after a
+change, or the table describes the previous build.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
 import re
@@ -88,6 +91,16 @@ ALWAYS_ON = """
 [power.links]
 policy = "always_on"
 """
+
+
+def package_origin() -> str:
+    """Where the runs import tracewatt from, flagged when it is an installed copy, which may be
+    an older build than this checkout."""
+    spec = importlib.util.find_spec("tracewatt")
+    origin = spec.origin if spec and spec.origin else "not found"
+    if not Path(origin).resolve().is_relative_to(ROOT):
+        origin += " (an installed copy: `pip install .` rebuilds it from this checkout)"
+    return origin
 
 
 def run_child(text: str) -> dict[str, float] | str:
@@ -169,7 +182,8 @@ def main() -> int:
         pass
     print(f"Machine: {cpu}, {resource.getpagesize()} B pages, Python {platform.python_version()}")
     command = " ".join(["python3 scripts/bench.py", *sys.argv[1:]])
-    print(f"Command: {command} (one core per run)\n")
+    print(f"Command: {command} (one core per run)")
+    print(f"Package measured: {package_origin()}\n")
     print(
         "| scenario | wall s | peak MB | events/s | packet-hops/s | mean hops | "
         "mean pkt latency us | max pkt latency us | always-on wall s | power model overhead % |"
