@@ -110,25 +110,33 @@ struct Packet {
     /// Channel the packet was last sent on (its downstream buffer holds the packet) and the VC.
     ch: ChannelId,
     vc: u8,
-    /// Next packet in the same output queue, or `NIL`.
+    /// Next packet in the same output queue, or `NIL`, and its size: a queue's head size is
+    /// then known without reading the head packet's record.
     next: u32,
+    next_bytes: u32,
     /// When the packet's tail reaches the downstream device of `ch`.
     tail_ps: Ps,
     /// When the packet left the source NIC, for packet latency statistics.
     born_ps: Ps,
 }
 
+/// A message in the network: counted until its last packet is delivered.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
     token: u64,
-    src: NodeId,
-    dst: NodeId,
+    packets: u32,
+    delivered: u32,
+}
+
+/// A message waiting at its source NIC to be cut into packets, with what cutting needs (the
+/// NIC queue is read on every wake-up decision; the message record only at delivery).
+#[derive(Debug, Clone, Copy)]
+struct NicMsg {
+    token: u64,
     /// Payload bytes not yet cut into packets.
     unsent: u64,
-    packets: u32,
-    /// Packets that have started leaving the source NIC.
-    injected: u32,
-    delivered: u32,
+    msg: u32,
+    dst: NodeId,
 }
 
 const NEVER: Ps = Ps::MAX;
@@ -162,13 +170,14 @@ struct Chan {
     blocked: bool,
 }
 
-/// One virtual channel of a channel: its output queue (a list threaded through the packets), the
-/// free space of its downstream buffer, and the credits on their way back to it (a list of
-/// [`Return`]s sorted by time).
+/// One virtual channel of a channel: its output queue (a list threaded through the packets, with
+/// the head packet's size), the free space of its downstream buffer, and the credits on their way
+/// back to it (a list of [`Return`]s sorted by time).
 #[derive(Debug, Clone, Copy)]
 struct Vc {
     head: u32,
     tail: u32,
+    head_bytes: u32,
     credits: u32,
     ret_head: u32,
     ret_tail: u32,
@@ -204,7 +213,7 @@ pub struct Fabric {
     packets: Slab<Packet>,
     msgs: Slab<Msg>,
     /// Per node: messages waiting to be cut into packets, in order.
-    nic_queue: Vec<VecDeque<u32>>,
+    nic_queue: Vec<VecDeque<NicMsg>>,
     notices: Vec<Notice>,
     packet_hops: u64,
     packets_delivered: u64,
@@ -246,6 +255,7 @@ impl Fabric {
                 vc.push(Vc {
                     head: NIL,
                     tail: NIL,
+                    head_bytes: 0,
                     ret_head: NIL,
                     ret_tail: NIL,
                     credits: if to_switch != NIL {
@@ -318,16 +328,17 @@ impl Fabric {
         obs: &mut O,
     ) {
         let pb = self.params.packet_bytes as u64;
-        let m = self.msgs.insert(Msg {
+        let msg = self.msgs.insert(Msg {
             token,
-            src,
-            dst,
-            unsent: bytes,
             packets: bytes.div_ceil(pb).max(1) as u32,
-            injected: 0,
             delivered: 0,
         });
-        self.nic_queue[src as usize].push_back(m);
+        self.nic_queue[src as usize].push_back(NicMsg {
+            token,
+            unsent: bytes,
+            msg,
+            dst,
+        });
         let inj = self.topo.node_injection[src as usize];
         self.try_send(inj, now, q, obs);
     }
@@ -406,8 +417,11 @@ impl Fabric {
         let v = &mut self.vc[i];
         if v.tail == NIL {
             v.head = pkt;
+            v.head_bytes = p.bytes;
         } else {
-            self.packets[v.tail].next = pkt;
+            let t = &mut self.packets[v.tail];
+            t.next = pkt;
+            t.next_bytes = p.bytes;
         }
         v.tail = pkt;
         let o = &mut self.ch[out as usize];
@@ -496,16 +510,16 @@ impl Fabric {
         let pkt = if node != NIL {
             self.next_nic_packet(node, ch, now)
         } else {
-            self.next_queued_packet(ch, now)
+            self.next_queued_packet(ch, now).map(|p| (p, None))
         };
-        let Some(pkt) = pkt else {
+        let Some((pkt, last_of)) = pkt else {
             if self.has_waiting(c) {
                 self.wake_when_ready(ch, now, q);
             }
             return;
         };
         self.ch[c].blocked = false;
-        self.transmit(ch, pkt, now, q, obs);
+        self.transmit(ch, pkt, last_of, now, q, obs);
     }
 
     /// Packets wait on `ch`, which is free from `from` on: wakes it at the first moment from
@@ -520,11 +534,8 @@ impl Fabric {
         let node = self.ch[c].from_node;
         let mut t = NEVER;
         if node != NIL {
-            if let Some(&m) = self.nic_queue[node as usize].front() {
-                let need = self.msgs[m]
-                    .unsent
-                    .min(self.params.packet_bytes as u64)
-                    .max(1) as u32;
+            if let Some(m) = self.nic_queue[node as usize].front() {
+                let need = m.unsent.min(self.params.packet_bytes as u64).max(1) as u32;
                 t = self.ready_at(base, need, from);
             }
         } else {
@@ -532,7 +543,7 @@ impl Fabric {
             while m != 0 {
                 let vc = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let need = self.packets[self.vc[base + vc].head].bytes.max(1);
+                let need = self.vc[base + vc].head_bytes.max(1);
                 t = t.min(self.ready_at(base + vc, need, from));
             }
         }
@@ -580,37 +591,44 @@ impl Fabric {
         NEVER
     }
 
-    /// Cuts the next packet of the NIC's head message if the first switch has room for it.
-    fn next_nic_packet(&mut self, node: NodeId, ch: ChannelId, now: Ps) -> Option<u32> {
-        let &m = self.nic_queue[node as usize].front()?;
+    /// Cuts the next packet of the NIC's head message if the first switch has room for it; with
+    /// the message's token if that was its last packet.
+    fn next_nic_packet(
+        &mut self,
+        node: NodeId,
+        ch: ChannelId,
+        now: Ps,
+    ) -> Option<(u32, Option<u64>)> {
+        let m = *self.nic_queue[node as usize].front()?;
         let i = ch as usize * self.vcs;
-        let msg = &mut self.msgs[m];
-        let bytes = msg.unsent.min(self.params.packet_bytes as u64) as u32;
+        let bytes = m.unsent.min(self.params.packet_bytes as u64) as u32;
         if self.vc[i].credits < bytes.max(1) {
             self.collect_credits(i, now);
             if self.vc[i].credits < bytes.max(1) {
                 return None;
             }
         }
-        let msg = &mut self.msgs[m];
-        msg.unsent -= bytes as u64;
-        let (src, dst) = (msg.src, msg.dst);
-        if msg.unsent == 0 {
-            self.nic_queue[node as usize].pop_front();
+        let queue = &mut self.nic_queue[node as usize];
+        let last = m.unsent == bytes as u64;
+        if last {
+            queue.pop_front();
+        } else {
+            queue[0].unsent -= bytes as u64;
         }
         let pkt = self.packets.insert(Packet {
-            msg: m,
+            msg: m.msg,
             bytes,
-            src,
-            dst,
+            src: node,
+            dst: m.dst,
             route: RouteState::new(),
             ch,
             vc: 0,
             next: NIL,
+            next_bytes: 0,
             tail_ps: 0,
             born_ps: 0,
         });
-        Some(pkt)
+        Some((pkt, last.then_some(m.token)))
     }
 
     /// Round-robin over virtual channels: the first VC after the last served one whose head
@@ -627,18 +645,20 @@ impl Fabric {
                 let vc = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let i = base + vc;
-                let pkt = self.vc[i].head;
-                let p = &self.packets[pkt];
-                let (need, bytes, next) = (p.bytes.max(1), p.bytes, p.next);
+                let bytes = self.vc[i].head_bytes;
+                let need = bytes.max(1);
                 if self.vc[i].credits < need {
                     self.collect_credits(i, now);
                     if self.vc[i].credits < need {
                         continue;
                     }
                 }
+                let pkt = self.vc[i].head;
+                let p = &self.packets[pkt];
                 let v = &mut self.vc[i];
-                v.head = next;
-                if next == NIL {
+                v.head = p.next;
+                v.head_bytes = p.next_bytes;
+                if p.next == NIL {
                     v.tail = NIL;
                     self.ch[c].waiting &= !(1 << vc);
                 }
@@ -651,10 +671,13 @@ impl Fabric {
         None
     }
 
+    /// Sends `pkt` on `ch`; `last_of` is the message's token when this is its last packet to
+    /// leave the source NIC.
     fn transmit<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         ch: ChannelId,
         pkt: u32,
+        last_of: Option<u64>,
         now: Ps,
         q: &mut S,
         obs: &mut O,
@@ -689,13 +712,8 @@ impl Fabric {
         let mut born_ps = p.born_ps;
         if from_node {
             born_ps = start;
-            let m = &mut self.msgs[p.msg];
-            m.injected += 1;
-            if m.injected == m.packets {
-                self.notices.push(Notice::Injected {
-                    token: m.token,
-                    at: end,
-                });
+            if let Some(token) = last_of {
+                self.notices.push(Notice::Injected { token, at: end });
             }
         } else {
             // The buffer the packet leaves frees when its tail has gone; the credit travels back.

@@ -23,7 +23,7 @@ const BLOCKING_REQ: ReqId = u32::MAX;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ev {
     Net(NetEvent),
-    /// A rank finished computing (or starting its job) and continues.
+    /// A rank finished computing, starting its job or waiting, and continues.
     Wake {
         rank: u32,
     },
@@ -36,10 +36,6 @@ pub(crate) enum Ev {
     /// An intra-node message has been copied.
     LocalArrive {
         msg: u32,
-    },
-    /// A request completes (receive overhead elapsed).
-    ReqDone {
-        req: u32,
     },
 }
 
@@ -101,9 +97,11 @@ struct RankRt {
     /// Outstanding requests: program id -> request slot.
     reqs: ReqTable,
     matcher: Matcher<u32, u32>,
-    /// Requests being waited for, and how many of them are not yet complete.
+    /// Requests being waited for, how many of them have no completion time yet, and the latest
+    /// completion time of the others: the wait ends at that time once none remains.
     waiting: Vec<u32>,
     wait_remaining: u32,
+    resume_ps: Ps,
     blocked_since: Ps,
     finish_ps: Ps,
     compute_ps: Ps,
@@ -137,7 +135,11 @@ enum ReqKind {
 struct Req {
     rank: u32,
     kind: ReqKind,
+    /// The completion time is known: `done_ps`, possibly still in the future. A completion is
+    /// recorded as soon as it is certain, not by an event at that time: only a rank's wait needs
+    /// an event (one `Wake` per wait, not one per request).
     done: bool,
+    done_ps: Ps,
     waited: bool,
     bytes: u64,
     /// For a send: its message (rendezvous sends wait for the clear-to-send).
@@ -389,6 +391,7 @@ impl<'a> Engine<'a> {
                 matcher: Matcher::new(),
                 waiting: Vec::new(),
                 wait_remaining: 0,
+                resume_ps: 0,
                 blocked_since: 0,
                 finish_ps: 0,
                 compute_ps: 0,
@@ -441,20 +444,15 @@ impl<'a> Engine<'a> {
                     );
                     self.after_fabric(now)?;
                 }
-                Ev::Wake { rank } => {
-                    self.ranks[rank as usize].state = RankState::Running;
-                    self.advance(rank, now)?;
-                }
+                Ev::Wake { rank } => self.resume(rank, now)?,
                 Ev::Issue { msg, wake } => {
                     let rank = self.msgs[msg].src;
                     self.issue(msg, now)?;
                     if wake {
-                        self.ranks[rank as usize].state = RankState::Running;
-                        self.advance(rank, now)?;
+                        self.resume(rank, now)?;
                     }
                 }
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
-                Ev::ReqDone { req } => self.complete(req, now)?,
             }
             if self.q.events_processed() >= next_report {
                 next_report = self.q.events_processed() + (1 << 16);
@@ -731,6 +729,7 @@ impl<'a> Engine<'a> {
             rank,
             kind,
             done: false,
+            done_ps: 0,
             waited: false,
             bytes,
             msg: u32::MAX,
@@ -847,34 +846,43 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Completes request `req` at `t` (now or later).
+    /// Request `req` completes at `t` (now or later). A rank whose wait it ends continues at
+    /// the latest completion time of the requests it waited for.
     fn finish_at(&mut self, req: u32, t: Ps) -> Result<(), SimError> {
-        if t > self.q.now() {
-            self.q.push(t, Ev::ReqDone { req });
-            Ok(())
-        } else {
-            self.complete(req, t)
-        }
-    }
-
-    fn complete(&mut self, req: u32, now: Ps) -> Result<(), SimError> {
         let r = &mut self.reqs[req];
         r.done = true;
+        r.done_ps = t;
         if !r.waited {
             return Ok(());
         }
         let rank = r.rank;
         let rr = &mut self.ranks[rank as usize];
         rr.wait_remaining -= 1;
-        if rr.wait_remaining == 0 && rr.state == RankState::Blocked {
-            rr.wait_ps += now - rr.blocked_since;
-            for slot in std::mem::take(&mut rr.waiting) {
-                self.reqs.remove(slot);
+        rr.resume_ps = rr.resume_ps.max(t);
+        if rr.wait_remaining == 0 {
+            debug_assert_eq!(rr.state, RankState::Blocked);
+            let now = self.q.now();
+            if rr.resume_ps > now {
+                self.q.push(rr.resume_ps, Ev::Wake { rank });
+            } else {
+                self.resume(rank, now)?;
             }
-            rr.state = RankState::Running;
-            self.advance(rank, now)?;
         }
         Ok(())
+    }
+
+    /// The rank continues at `now`: it has started, finished computing or issuing a send, or
+    /// its wait is over (accounted, and its requests freed).
+    fn resume(&mut self, rank: u32, now: Ps) -> Result<(), SimError> {
+        let rr = &mut self.ranks[rank as usize];
+        if rr.state == RankState::Blocked {
+            rr.wait_ps += now - rr.blocked_since;
+            for slot in rr.waiting.drain(..) {
+                self.reqs.remove(slot);
+            }
+        }
+        rr.state = RankState::Running;
+        self.advance(rank, now)
     }
 
     /// Waits for the requests `ids`. Returns true if the rank blocks.
@@ -882,6 +890,7 @@ impl<'a> Engine<'a> {
         let mut waiting = std::mem::take(&mut self.ranks[rank as usize].waiting);
         waiting.clear();
         let mut remaining = 0;
+        let mut resume_ps = now;
         for id in ids {
             // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
             // it returns at once.
@@ -890,6 +899,7 @@ impl<'a> Engine<'a> {
             };
             let r = &mut self.reqs[slot];
             if r.done {
+                resume_ps = resume_ps.max(r.done_ps);
                 self.reqs.remove(slot);
             } else {
                 r.waited = true;
@@ -899,13 +909,17 @@ impl<'a> Engine<'a> {
         }
         let rr = &mut self.ranks[rank as usize];
         rr.waiting = waiting;
-        if remaining == 0 {
+        if remaining == 0 && resume_ps == now {
             return false;
         }
         rr.wait_remaining = remaining;
+        rr.resume_ps = resume_ps;
         rr.state = RankState::Blocked;
         rr.blocked_since = now;
         rr.blocked_in = what;
+        if remaining == 0 {
+            self.q.push(resume_ps, Ev::Wake { rank });
+        }
         true
     }
 
@@ -914,7 +928,7 @@ impl<'a> Engine<'a> {
         let m = self.msgs[msg];
         if m.kind == MsgKind::Eager {
             // Eager sends complete locally once the data is handed over (buffered).
-            self.complete(m.send_req, now)?;
+            self.finish_at(m.send_req, now)?;
         }
         let wire = match m.kind {
             MsgKind::Eager | MsgKind::Data => m.bytes,
@@ -978,7 +992,7 @@ impl<'a> Engine<'a> {
                 self.record_latency(&m, now);
                 let local = self.ranks[m.src as usize].node == self.ranks[m.dst as usize].node;
                 if local {
-                    self.complete(m.send_req, now)?;
+                    self.finish_at(m.send_req, now)?;
                 }
                 self.msgs.remove(msg);
                 self.finish_at(m.recv_req, now + self.costs.recv_ps)?;
