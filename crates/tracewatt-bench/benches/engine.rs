@@ -6,6 +6,10 @@ use std::hint::black_box;
 use tracewatt_core::{EventQueue, Rng};
 use tracewatt_sim::{simulate, Config, Format};
 
+/// The allocator the Python extension ships with, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn queue(c: &mut Criterion) {
     // A steady-state queue of 10,000 pending events, each pop scheduling one new event: the
     // engine's inner loop without any model work.

@@ -9,6 +9,14 @@ use pyo3::types::PyDict;
 use std::time::{Duration, Instant};
 use tracewatt_sim::{Column, Config, Format, Progress, SimError};
 
+/// Large runs are bound by memory latency over hundreds of MB of scattered records (requests,
+/// messages, packets, per-rank matching tables). mimalloc backs them with transparent huge pages
+/// (it asks for them with `madvise`, which is all Debian's default `madvise` THP mode grants),
+/// which removes most TLB misses: the 8,192-rank torus all-to-all ran 26 % faster than on glibc's
+/// allocator with 4 KiB pages (README, performance).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 create_exception!(
     _tracewatt,
     TracewattError,
