@@ -40,7 +40,8 @@ fn queue(c: &mut Criterion) {
 }
 
 fn network(c: &mut Criterion) {
-    let text = tracewatt_bench::dragonfly_uniform(2);
+    // Scenario (a) of the README's performance section, whole: setup is about a tenth of it.
+    let text = tracewatt_bench::dragonfly_uniform(20);
     let config = Config::parse(&text, Format::Toml, "bench").expect("bench config parses");
     let probe = simulate(&config, "bench", &mut |_| true).expect("bench run succeeds");
     let hops = probe.summary["network"]["packet_hops"]
@@ -49,7 +50,7 @@ fn network(c: &mut Criterion) {
     let mut g = c.benchmark_group("network");
     g.sample_size(10);
     g.throughput(Throughput::Elements(hops));
-    g.bench_function("dragonfly1056_uniform_2msgs_packet_hops", |b| {
+    g.bench_function("dragonfly1056_uniform_20msgs_packet_hops", |b| {
         b.iter(|| simulate(black_box(&config), "bench", &mut |_| true).expect("bench run succeeds"))
     });
     g.finish();

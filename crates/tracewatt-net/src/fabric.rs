@@ -91,17 +91,24 @@ pub enum NetEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notice {
     /// The last packet of message `token` leaves the source NIC at `at` (now or later).
-    Injected { token: u64, at: Ps },
+    Injected { token: u32, at: Ps },
     /// The last packet of message `token` arrived at its destination node.
-    Delivered { token: u64 },
+    Delivered { token: u32 },
 }
 
 /// No packet / no node.
 const NIL: u32 = u32::MAX;
 
+/// One cache line, aligned: a hop reads and writes most of it, and a record straddling two lines
+/// costs two misses where it misses.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 struct Packet {
+    /// The message's record in `msgs` if it has several packets, else `NIL`: a one-packet
+    /// message is delivered with its packet and needs no record.
     msg: u32,
+    /// The layer above's name of the message.
+    token: u32,
     bytes: u32,
     /// Source and destination node (copied from the message so routing needs no other record).
     src: NodeId,
@@ -120,10 +127,11 @@ struct Packet {
     born_ps: Ps,
 }
 
-/// A message in the network: counted until its last packet is delivered.
+const _: () = assert!(std::mem::size_of::<Packet>() == 64);
+
+/// A message of several packets in the network: counted until its last packet is delivered.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
-    token: u64,
     packets: u32,
     delivered: u32,
 }
@@ -132,9 +140,10 @@ struct Msg {
 /// NIC queue is read on every wake-up decision; the message record only at delivery).
 #[derive(Debug, Clone, Copy)]
 struct NicMsg {
-    token: u64,
     /// Payload bytes not yet cut into packets.
     unsent: u64,
+    token: u32,
+    /// As [`Packet::msg`].
     msg: u32,
     dst: NodeId,
 }
@@ -321,18 +330,21 @@ impl Fabric {
     pub fn send<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         now: Ps,
-        token: u64,
+        token: u32,
         (src, dst): (NodeId, NodeId),
         bytes: u64,
         q: &mut S,
         obs: &mut O,
     ) {
-        let pb = self.params.packet_bytes as u64;
-        let msg = self.msgs.insert(Msg {
-            token,
-            packets: bytes.div_ceil(pb).max(1) as u32,
-            delivered: 0,
-        });
+        let packets = bytes.div_ceil(self.params.packet_bytes as u64).max(1) as u32;
+        let msg = if packets == 1 {
+            NIL
+        } else {
+            self.msgs.insert(Msg {
+                packets,
+                delivered: 0,
+            })
+        };
         self.nic_queue[src as usize].push_back(NicMsg {
             token,
             unsent: bytes,
@@ -392,11 +404,16 @@ impl Fabric {
             self.packets_delivered += 1;
             self.hops_delivered += p.route.hops as u64;
             self.packets.remove(pkt);
-            let m = &mut self.msgs[p.msg];
-            m.delivered += 1;
-            if m.delivered == m.packets {
-                self.notices.push(Notice::Delivered { token: m.token });
-                self.msgs.remove(p.msg);
+            let whole = p.msg == NIL || {
+                let m = &mut self.msgs[p.msg];
+                m.delivered += 1;
+                m.delivered == m.packets
+            };
+            if whole {
+                self.notices.push(Notice::Delivered { token: p.token });
+                if p.msg != NIL {
+                    self.msgs.remove(p.msg);
+                }
             }
             return;
         }
@@ -598,7 +615,7 @@ impl Fabric {
         node: NodeId,
         ch: ChannelId,
         now: Ps,
-    ) -> Option<(u32, Option<u64>)> {
+    ) -> Option<(u32, Option<u32>)> {
         let m = *self.nic_queue[node as usize].front()?;
         let i = ch as usize * self.vcs;
         let bytes = m.unsent.min(self.params.packet_bytes as u64) as u32;
@@ -617,6 +634,7 @@ impl Fabric {
         }
         let pkt = self.packets.insert(Packet {
             msg: m.msg,
+            token: m.token,
             bytes,
             src: node,
             dst: m.dst,
@@ -677,7 +695,7 @@ impl Fabric {
         &mut self,
         ch: ChannelId,
         pkt: u32,
-        last_of: Option<u64>,
+        last_of: Option<u32>,
         now: Ps,
         q: &mut S,
         obs: &mut O,
