@@ -50,13 +50,17 @@ impl Rng {
     /// Uniform integer in `0..n` (Lemire's multiply-shift with rejection, unbiased). `n` must be > 0.
     pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0, "Rng::below(0)");
-        let threshold = n.wrapping_neg() % n;
-        loop {
-            let m = (self.next_u64() as u128) * (n as u128);
-            if (m as u64) >= threshold {
-                return (m >> 64) as u64;
+        let mut m = (self.next_u64() as u128) * (n as u128);
+        // The rejection threshold (2^64 mod n) is below n, so a low word >= n is always
+        // accepted and the division is only needed in the rare other case; the draws accepted
+        // are the same either way.
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = (self.next_u64() as u128) * (n as u128);
             }
         }
+        (m >> 64) as u64
     }
 
     /// Uniform float in [0, 1).

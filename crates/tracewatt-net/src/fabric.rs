@@ -117,6 +117,9 @@ struct Packet {
     /// Channel the packet was last sent on (its downstream buffer holds the packet) and the VC.
     ch: ChannelId,
     vc: u8,
+    /// The switch at the far end of `ch`, or `NIL` for a node (copied so an arrival needs no
+    /// read of the channel).
+    at: SwitchId,
     /// Next packet in the same output queue, or `NIL`, and its size: a queue's head size is
     /// then known without reading the head packet's record.
     next: u32,
@@ -181,7 +184,8 @@ struct Chan {
 
 /// One virtual channel of a channel: its output queue (a list threaded through the packets, with
 /// the head packet's size), the free space of its downstream buffer, and the credits on their way
-/// back to it (a list of [`Return`]s sorted by time).
+/// back to it (a list of [`Return`]s sorted by time, with the times of its ends: filing a credit
+/// and checking whether one is due then read no list node, each of which is a likely cache miss).
 #[derive(Debug, Clone, Copy)]
 struct Vc {
     head: u32,
@@ -190,14 +194,18 @@ struct Vc {
     credits: u32,
     ret_head: u32,
     ret_tail: u32,
+    /// When the credits of `ret_head` and of `ret_tail` come back (if the list is non-empty).
+    ret_head_at: Ps,
+    ret_tail_at: Ps,
 }
 
-/// Credits coming back to a VC: usable from `at`.
+/// Credits coming back to a VC, and the next node of its list with the time that one comes back
+/// (a node's own time is in its predecessor, or in the [`Vc`] for the first).
 #[derive(Debug, Clone, Copy)]
 struct Return {
-    at: Ps,
     bytes: u32,
     next: u32,
+    next_at: Ps,
 }
 
 struct Occupancy<'a>(&'a [Chan]);
@@ -267,6 +275,8 @@ impl Fabric {
                     head_bytes: 0,
                     ret_head: NIL,
                     ret_tail: NIL,
+                    ret_head_at: 0,
+                    ret_tail_at: 0,
                     credits: if to_switch != NIL {
                         params.buffer_bytes
                     } else {
@@ -394,7 +404,7 @@ impl Fabric {
         rng: &mut Rng,
     ) {
         let p = self.packets[pkt];
-        let sw = self.ch[p.ch as usize].to_switch;
+        let sw = p.at;
         if sw == NIL {
             // The tail is in: the packet is delivered. Its ejection-channel credit is
             // infinite, so nothing to return.
@@ -459,14 +469,12 @@ impl Fabric {
     /// Moves credits of `ch * vcs + vc = i` whose return time has come into the available pool.
     fn collect_credits(&mut self, i: usize, now: Ps) {
         let v = &mut self.vc[i];
-        while v.ret_head != NIL {
+        while v.ret_head != NIL && v.ret_head_at <= now {
             let r = self.returns[v.ret_head];
-            if r.at > now {
-                break;
-            }
             v.credits += r.bytes;
             self.returns.remove(v.ret_head);
             v.ret_head = r.next;
+            v.ret_head_at = r.next_at;
         }
         if v.ret_head == NIL {
             v.ret_tail = NIL;
@@ -477,31 +485,36 @@ impl Fabric {
     /// (almost always an append: departures from one buffer rarely end out of order).
     fn push_return(&mut self, i: usize, at: Ps, bytes: u32) {
         let node = self.returns.insert(Return {
-            at,
             bytes,
             next: NIL,
+            next_at: 0,
         });
         let items = &mut self.returns;
         let v = &mut self.vc[i];
         if v.ret_tail == NIL {
-            v.ret_head = node;
-            v.ret_tail = node;
-        } else if items[v.ret_tail].at <= at {
-            items[v.ret_tail].next = node;
-            v.ret_tail = node;
-        } else if items[v.ret_head].at > at {
-            items[node].next = v.ret_head;
-            v.ret_head = node;
+            (v.ret_head, v.ret_head_at) = (node, at);
+            (v.ret_tail, v.ret_tail_at) = (node, at);
+        } else if v.ret_tail_at <= at {
+            let t = &mut items[v.ret_tail];
+            (t.next, t.next_at) = (node, at);
+            (v.ret_tail, v.ret_tail_at) = (node, at);
+        } else if v.ret_head_at > at {
+            let n = &mut items[node];
+            (n.next, n.next_at) = (v.ret_head, v.ret_head_at);
+            (v.ret_head, v.ret_head_at) = (node, at);
         } else {
+            // Strictly between the ends: after the last node due no later than `at`.
             let mut prev = v.ret_head;
             loop {
-                let next = items[prev].next;
-                if next == NIL || items[next].at > at {
-                    items[node].next = next;
+                let p = items[prev];
+                if p.next_at > at {
+                    items[node].next = p.next;
+                    items[node].next_at = p.next_at;
                     items[prev].next = node;
+                    items[prev].next_at = at;
                     break;
                 }
-                prev = next;
+                prev = p.next;
             }
         }
     }
@@ -582,7 +595,7 @@ impl Fabric {
     fn ready_at(&self, i: usize, need: u32, from: Ps) -> Ps {
         let v = &self.vc[i];
         let mut credits = v.credits;
-        let mut r = v.ret_head;
+        let (mut r, mut at) = (v.ret_head, v.ret_head_at);
         loop {
             if credits >= need {
                 return from;
@@ -590,20 +603,20 @@ impl Fabric {
             if r == NIL {
                 return NEVER;
             }
-            let ret = self.returns[r];
-            if ret.at > from {
+            if at > from {
                 break;
             }
+            let ret = self.returns[r];
             credits += ret.bytes;
-            r = ret.next;
+            (r, at) = (ret.next, ret.next_at);
         }
         while r != NIL {
             let ret = self.returns[r];
             credits += ret.bytes;
             if credits >= need {
-                return ret.at;
+                return at;
             }
-            r = ret.next;
+            (r, at) = (ret.next, ret.next_at);
         }
         NEVER
     }
@@ -641,6 +654,7 @@ impl Fabric {
             route: RouteState::new(),
             ch,
             vc: 0,
+            at: NIL,
             next: NIL,
             next_bytes: 0,
             tail_ps: 0,
@@ -711,6 +725,7 @@ impl Fabric {
         };
         let from_node = o.from_node != NIL;
         let to_switch = o.to_switch != NIL;
+        let at = o.to_switch;
         // Cut-through: the tail cannot leave before it has arrived.
         let end = if from_node {
             start + ser
@@ -762,6 +777,7 @@ impl Fabric {
             let pk = &mut self.packets[pkt];
             pk.ch = ch;
             pk.vc = vc;
+            pk.at = at;
             pk.tail_ps = end + lat;
             pk.born_ps = born_ps;
         }

@@ -54,6 +54,14 @@ pub struct LinkTiming {
     pub refresh_time_ps: Ps,
 }
 
+impl LinkTiming {
+    /// Whether the link goes to sleep during an idle gap of `gap`.
+    #[inline]
+    fn sleeps_in(&self, gap: Ps) -> bool {
+        self.policy == Policy::Timeout && gap > self.idle_timeout_ps
+    }
+}
+
 /// Power of the port that drives a link direction (a switch port or a NIC port).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PortPower {
@@ -61,14 +69,21 @@ pub struct PortPower {
     pub lpi_w: f64,
 }
 
-/// Time spent in each state by one state machine, and its transitions.
+/// What every packet-hop reads and writes of a state machine, apart from the rest (a quarter of
+/// a cache line instead of a whole one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct UnitState {
+struct Busy {
     /// End of the last transmission (or wake) on any of the unit's channels; may lie ahead of
     /// the current time while a transmission is under way.
-    busy_until: Ps,
+    until: Ps,
     /// End of the last wake-up.
     wake_until: Ps,
+}
+
+/// Time spent in each state by one state machine, and its transitions: written only when it
+/// sleeps or wakes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct UnitState {
     sleep_ps: Ps,
     lpi_ps: Ps,
     wake_ps: Ps,
@@ -96,10 +111,14 @@ pub struct LinkReport {
 /// The state machines of every link direction of a machine.
 #[derive(Debug)]
 pub struct LinkPower {
-    timing: Vec<LinkTiming>,
+    /// The distinct timings (a machine has a few link classes), and each unit's.
+    timings: Vec<LinkTiming>,
+    timing_of: Vec<u8>,
+    busy: Vec<Busy>,
     units: Vec<UnitState>,
     /// Channels of each unit (one, or a link's two directions).
     members: Vec<[u32; 2]>,
+    /// Unit of each channel; empty when every channel is its own unit (`independent`).
     unit_of: Vec<u32>,
     port: Vec<PortPower>,
     /// Timeline component of each channel's port.
@@ -126,7 +145,8 @@ impl LinkPower {
         let n = reverse.len();
         let mut unit_of = vec![NONE; n];
         let mut members = Vec::new();
-        let mut unit_timing = Vec::new();
+        let mut timings: Vec<LinkTiming> = Vec::new();
+        let mut timing_of = Vec::new();
         for c in 0..n {
             if unit_of[c] != NONE {
                 continue;
@@ -142,11 +162,23 @@ impl LinkPower {
                 }
             }
             members.push(m);
-            unit_timing.push(timing[c]);
+            let k = match timings.iter().position(|t| *t == timing[c]) {
+                Some(k) => k,
+                None => {
+                    timings.push(timing[c]);
+                    timings.len() - 1
+                }
+            };
+            timing_of.push(u8::try_from(k).expect("at most 256 distinct link timings"));
+        }
+        if control == Control::Independent {
+            unit_of = Vec::new();
         }
         Self {
+            busy: vec![Busy::default(); members.len()],
             units: vec![UnitState::default(); members.len()],
-            timing: unit_timing,
+            timings,
+            timing_of,
             members,
             unit_of,
             port,
@@ -160,9 +192,8 @@ impl LinkPower {
     /// Accounts an idle stretch [idle_since, until) that ends with a wake-up request at `until`
     /// (`wake = true`) or with the end of the run; returns when the wake completes.
     fn idle(&mut self, u: usize, idle_since: Ps, until: Ps, wake: bool) -> Ps {
-        let t = self.timing[u];
-        let gap = until - idle_since;
-        if t.policy == Policy::AlwaysOn || gap <= t.idle_timeout_ps {
+        let t = *self.timing(u);
+        if !t.sleeps_in(until - idle_since) {
             return until;
         }
         let sleep_start = idle_since + t.idle_timeout_ps;
@@ -190,7 +221,7 @@ impl LinkPower {
         if end <= start {
             return;
         }
-        let t = self.timing[u];
+        let t = *self.timing(u);
         let len = end - start;
         let n = len.checked_div(t.refresh_period_ps).unwrap_or(0);
         let refresh = (n * t.refresh_time_ps).min(len);
@@ -218,15 +249,15 @@ impl LinkPower {
     /// timeline of port-power *changes* relative to always-on (add the always-on power per bin).
     pub fn finish(mut self, end: Ps) -> (Vec<LinkReport>, Timeline) {
         for u in 0..self.units.len() {
-            let since = self.units[u].busy_until;
+            let since = self.busy[u].until;
             if since < end {
                 self.idle(u, since, end, false);
             }
         }
         let total_s = end as f64 * 1e-12;
-        let reports = (0..self.unit_of.len())
+        let reports = (0..self.port.len())
             .map(|c| {
-                let st = self.units[self.unit_of[c] as usize];
+                let st = self.units[self.unit(c as ChannelId)];
                 let p = self.port[c];
                 let low_s = (st.lpi_ps - st.refresh_ps) as f64 * 1e-12;
                 LinkReport {
@@ -247,35 +278,54 @@ impl LinkPower {
     pub fn units(&self) -> usize {
         self.units.len()
     }
+
+    #[inline]
+    fn timing(&self, u: usize) -> &LinkTiming {
+        &self.timings[self.timing_of[u] as usize]
+    }
+
+    #[inline]
+    fn unit(&self, ch: ChannelId) -> usize {
+        if self.unit_of.is_empty() {
+            ch as usize
+        } else {
+            self.unit_of[ch as usize] as usize
+        }
+    }
 }
 
 impl LinkObserver for LinkPower {
     fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
-        let u = self.unit_of[ch as usize] as usize;
-        let st = self.units[u];
-        if now < st.busy_until {
+        let u = self.unit(ch);
+        let b = self.busy[u];
+        if now < b.until {
             // The other direction of a paired link is transmitting or waking the link: it is
             // (or is becoming) active, so only an ongoing wake delays us.
-            let start = now.max(st.wake_until);
+            let start = now.max(b.wake_until);
             if start > now {
                 self.wake_delay_ps[ch as usize] += start - now;
             }
             return start;
         }
-        let start = self.idle(u, st.busy_until, now, true);
+        if !self.timing(u).sleeps_in(now - b.until) {
+            // The common case, decided without leaving the packet path.
+            return now;
+        }
+        let start = self.idle(u, b.until, now, true);
         if start > now {
             self.wakes_by[ch as usize] += 1;
             self.wake_delay_ps[ch as usize] += start - now;
-            let st = &mut self.units[u];
-            st.wake_until = start;
-            st.busy_until = start;
+            self.busy[u] = Busy {
+                until: start,
+                wake_until: start,
+            };
         }
         start
     }
 
     fn on_transmit(&mut self, ch: ChannelId, _start: Ps, end: Ps, _bytes: u32) {
-        let u = self.unit_of[ch as usize] as usize;
-        let st = &mut self.units[u];
-        st.busy_until = st.busy_until.max(end);
+        let u = self.unit(ch);
+        let b = &mut self.busy[u];
+        b.until = b.until.max(end);
     }
 }

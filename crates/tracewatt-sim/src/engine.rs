@@ -527,11 +527,17 @@ impl<'a> Engine<'a> {
     }
 
     /// Moves events the fabric scheduled into the main queue and acts on its notices.
+    #[inline]
     fn after_fabric(&mut self, now: Ps) -> Result<(), SimError> {
-        // Most fabric events (a hop) notify nothing.
+        // Most fabric events (a hop) notify nothing: decided here, inlined into the hop.
         if !self.fabric.has_notices() {
             return Ok(());
         }
+        self.take_notices(now)
+    }
+
+    #[inline(never)]
+    fn take_notices(&mut self, now: Ps) -> Result<(), SimError> {
         let mut notices = std::mem::take(&mut self.notices);
         notices.extend(self.fabric.drain_notices());
         for n in notices.drain(..) {

@@ -46,6 +46,12 @@ struct Global {
     far: SwitchId,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    group: u32,
+    index: u32,
+}
+
 #[derive(Debug)]
 pub(crate) struct DragonflyRouter {
     mode: Mode,
@@ -53,6 +59,9 @@ pub(crate) struct DragonflyRouter {
     routers_per_group: u32,
     ejection: Vec<ChannelId>,
     node_switch: Vec<SwitchId>,
+    /// Per router: its group and its index in the group (looked up, not divided out, on every
+    /// hop: an integer division costs more than the rest of a hop's routing).
+    place: Vec<Place>,
     /// Per router `s` and router index `r` of its group: the local channel, at `s * a + r`.
     local: Vec<ChannelId>,
     /// Global links of every group, sorted by (group, target, router, channel); those from
@@ -60,6 +69,9 @@ pub(crate) struct DragonflyRouter {
     /// + 1]]` (a direct index: this lookup is on every hop's path).
     globals: Vec<Global>,
     pair_start: Vec<u32>,
+    /// Per router `s` and group `g` (not `s`'s): the next channel towards `g` when it does not
+    /// depend on the packet (one global link usable), else `NONE`; at `s * groups + g`.
+    toward: Vec<ChannelId>,
 }
 
 impl DragonflyRouter {
@@ -123,24 +135,53 @@ impl DragonflyRouter {
             globals.extend(list);
         }
         pair_start.push(globals.len() as u32);
-        Ok(Self {
+        let mut router = Self {
             mode,
             groups,
             routers_per_group,
             ejection: topo.node_ejection.clone(),
             node_switch: (0..topo.num_nodes).map(|d| topo.node_switch(d)).collect(),
+            place: (0..n as u32)
+                .map(|s| Place {
+                    group: s / routers_per_group,
+                    index: s % routers_per_group,
+                })
+                .collect(),
             local,
             globals,
             pair_start,
-        })
+            toward: Vec::new(),
+        };
+        router.toward = (0..n as u32)
+            .flat_map(|s| (0..groups).map(move |g| (s, g)))
+            .map(|(s, g)| {
+                let here = router.candidates(s, g).filter(|x| x.router == s).count();
+                let fixed = match here {
+                    0 => router.candidates(s, g).count() == 1,
+                    n => n == 1,
+                };
+                if router.group(s) != g && fixed {
+                    router.towards_group_slow(s, g, 0)
+                } else {
+                    NONE
+                }
+            })
+            .collect();
+        Ok(router)
+    }
+
+    /// The global links from `sw`'s group to group `to`.
+    fn candidates(&self, sw: SwitchId, to: u32) -> impl Iterator<Item = &Global> {
+        let pair = (self.group(sw) * self.groups + to) as usize;
+        self.globals[self.pair_start[pair] as usize..self.pair_start[pair + 1] as usize].iter()
     }
 
     fn group(&self, s: SwitchId) -> u32 {
-        s / self.routers_per_group
+        self.place[s as usize].group
     }
 
     fn local_channel(&self, from: SwitchId, to: SwitchId) -> ChannelId {
-        self.local[(from * self.routers_per_group + to % self.routers_per_group) as usize]
+        self.local[(from * self.routers_per_group + self.place[to as usize].index) as usize]
     }
 
     /// The global link from `sw`'s group to group `to` a packet keyed `key` uses: one at `sw`
@@ -164,7 +205,16 @@ impl DragonflyRouter {
     }
 
     /// Next channel from `sw` towards group `to` (not `sw`'s own group).
+    #[inline]
     fn towards_group(&self, sw: SwitchId, to: u32, key: u32) -> ChannelId {
+        let ch = self.toward[(sw * self.groups + to) as usize];
+        if ch != NONE {
+            return ch;
+        }
+        self.towards_group_slow(sw, to, key)
+    }
+
+    fn towards_group_slow(&self, sw: SwitchId, to: u32, key: u32) -> ChannelId {
         let link = self.global_link(sw, to, key);
         if link.router == sw {
             link.ch

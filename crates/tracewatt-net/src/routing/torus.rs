@@ -25,6 +25,9 @@ pub(crate) struct DimensionOrder {
     node_switch: Vec<SwitchId>,
     /// Per switch and dimension: `[plus, minus]` output channels, at `s * ndims + dim`.
     out: Vec<[ChannelId; 2]>,
+    /// Per switch and dimension: the coordinate, at `s * ndims + dim` (looked up rather than
+    /// divided out of the switch id on every hop).
+    coord: Vec<u32>,
 }
 
 impl DimensionOrder {
@@ -52,11 +55,20 @@ impl DimensionOrder {
                 }
             }
         }
+        let mut coord = Vec::with_capacity(out.len());
+        for s in 0..topo.num_switches {
+            let mut rest = s;
+            for &k in dims {
+                coord.push(rest % k);
+                rest /= k;
+            }
+        }
         Ok(Self {
             dims: dims.clone(),
             ejection: topo.node_ejection.clone(),
             node_switch: (0..topo.num_nodes).map(|d| topo.node_switch(d)).collect(),
             out,
+            coord,
         })
     }
 }
@@ -76,15 +88,15 @@ impl Router for DimensionOrder {
         _rng: &mut Rng,
     ) -> (ChannelId, u8) {
         let target = self.node_switch[dst as usize];
-        let (mut here, mut there) = (sw, target);
+        let nd = self.dims.len();
+        let here = &self.coord[sw as usize * nd..][..nd];
+        let there = &self.coord[target as usize * nd..][..nd];
         for (dim, &k) in self.dims.iter().enumerate() {
-            let (c, t) = (here % k, there % k);
-            here /= k;
-            there /= k;
+            let (c, t) = (here[dim], there[dim]);
             if c == t {
                 continue;
             }
-            let forward = (t + k - c) % k; // hops going `+`
+            let forward = if t > c { t - c } else { t + k - c }; // hops going `+`
             let plus = forward <= k - forward;
             let wraps = if plus { c == k - 1 } else { c == 0 };
             if usize::from(state.phase) != dim + 1 {
@@ -95,7 +107,7 @@ impl Router for DimensionOrder {
                 state.vc = 1;
             }
             state.hops = state.hops.saturating_add(1);
-            let ch = self.out[sw as usize * self.dims.len() + dim][usize::from(!plus)];
+            let ch = self.out[sw as usize * nd + dim][usize::from(!plus)];
             return (ch, state.vc);
         }
         state.vc = 0;
