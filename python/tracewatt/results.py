@@ -96,8 +96,22 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     return df
 
 
-def _table_from_columns(columns: Mapping[str, Sequence[Any]]) -> pa.Table:
-    arrays = [pa.array(list(v), type=_arrow_type(k, v)) for k, v in columns.items()]
+#: Raw numeric columns from the extension: (kind, native-endian 8-byte values).
+RawColumn = tuple[str, bytes]
+
+
+def _arrow_array(name: str, values: Sequence[Any] | RawColumn) -> pa.Array:
+    if isinstance(values, tuple):
+        kind, buf = values
+        raw_type = {"u64": pa.uint64(), "f64": pa.float64()}[kind]
+        arr = pa.Array.from_buffers(raw_type, len(buf) // 8, [None, pa.py_buffer(buf)])
+        # Counts are int64 like every integer column (a value beyond it raises, as before).
+        return arr.cast(pa.int64()) if kind == "u64" else arr
+    return pa.array(list(values), type=_arrow_type(name, values))
+
+
+def _table_from_columns(columns: Mapping[str, Sequence[Any] | RawColumn]) -> pa.Table:
+    arrays = [_arrow_array(k, v) for k, v in columns.items()]
     return pa.Table.from_arrays(arrays, names=list(columns))
 
 

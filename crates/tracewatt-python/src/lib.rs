@@ -5,7 +5,7 @@
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::time::{Duration, Instant};
 use tracewatt_sim::{Column, Config, Format, Progress, SimError};
 
@@ -169,13 +169,20 @@ fn simulate<'py>(
     let results = results.map_err(to_py)?;
     let out = PyDict::new(py);
     out.set_item("summary", results.summary.to_string())?;
+    // Numeric columns go over as raw native-endian buffers ("u64" or "f64", bytes) that
+    // pyarrow wraps without a Python object per value: on large tables that conversion, not the
+    // simulation, was most of the call.
     let tables = PyDict::new(py);
     for t in &results.tables {
         let cols = PyDict::new(py);
         for (name, col) in &t.columns {
             match col {
-                Column::U64(v) => cols.set_item(*name, v)?,
-                Column::F64(v) => cols.set_item(*name, v)?,
+                Column::U64(v) => {
+                    cols.set_item(*name, ("u64", raw_bytes(py, v, u64::to_ne_bytes)?))?
+                }
+                Column::F64(v) => {
+                    cols.set_item(*name, ("f64", raw_bytes(py, v, f64::to_ne_bytes)?))?
+                }
                 Column::Str(v) => cols.set_item(*name, v)?,
             }
         }
@@ -183,6 +190,20 @@ fn simulate<'py>(
     }
     out.set_item("tables", tables)?;
     Ok(out)
+}
+
+/// `values` as one `bytes` object of their 8-byte native representations.
+fn raw_bytes<'py, T: Copy>(
+    py: Python<'py>,
+    values: &[T],
+    to_bytes: fn(T) -> [u8; 8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, 8 * values.len(), |buf| {
+        for (out, &v) in buf.chunks_exact_mut(8).zip(values) {
+            out.copy_from_slice(&to_bytes(v));
+        }
+        Ok(())
+    })
 }
 
 fn read_options(
