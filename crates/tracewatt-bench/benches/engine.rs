@@ -40,7 +40,8 @@ fn queue(c: &mut Criterion) {
 }
 
 fn network(c: &mut Criterion) {
-    // Scenario (a) of the README's performance section, whole: setup and result tables are about 6 % of it.
+    // Scenario (a) of the README's performance section, whole: setup and result tables are
+    // about 6 % of it.
     let text = tracewatt_bench::dragonfly_uniform(20);
     let config = Config::parse(&text, Format::Toml, "bench").expect("bench config parses");
     let probe = simulate(&config, "bench", &mut |_| true).expect("bench run succeeds");
