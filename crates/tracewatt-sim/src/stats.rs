@@ -37,9 +37,9 @@ pub struct LinkStats {
     pub bins_per_decade: u32,
     chans: Vec<Chan>,
     cells: CellTable,
-    /// Idle gaps not yet counted into `cells`, as (channel, fine bin, gap). Counting them a batch at a
-    /// time lets the processor overlap the table's cache misses, which one at a time, on every
-    /// packet-hop, were the simulator's largest single stall.
+    /// Idle gaps not yet counted into `cells`, as (channel, fine bin, gap). Counting them a batch
+    /// at a time lets the processor overlap the table's cache misses, which one at a time, on
+    /// every packet-hop, were the simulator's largest single stall.
     pending: Vec<(u32, u32, Ps)>,
     /// `edges[f]`: the shortest gap in fine bin `f` (`edges[0] = 0`); the log-spaced bin edges
     /// and every threshold + 1 ps (a gap is longer than `t` exactly when it is >= `t + 1`).

@@ -59,8 +59,8 @@ pub(crate) struct DragonflyRouter {
     routers_per_group: u32,
     ejection: Vec<ChannelId>,
     node_switch: Vec<SwitchId>,
-    /// Per router: its group and its index in the group (looked up, not divided out, on every
-    /// hop: an integer division costs more than the rest of a hop's routing).
+    /// Per router: its group and its index in the group, looked up rather than divided out of
+    /// the router's id (several integer divisions per hop otherwise).
     place: Vec<Place>,
     /// Per router `s` and router index `r` of its group: the local channel, at `s * a + r`.
     local: Vec<ChannelId>,
