@@ -1,13 +1,12 @@
-//! Presets from the papers (research.md sections 1 and 2): 802.3az minimum transition times per
-//! PHY, the measured switch defaults, and measured switch power.
+//! Presets: minimum transition times per PHY (research.md section 1 and IEEE Std 802.3 Clause
+//! 78), the paper's measured switch defaults, and measured switch power.
 
-use tracewatt_core::time::PS_PER_US;
+use tracewatt_core::time::{PS_PER_NS, PS_PER_US};
 use tracewatt_core::Ps;
 
-/// Timing of a PHY's low-power idle: (name, sleep_time, wake_time, refresh_period, refresh_time).
-/// Sleep and wake are the 802.3az minima of research.md Table 1 (Ts, Tw). Refresh is zero by
-/// default because the measured LPI port power already averages the refreshes in; set it only
-/// with an LPI power measured without them.
+/// Timing of a PHY's low-power idle: its minimum `sleep_time` (Ts) and `wake_time` (Tw). Refresh
+/// is not part of a preset: the measured LPI port power already averages the refreshes in, so
+/// `refresh_period` stays zero unless a user pairs it with an LPI power measured without them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PhyTiming {
     pub name: &'static str,
@@ -19,22 +18,37 @@ const fn us(x: u64) -> Ps {
     x * PS_PER_US
 }
 
+const fn ns(x: u64) -> Ps {
+    x * PS_PER_NS
+}
+
+const fn preset(name: &'static str, sleep_time_ps: Ps, wake_time_ps: Ps) -> PhyTiming {
+    PhyTiming {
+        name,
+        sleep_time_ps,
+        wake_time_ps,
+    }
+}
+
+/// The first three are research.md Table 1 (the EEE paper's Table 1). The backplane and fast-wake
+/// PHYs are IEEE Std 802.3 Clause 78: Ts (min) from Table 78-2 and Tw_sys_tx (min) from Table
+/// 78-4. Fast wake keeps the PHY signalling (no quiet period, no refresh), so it has no Ts.
 pub const PHYS: &[PhyTiming] = &[
-    PhyTiming {
-        name: "10gbase-t",
-        sleep_time_ps: 2_880_000,
-        wake_time_ps: 4_480_000,
-    },
-    PhyTiming {
-        name: "1000base-t",
-        sleep_time_ps: us(182),
-        wake_time_ps: us(16),
-    },
-    PhyTiming {
-        name: "100base-tx",
-        sleep_time_ps: us(200),
-        wake_time_ps: us(30),
-    },
+    preset("10gbase-t", ns(2_880), ns(4_480)),
+    preset("1000base-t", us(182), us(16)),
+    preset("100base-tx", us(200), us(30)),
+    preset("1000base-kx", ns(19_900), ns(13_260)),
+    preset("10gbase-kx4", ns(19_900), ns(12_380)),
+    // Case-1 of Table 78-4: without FEC; `-fec` is Case-2.
+    preset("10gbase-kr", ns(4_900), ns(15_380)),
+    preset("10gbase-kr-fec", ns(4_900), ns(17_380)),
+    // Deep sleep; the same figures hold for 40GBASE-CR4.
+    preset("40gbase-kr4", ns(900), ns(5_500)),
+    preset("40gbase-kr4-fec", ns(900), ns(6_500)),
+    // The same figures hold for 100GBASE-KP4 and 100GBASE-CR4.
+    preset("100gbase-kr4", ns(900), ns(5_500)),
+    // 25G to 400GBASE-R with fast wake.
+    preset("fast-wake", 0, ns(340)),
 ];
 
 pub fn phy(name: &str) -> Option<PhyTiming> {

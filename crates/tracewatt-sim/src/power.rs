@@ -4,6 +4,7 @@
 use crate::config::{us_to_ps, Config};
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
+use tracewatt_core::Ps;
 use tracewatt_net::{Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortPower, Timeline};
@@ -66,16 +67,17 @@ impl Default for PowerSpec {
     }
 }
 
-/// A link class's policy and timing. Unset fields come from the base `[power.links]` table and
-/// from there from the PHY preset (`sleep_time_us`, `wake_time_us`) and the paper's measured
-/// switch defaults (`idle_timeout_us` 600, `wake_time_us` 17).
+/// A link class's policy and timing. A named `phy` gives the table's unset `sleep_time_us` and
+/// `wake_time_us`; an override's other unset fields come from the base `[power.links]` table, and
+/// the base's from the paper's measured switch (10GBASE-T, `idle_timeout_us` 600 and, when no PHY
+/// is named, `wake_time_us` 17).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkPowerSpec {
     /// `timeout` (default) or `always_on`.
     #[serde(default)]
     pub policy: Option<Policy>,
-    /// PHY timing preset: `10gbase-t` (default), `1000base-t`, `100base-tx`.
+    /// PHY timing preset, one of `tracewatt_power::phy::PHYS` (default `10gbase-t`).
     #[serde(default)]
     pub phy: Option<String>,
     #[serde(default)]
@@ -129,6 +131,10 @@ fn default_control() -> Control {
 }
 
 const DEFAULT_PHY: &str = "10gbase-t";
+
+fn ps_to_us(ps: Ps) -> f64 {
+    ps as f64 / 1e6
+}
 const DEFAULT_SWITCH: &str = "powerconnect-8132";
 
 impl PowerSpec {
@@ -136,50 +142,33 @@ impl PowerSpec {
     /// values used; checks names and ranges.
     pub(crate) fn resolve(&mut self, source: &str) -> Result<(), SimError> {
         let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
+        // Naming a PHY gives its minimum sleep and wake; leaving it unset gives the paper's
+        // measured switch: 10GBASE-T with the 17 us wake it measured.
         let l = &mut self.links;
-        let phy_name = l.phy.get_or_insert_with(|| DEFAULT_PHY.to_string()).clone();
-        let Some(p) = phy::phy(&phy_name) else {
-            let names: Vec<&str> = phy::PHYS.iter().map(|p| p.name).collect();
-            return err(
-                "power.links.phy",
-                format!(
-                    "unknown PHY `{phy_name}`; expected one of: {}",
-                    names.join(", ")
-                ),
-            );
-        };
+        if l.phy.is_none() {
+            l.phy = Some(DEFAULT_PHY.to_string());
+            l.wake_time_us
+                .get_or_insert(ps_to_us(phy::MEASURED_WAKE_TIME_PS));
+        }
         l.policy.get_or_insert(Policy::Timeout);
         l.idle_timeout_us
-            .get_or_insert(phy::MEASURED_IDLE_TIMEOUT_PS as f64 / 1e6);
-        l.sleep_time_us.get_or_insert(p.sleep_time_ps as f64 / 1e6);
-        l.wake_time_us
-            .get_or_insert(phy::MEASURED_WAKE_TIME_PS as f64 / 1e6);
+            .get_or_insert(ps_to_us(phy::MEASURED_IDLE_TIMEOUT_PS));
         l.refresh_period_us.get_or_insert(0.0);
         l.refresh_time_us.get_or_insert(0.0);
-        let mut all: Vec<(String, &LinkPowerSpec)> = vec![("power.links".into(), &self.links)];
-        for (name, o) in [
-            ("node", &self.node),
-            ("local", &self.local),
-            ("global", &self.global),
-        ] {
-            if let Some(o) = o {
-                all.push((format!("power.{name}"), o));
-            }
-        }
-        for (i, o) in self.tree.iter().enumerate() {
-            all.push((format!("power.tree[{i}]"), o));
-        }
-        for (i, o) in self.torus.iter().enumerate() {
-            all.push((format!("power.torus[{i}]"), o));
-        }
-        for (i, o) in self.node_links.iter().enumerate() {
-            all.push((format!("power.node_links[{i}].link"), &o.link));
-        }
-        for (field, s) in &all {
+        for (field, s) in self.link_specs_mut() {
             if let Some(name) = &s.phy {
-                if phy::phy(name).is_none() {
-                    return err(&format!("{field}.phy"), format!("unknown PHY `{name}`"));
-                }
+                let Some(p) = phy::phy(name) else {
+                    let names: Vec<&str> = phy::PHYS.iter().map(|p| p.name).collect();
+                    return err(
+                        &format!("{field}.phy"),
+                        format!(
+                            "unknown PHY `{name}`; expected one of: {}",
+                            names.join(", ")
+                        ),
+                    );
+                };
+                s.sleep_time_us.get_or_insert(ps_to_us(p.sleep_time_ps));
+                s.wake_time_us.get_or_insert(ps_to_us(p.wake_time_ps));
             }
             for (k, v) in [
                 ("idle_timeout_us", s.idle_timeout_us),
@@ -257,9 +246,35 @@ impl PowerSpec {
         }
     }
 
+    /// Every link power table with its place in the configuration: the base `[power.links]`,
+    /// then the class and node overrides.
+    fn link_specs_mut(&mut self) -> Vec<(String, &mut LinkPowerSpec)> {
+        let mut all: Vec<(String, &mut LinkPowerSpec)> =
+            vec![("power.links".into(), &mut self.links)];
+        for (name, o) in [
+            ("node", &mut self.node),
+            ("local", &mut self.local),
+            ("global", &mut self.global),
+        ] {
+            if let Some(o) = o {
+                all.push((format!("power.{name}"), o));
+            }
+        }
+        for (i, o) in self.tree.iter_mut().enumerate() {
+            all.push((format!("power.tree[{i}]"), o));
+        }
+        for (i, o) in self.torus.iter_mut().enumerate() {
+            all.push((format!("power.torus[{i}]"), o));
+        }
+        for (i, o) in self.node_links.iter_mut().enumerate() {
+            all.push((format!("power.node_links[{i}].link"), &mut o.link));
+        }
+        all
+    }
+
     /// The timing of a link of `class`, attached to `node` if it is a node link (after
-    /// `resolve`). An override's `phy` changes its sleep and wake defaults to the PHY's minimum
-    /// figures; a node override takes precedence over a class override.
+    /// `resolve`, which has put each named PHY's sleep and wake into its table). A node override
+    /// takes precedence over a class override; an override's unset fields come from the base.
     pub fn timing(&self, class: LinkClass, node: Option<u32>) -> LinkTiming {
         let b = &self.links;
         let by_node =
@@ -267,41 +282,26 @@ impl PowerSpec {
         let o = by_node
             .map(|o| &o.link)
             .or_else(|| self.class_override(class));
-        let pick = |f: fn(&LinkPowerSpec) -> Option<f64>, phy_default: Option<f64>| -> f64 {
-            o.and_then(f).or(phy_default).or(f(b)).unwrap_or(0.0)
+        let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps {
+            us_to_ps(o.and_then(f).or(f(b)).unwrap_or(0.0))
         };
-        let phy = o.and_then(|o| o.phy.as_deref()).and_then(phy::phy);
         LinkTiming {
             policy: o
                 .and_then(|o| o.policy)
                 .or(b.policy)
                 .unwrap_or(Policy::Timeout),
-            idle_timeout_ps: us_to_ps(pick(|s| s.idle_timeout_us, None)),
-            sleep_time_ps: us_to_ps(pick(
-                |s| s.sleep_time_us,
-                phy.map(|p| p.sleep_time_ps as f64 / 1e6),
-            )),
-            wake_time_ps: us_to_ps(pick(
-                |s| s.wake_time_us,
-                phy.map(|p| p.wake_time_ps as f64 / 1e6),
-            )),
-            refresh_period_ps: us_to_ps(pick(|s| s.refresh_period_us, None)),
-            refresh_time_ps: us_to_ps(pick(|s| s.refresh_time_us, None)),
+            idle_timeout_ps: pick(|s| s.idle_timeout_us),
+            sleep_time_ps: pick(|s| s.sleep_time_us),
+            wake_time_ps: pick(|s| s.wake_time_us),
+            refresh_period_ps: pick(|s| s.refresh_period_us),
+            refresh_time_ps: pick(|s| s.refresh_time_us),
         }
     }
 
     /// Forces every link class to always-on: the baseline of a comparison.
     pub fn set_always_on(&mut self) {
-        self.links.policy = Some(Policy::AlwaysOn);
-        let classes = [&mut self.node, &mut self.local, &mut self.global];
-        for o in classes.into_iter().flatten() {
-            o.policy = Some(Policy::AlwaysOn);
-        }
-        for o in self.tree.iter_mut().chain(self.torus.iter_mut()) {
-            o.policy = Some(Policy::AlwaysOn);
-        }
-        for o in &mut self.node_links {
-            o.link.policy = Some(Policy::AlwaysOn);
+        for (_, s) in self.link_specs_mut() {
+            s.policy = Some(Policy::AlwaysOn);
         }
     }
 
@@ -358,4 +358,91 @@ pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
         .collect();
     let timeline = Timeline::new(2, us_to_ps(p.timeline_bin_us), 2048);
     LinkPower::new(p.control, &reverse, timing, port, component, timeline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(text: &str) -> Result<PowerSpec, SimError> {
+        let mut p: PowerSpec = toml::from_str(text).expect("valid TOML");
+        p.resolve("t.toml")?;
+        Ok(p)
+    }
+
+    fn sleep_wake_us(p: &PowerSpec, class: LinkClass, node: Option<u32>) -> (f64, f64) {
+        let t = p.timing(class, node);
+        (ps_to_us(t.sleep_time_ps), ps_to_us(t.wake_time_ps))
+    }
+
+    #[test]
+    fn without_a_phy_the_links_are_the_papers_measured_switch() {
+        let p = resolved("").unwrap();
+        let t = p.timing(LinkClass::Node, None);
+        assert_eq!(t.idle_timeout_ps, 600_000_000);
+        assert_eq!((t.sleep_time_ps, t.wake_time_ps), (2_880_000, 17_000_000));
+        assert_eq!(p.links.phy.as_deref(), Some("10gbase-t"));
+    }
+
+    /// Ts (min) and Tw_sys_tx (min) of IEEE Std 802.3 Tables 78-2 and 78-4, and research.md
+    /// Table 1 for the twisted-pair PHYs.
+    #[test]
+    fn the_presets_carry_the_standards_minimum_sleep_and_wake() {
+        let want = [
+            ("10gbase-t", 2.88, 4.48),
+            ("1000base-t", 182.0, 16.0),
+            ("100base-tx", 200.0, 30.0),
+            ("1000base-kx", 19.9, 13.26),
+            ("10gbase-kx4", 19.9, 12.38),
+            ("10gbase-kr", 4.9, 15.38),
+            ("10gbase-kr-fec", 4.9, 17.38),
+            ("40gbase-kr4", 0.9, 5.5),
+            ("40gbase-kr4-fec", 0.9, 6.5),
+            ("100gbase-kr4", 0.9, 5.5),
+            ("fast-wake", 0.0, 0.34),
+        ];
+        assert_eq!(phy::PHYS.len(), want.len());
+        for (name, sleep_us, wake_us) in want {
+            let p = resolved(&format!("[links]\nphy = \"{name}\"")).unwrap();
+            let got = sleep_wake_us(&p, LinkClass::Local, None);
+            assert!(
+                (got.0 - sleep_us).abs() < 1e-9 && (got.1 - wake_us).abs() < 1e-9,
+                "{name}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_overrides_phy_sets_only_its_class_and_explicit_times_win() {
+        let p = resolved(
+            "[global]\nphy = \"40gbase-kr4\"\n\
+             [[tree]]\nphy = \"10gbase-kr\"\nwake_time_us = 20.0\n\
+             [[node_links]]\nnodes = [3]\nlink = { phy = \"fast-wake\" }",
+        )
+        .unwrap();
+        assert_eq!(sleep_wake_us(&p, LinkClass::Global, None), (0.9, 5.5));
+        assert_eq!(sleep_wake_us(&p, LinkClass::Local, None), (2.88, 17.0));
+        assert_eq!(
+            sleep_wake_us(&p, LinkClass::Tree { level: 1 }, None),
+            (4.9, 20.0)
+        );
+        assert_eq!(sleep_wake_us(&p, LinkClass::Node, Some(3)), (0.0, 0.34));
+        assert_eq!(sleep_wake_us(&p, LinkClass::Node, Some(2)), (2.88, 17.0));
+        // The resolved configuration shows the times each override uses.
+        assert_eq!(p.global.as_ref().unwrap().wake_time_us, Some(5.5));
+        // Resolving again changes nothing (the baseline of `compare` re-reads it).
+        let mut again = p.clone();
+        again.resolve("t.toml").unwrap();
+        assert_eq!(again, p);
+    }
+
+    #[test]
+    fn an_unknown_phy_names_its_place_and_the_presets() {
+        let e = resolved("[[torus]]\n[[torus]]\nphy = \"10gbase-lr\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.torus[1].phy"), "{e}");
+        assert!(e.contains("unknown PHY `10gbase-lr`"), "{e}");
+        assert!(e.contains("10gbase-kr, 10gbase-kr-fec"), "{e}");
+    }
 }

@@ -1,0 +1,65 @@
+"""PHY presets end to end: the wake a named PHY gives is what a real ping-pong pays, and the
+resolved configuration shows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import tracewatt
+
+ROUNDS = 40
+# The first round finds the links fresh from t = 0; every later one finds them in LPI.
+SHARE = (ROUNDS - 1) / ROUNDS
+
+
+def _pingpong(control: str, node_links: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "machine": {"preset": "miwa2014-16node", "topology": {"kind": "single_switch", "nodes": 2}},
+        "jobs": [
+            {
+                "ranks": 2,
+                "workload": {
+                    "kind": "pingpong",
+                    "bytes": 64,
+                    "iterations": ROUNDS,
+                    "interval_us": 1000.0,
+                },
+            }
+        ],
+        "power": {"control": control, "node": node_links},
+    }
+
+
+@pytest.mark.parametrize(
+    ("phy", "wake_us", "control", "wakes_per_link"),
+    [
+        # Backplane PHYs may sleep each direction alone: a round trip wakes both directions.
+        ("10gbase-kr", 15.38, "independent", 2),
+        ("40gbase-kr4-fec", 6.5, "independent", 2),
+        ("fast-wake", 0.34, "independent", 2),
+        # 1000BASE-T's LPI is symmetric: one wake per link per round trip.
+        ("1000base-t", 16.0, "paired", 1),
+    ],
+)
+def test_a_named_phy_adds_its_wake_to_every_round_trip(
+    phy: str, wake_us: float, control: str, wakes_per_link: int
+) -> None:
+    base = tracewatt.simulate(_pingpong(control, {"policy": "always_on"}))
+    eee = tracewatt.simulate(_pingpong(control, {"phy": phy}))
+    rtt_extra_us = 2e6 * (
+        eee.summary["messages"]["latency_mean_s"] - base.summary["messages"]["latency_mean_s"]
+    )
+    links_on_path = 2
+    want_us = links_on_path * wakes_per_link * wake_us * SHARE
+    assert rtt_extra_us == pytest.approx(want_us, abs=1e-3)
+    assert eee.config["power"]["node"]["wake_time_us"] == pytest.approx(wake_us)
+
+
+def test_an_unknown_phy_is_an_error_naming_the_field_and_the_presets() -> None:
+    with pytest.raises(tracewatt.ConfigError) as e:
+        tracewatt.simulate(_pingpong("paired", {"phy": "10gbase-sr"}))
+    msg = str(e.value)
+    assert "power.node.phy" in msg and "unknown PHY `10gbase-sr`" in msg
+    assert "40gbase-kr4" in msg
