@@ -63,3 +63,19 @@ def test_an_unknown_phy_is_an_error_naming_the_field_and_the_presets() -> None:
     msg = str(e.value)
     assert "power.node.phy" in msg and "unknown PHY `10gbase-sr`" in msg
     assert "40gbase-kr4" in msg
+
+
+def test_each_link_sleeps_by_its_own_control() -> None:
+    # Paired by default; node 1's link alone is independent. A round trip wakes node 0's link
+    # once and node 1's link once per direction.
+    base = tracewatt.simulate(_pingpong("paired", {"policy": "always_on"}))
+    doc = _pingpong("paired", {"phy": "10gbase-kr"})
+    doc["power"]["node_links"] = [
+        {"nodes": [1], "link": {"control": "independent", "phy": "10gbase-kr"}}
+    ]
+    eee = tracewatt.simulate(doc)
+    rtt_extra_us = 2e6 * (
+        eee.summary["messages"]["latency_mean_s"] - base.summary["messages"]["latency_mean_s"]
+    )
+    assert rtt_extra_us == pytest.approx(3 * 15.38 * SHARE, abs=1e-3)
+    assert eee.summary["links"]["wakes"] == 3 * (ROUNDS - 1)

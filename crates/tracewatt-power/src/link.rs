@@ -131,11 +131,11 @@ pub struct LinkPower {
 const NONE: u32 = u32::MAX;
 
 impl LinkPower {
-    /// `reverse[c]` is the opposite direction of channel `c`; `timing[c]`, `port[c]` and
-    /// `component[c]` describe channel `c` (the two directions of a link must share a timing in
-    /// `paired` mode; the lower channel's is used).
+    /// `reverse[c]` is the opposite direction of channel `c`; `control[c]`, `timing[c]`,
+    /// `port[c]` and `component[c]` describe channel `c`. A link is paired when both its
+    /// directions are; a paired link's state machine uses its lower channel's timing.
     pub fn new(
-        control: Control,
+        control: &[Control],
         reverse: &[ChannelId],
         timing: Vec<LinkTiming>,
         port: Vec<PortPower>,
@@ -154,12 +154,11 @@ impl LinkPower {
             let u = members.len() as u32;
             unit_of[c] = u;
             let mut m = [c as u32, NONE];
-            if control == Control::Paired {
-                let r = reverse[c] as usize;
-                if r != c && unit_of[r] == NONE {
-                    unit_of[r] = u;
-                    m[1] = r as u32;
-                }
+            let r = reverse[c] as usize;
+            let paired = control[c] == Control::Paired && control[r] == Control::Paired;
+            if paired && r != c && unit_of[r] == NONE {
+                unit_of[r] = u;
+                m[1] = r as u32;
             }
             members.push(m);
             let k = match timings.iter().position(|t| *t == timing[c]) {
@@ -171,7 +170,8 @@ impl LinkPower {
             };
             timing_of.push(u8::try_from(k).expect("at most 256 distinct link timings"));
         }
-        if control == Control::Independent {
+        if members.iter().all(|m| m[1] == NONE) {
+            // Every channel is its own unit, numbered as the channel: skip the lookup.
             unit_of = Vec::new();
         }
         Self {

@@ -23,7 +23,7 @@ fn link(control: Control, t: LinkTiming) -> LinkPower {
         lpi_w: 1.0,
     };
     LinkPower::new(
-        control,
+        &[control; 2],
         &[1, 0],
         vec![t; 2],
         vec![port; 2],
@@ -157,8 +157,9 @@ fn always_on_never_delays_and_draws_active_power() {
 fn paired_directions_sleep_and_wake_together() {
     let mut lp = link(Control::Paired, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
-    assert_eq!(send(&mut lp, 1, 5), 5 * US); // the link is awake: direction 0 was busy recently
-                                             // Idle since 6 us: sleep 16..18, LPI 18..20; direction 0 wakes the link 20..23.
+    // The link is awake: direction 0 was busy recently.
+    assert_eq!(send(&mut lp, 1, 5), 5 * US);
+    // Idle since 6 us: sleep 16..18, LPI 18..20; direction 0 wakes the link 20..23.
     assert_eq!(send(&mut lp, 0, 20), 23 * US);
     // Direction 1 asks during the wake: it waits for the same wake, no second wake.
     assert_eq!(send(&mut lp, 1, 21), 23 * US);
@@ -184,6 +185,44 @@ fn independent_directions_sleep_alone() {
     let (r, _) = lp.finish(30 * US);
     assert_eq!((r[0].wakes, r[1].wakes), (1, 1));
     assert_eq!((r[0].lpi_ps, r[1].lpi_ps), (7 * US, 3 * US));
+}
+
+#[test]
+fn each_link_follows_its_own_control() {
+    // Channels 0 and 1: a paired link; 2 and 3: an independent one. Each behaves as the
+    // single-mode tests above.
+    let port = PortPower {
+        active_w: 4.0,
+        lpi_w: 1.0,
+    };
+    let t = timing(Policy::Timeout, 0, 0);
+    let mut lp = LinkPower::new(
+        &[
+            Control::Paired,
+            Control::Paired,
+            Control::Independent,
+            Control::Independent,
+        ],
+        &[1, 0, 3, 2],
+        vec![t; 4],
+        vec![port; 4],
+        vec![0; 4],
+        Timeline::new(1, 0, 1024),
+    );
+    assert_eq!(lp.units(), 3);
+    for base in [0, 2] {
+        send(&mut lp, base, 0);
+        send(&mut lp, base + 1, 5);
+    }
+    assert_eq!(send(&mut lp, 0, 20), 23 * US);
+    assert_eq!(send(&mut lp, 1, 21), 23 * US);
+    assert_eq!(send(&mut lp, 2, 20), 23 * US);
+    assert_eq!(send(&mut lp, 3, 21), 24 * US);
+    let (r, _) = lp.finish(30 * US);
+    let wakes: Vec<u64> = r.iter().map(|x| x.wakes).collect();
+    let lpi: Vec<u64> = r.iter().map(|x| x.lpi_ps / US).collect();
+    assert_eq!(wakes, [1, 0, 1, 1]);
+    assert_eq!(lpi, [2, 2, 7, 3]);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use crate::config::{us_to_ps, Config};
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
 use tracewatt_core::Ps;
-use tracewatt_net::{Device, LinkClass, Topology};
+use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortPower, Timeline};
 
@@ -17,7 +17,8 @@ pub const NIC_PORTS: usize = 1;
 #[serde(deny_unknown_fields)]
 pub struct PowerSpec {
     /// `paired`: a link sleeps only when both directions are idle and wakes both (symmetric LPI
-    /// of 1000BASE-T and 10GBASE-T); `independent`: each direction alone (TraceRP).
+    /// of 1000BASE-T and 10GBASE-T); `independent`: each direction alone (TraceRP and backplane
+    /// PHYs). The default for every link power table that does not set its own.
     #[serde(default = "default_control")]
     pub control: Control,
     /// The low-power policy and timing of every link, unless a class overrides it.
@@ -77,6 +78,9 @@ pub struct LinkPowerSpec {
     /// `timeout` (default) or `always_on`.
     #[serde(default)]
     pub policy: Option<Policy>,
+    /// `paired` or `independent` for these links (default: `[power].control`).
+    #[serde(default)]
+    pub control: Option<Control>,
     /// PHY timing preset, one of `tracewatt_power::phy::PHYS` (default `10gbase-t`).
     #[serde(default)]
     pub phy: Option<String>,
@@ -272,16 +276,29 @@ impl PowerSpec {
         all
     }
 
-    /// The timing of a link of `class`, attached to `node` if it is a node link (after
-    /// `resolve`, which has put each named PHY's sleep and wake into its table). A node override
-    /// takes precedence over a class override; an override's unset fields come from the base.
-    pub fn timing(&self, class: LinkClass, node: Option<u32>) -> LinkTiming {
-        let b = &self.links;
+    /// The override that applies to a link of `class`, attached to `node` if it is a node link:
+    /// a node override takes precedence over a class override.
+    fn override_for(&self, class: LinkClass, node: Option<u32>) -> Option<&LinkPowerSpec> {
         let by_node =
             node.and_then(|n| self.node_links.iter().rev().find(|o| o.nodes.contains(&n)));
-        let o = by_node
+        by_node
             .map(|o| &o.link)
-            .or_else(|| self.class_override(class));
+            .or_else(|| self.class_override(class))
+    }
+
+    /// Whether a link of `class` (at `node`) sleeps per direction or as a whole.
+    pub fn control(&self, class: LinkClass, node: Option<u32>) -> Control {
+        self.override_for(class, node)
+            .and_then(|o| o.control)
+            .or(self.links.control)
+            .unwrap_or(self.control)
+    }
+
+    /// The timing of a link of `class` (at `node`), after `resolve`, which has put each named
+    /// PHY's sleep and wake into its table; an override's unset fields come from the base.
+    pub fn timing(&self, class: LinkClass, node: Option<u32>) -> LinkTiming {
+        let b = &self.links;
+        let o = self.override_for(class, node);
         let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps {
             us_to_ps(o.and_then(f).or(f(b)).unwrap_or(0.0))
         };
@@ -328,10 +345,16 @@ pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
         Device::Node(n) => Some(n),
         Device::Switch(_) => None,
     };
+    let node = |c: &Channel| node_of(c.src).or(node_of(c.dst));
+    let control: Vec<Control> = topo
+        .channels
+        .iter()
+        .map(|c| p.control(c.class, node(c)))
+        .collect();
     let timing = topo
         .channels
         .iter()
-        .map(|c| p.timing(c.class, node_of(c.src).or(node_of(c.dst))))
+        .map(|c| p.timing(c.class, node(c)))
         .collect();
     let (sw, nic) = (p.switch_port(), p.nic_port());
     let port = topo
@@ -357,7 +380,7 @@ pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
         })
         .collect();
     let timeline = Timeline::new(2, us_to_ps(p.timeline_bin_us), 2048);
-    LinkPower::new(p.control, &reverse, timing, port, component, timeline)
+    LinkPower::new(&control, &reverse, timing, port, component, timeline)
 }
 
 #[cfg(test)]
@@ -434,6 +457,21 @@ mod tests {
         let mut again = p.clone();
         again.resolve("t.toml").unwrap();
         assert_eq!(again, p);
+    }
+
+    #[test]
+    fn a_tables_control_overrides_the_default() {
+        let p = resolved(
+            "control = \"paired\"\n[global]\ncontrol = \"independent\"\n\
+             [[node_links]]\nnodes = [1]\nlink = { control = \"independent\" }",
+        )
+        .unwrap();
+        assert_eq!(p.control(LinkClass::Global, None), Control::Independent);
+        assert_eq!(p.control(LinkClass::Local, None), Control::Paired);
+        assert_eq!(p.control(LinkClass::Node, Some(1)), Control::Independent);
+        assert_eq!(p.control(LinkClass::Node, Some(0)), Control::Paired);
+        let p = resolved("control = \"independent\"\n[links]\ncontrol = \"paired\"").unwrap();
+        assert_eq!(p.control(LinkClass::Global, None), Control::Paired);
     }
 
     #[test]
