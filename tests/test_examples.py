@@ -22,6 +22,7 @@ def test_examples_exist() -> None:
         "fattree-stencil4d.toml",
         "two-jobs.toml",
         "custom-torus.toml",
+        "dragonfly-backplane.toml",
     } <= names
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import tracewatt
+from conftest import EXAMPLES
 
 ROUNDS = 40
 # The first round finds the links fresh from t = 0; every later one finds them in LPI.
@@ -79,3 +80,16 @@ def test_each_link_sleeps_by_its_own_control() -> None:
     )
     assert rtt_extra_us == pytest.approx(3 * 15.38 * SHARE, abs=1e-3)
     assert eee.summary["links"]["wakes"] == 3 * (ROUNDS - 1)
+
+
+def test_each_link_class_wakes_with_its_own_phy() -> None:
+    cfg = tracewatt.Config.load(EXAMPLES / "dragonfly-backplane.toml").with_overrides(
+        {"power.local.idle_timeout_us": 50.0, "power.global.idle_timeout_us": 50.0}
+    )
+    links = tracewatt.simulate(cfg).links
+    by_kind = links.groupby("kind")[["wakes", "wake_s"]].sum()
+    # Each wake spends the PHY's wake time in WAKING: 10GBASE-KR locally, 40GBASE-KR4 globally.
+    for kind, wake_us in [("local", 15.38), ("global", 5.5)]:
+        wakes, wake_s = by_kind.loc[kind, "wakes"], by_kind.loc[kind, "wake_s"]
+        assert wakes > 0
+        assert wake_s / wakes * 1e6 == pytest.approx(wake_us, rel=1e-9)
