@@ -135,15 +135,16 @@ fn default_control() -> Control {
 }
 
 const DEFAULT_PHY: &str = "10gbase-t";
+const DEFAULT_SWITCH: &str = "powerconnect-8132";
 
 fn ps_to_us(ps: Ps) -> f64 {
     ps as f64 / 1e6
 }
-const DEFAULT_SWITCH: &str = "powerconnect-8132";
 
 impl PowerSpec {
-    /// Fills every unset base field with its default, so the resolved configuration shows the
-    /// values used; checks names and ranges.
+    /// Fills every unset base field with its default, and every table's unset sleep and wake
+    /// with its named PHY's, so the resolved configuration shows the values used; checks names
+    /// and ranges.
     pub(crate) fn resolve(&mut self, source: &str) -> Result<(), SimError> {
         let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
         // Naming a PHY gives its minimum sleep and wake; leaving it unset gives the paper's
