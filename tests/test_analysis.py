@@ -109,3 +109,56 @@ def test_analyze_idle_cli_prints_and_writes_the_table(
     assert "penalty_bound_pct" in out and "confirm" in out
     assert len(csv.read_text().splitlines()) == 3
     assert cli.main(["analyze", "idle", str(tmp_path / "nope")]) == 2
+    # One link kind; a kind the run does not have is a usage error naming the kinds it has.
+    assert cli.main(["analyze", "idle", str(res), "--links", "node", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 8 * 6
+    assert cli.main(["analyze", "idle", str(res), "--links", "global"]) == 2
+    assert "no links of kind global in this run; it has node" in capsys.readouterr().err
+
+
+def _cross_leaf_pingpong(power: dict[str, Any]) -> dict[str, Any]:
+    # Nodes 0 and 8 sit on different leaves: the path is node, tree1, tree1, node links.
+    return {
+        "machine": {"preset": "miwa2014-16node"},
+        "jobs": [
+            {
+                "ranks": 2,
+                "allocation": "list",
+                "node_list": [0, 8],
+                "workload": {"kind": "pingpong", "iterations": 30, "interval_us": 1000.0},
+            }
+        ],
+        "power": {"control": "independent", **power},
+    }
+
+
+def test_screening_one_link_kind_counts_exactly_that_kinds_wakes() -> None:
+    base = tracewatt.simulate(_cross_leaf_pingpong({"links": {"policy": "always_on"}}))
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("tree1", {"links": {"policy": "always_on"}, "tree": [{"policy": "timeout"}]}),
+        ("node", {"node": {"policy": "timeout"}, "links": {"policy": "always_on"}}),
+    ]
+    for kind, power in cases:
+        eee = tracewatt.simulate(_cross_leaf_pingpong(power))
+        row = screen_idle(base, [TIMEOUT_US], [WAKE_US], links=[kind]).iloc[0]
+        sim = eee.links.groupby("kind")["wakes"].sum()
+        assert sim[kind] > 0 and sim.drop(kind).sum() == 0
+        assert row["wakes"] == sim[kind]
+        # The saving is of those links' ports only: the others stay at always-on power.
+        ports = eee.links[eee.links["kind"] == kind]["energy_j"].sum()
+        shift = row["wakes"] * WAKE_US * 1e-6 * (3.44 - 2.08)
+        assert abs(row["link_energy_j"] - ports) <= shift + 1e-9
+
+
+def test_screening_defaults_to_the_selected_links_sleep_time() -> None:
+    run = tracewatt.simulate(
+        _cross_leaf_pingpong({"links": {"policy": "always_on"}, "node": {"phy": "10gbase-kr"}})
+    )
+    assert screen_idle(run, [600.0], [17.0], links=["node"]).iloc[0]["sleep_time_us"] == 4.9
+    assert screen_idle(run, [600.0], [17.0], links=["tree1"]).iloc[0]["sleep_time_us"] == 2.88
+    with pytest.raises(ValueError, match=r"different sleep times \(2.88, 4.9 us\)"):
+        screen_idle(run, [600.0], [17.0])
+    # Given sleep times need no default.
+    assert len(screen_idle(run, [600.0], [17.0], sleeps_us=[1.0])) == 1
+    with pytest.raises(ValueError, match="no links of kind global"):
+        screen_idle(run, [600.0], [17.0], links=["global"])

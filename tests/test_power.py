@@ -90,6 +90,6 @@ def test_each_link_class_wakes_with_its_own_phy() -> None:
     by_kind = links.groupby("kind")[["wakes", "wake_s"]].sum()
     # Each wake spends the PHY's wake time in WAKING: 10GBASE-KR locally, 40GBASE-KR4 globally.
     for kind, wake_us in [("local", 15.38), ("global", 5.5)]:
-        wakes, wake_s = by_kind.loc[kind, "wakes"], by_kind.loc[kind, "wake_s"]
+        wakes, wake_s = float(by_kind["wakes"][kind]), float(by_kind["wake_s"][kind])
         assert wakes > 0
         assert wake_s / wakes * 1e6 == pytest.approx(wake_us, rel=1e-9)

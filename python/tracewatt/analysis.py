@@ -20,6 +20,9 @@ Where these figures and a full simulation differ, and why:
 - Paired control. The screening counts each direction's intervals (``independent`` control); a
   ``paired`` link is idle only when both directions are, so it wakes at most as often as the sum
   of its directions' counts: the bound still holds, the energy is an optimistic estimate.
+- One class at a time. ``links`` restricts the screening to some link kinds (``node``,
+  ``local``, ``global``, ``tree1``, ``torus0``, ...), so each class can get its own setting; the
+  saving is then of those links' ports and the bound counts only their wakes.
 - Resolution. Counts and totals are exact at the thresholds the run kept
   (``output.idle_thresholds_us``); between them they are interpolated from the log-spaced
   histogram (``exact`` is False in those rows).
@@ -27,7 +30,9 @@ Where these figures and a full simulation differ, and why:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,6 +77,48 @@ def _trailing_over(results: Results, timeout_s: float) -> np.ndarray:
     return (trailing > timeout_s * (1.0 + _REL)).astype(float)
 
 
+def _table_for(power: dict[str, Any], kind: str, node: int | None) -> dict[str, Any]:
+    """The link power table that applies to a link of ``kind`` (at ``node``): a node override,
+    else the class override, else ``[power.links]`` (as the simulator picks them)."""
+    if node is not None:
+        for o in reversed(power.get("node_links", [])):
+            if node in o["nodes"]:
+                return dict(o["link"])
+    table: dict[str, Any] | None = None
+    if kind in ("node", "local", "global"):
+        table = power.get(kind)
+    else:
+        m = re.fullmatch(r"(tree|torus)(\d+)", kind)
+        if m:
+            family, i = m.group(1), int(m.group(2))
+            tables = power.get(family, [])
+            i = i - 1 if family == "tree" else i
+            table = tables[i] if 0 <= i < len(tables) else None
+    return table or {}
+
+
+def _node_of(name: str) -> int | None:
+    return int(name[1:]) if name.startswith("n") else None
+
+
+def run_sleep_us(results: Results, mask: np.ndarray) -> float:
+    """The sleep_time the run used on the selected link directions; an error if they differ."""
+    power = results.config["power"]
+    links = results.links.sort_values("link_id")
+    base = power["links"]["sleep_time_us"]
+    sleeps = set()
+    for kind, src, dst in links[mask][["kind", "src", "dst"]].itertuples(index=False):
+        node = _node_of(src) if _node_of(src) is not None else _node_of(dst)
+        sleeps.add(_table_for(power, kind, node).get("sleep_time_us", base))
+    if len(sleeps) > 1:
+        raise ValueError(
+            "the selected links use different sleep times ("
+            + ", ".join(f"{x:g}" for x in sorted(sleeps))
+            + " us): screen one link kind at a time, or give the sleep times to screen"
+        )
+    return float(sleeps.pop()) if sleeps else float(base)
+
+
 def port_power(results: Results) -> tuple[np.ndarray, np.ndarray]:
     """Active and LPI power (W) of the port driving each link direction."""
     p = results.config["power"]
@@ -88,20 +135,35 @@ def screen_idle(
     timeouts_us: Sequence[float],
     wakes_us: Sequence[float],
     sleeps_us: Sequence[float] | None = None,
+    links: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per (idle_timeout, wake_time, sleep_time) with ``wakes``, ``lpi_s``,
     ``lpi_fraction``, ``link_energy_j``, ``link_saving_pct`` (against always-on ports),
     ``penalty_bound_s``, ``penalty_bound_pct``, ``max_link_wakes``, ``exact``, and ``confirm``
-    (Pareto-optimal in energy and penalty bound: worth a full simulation)."""
+    (Pareto-optimal in energy and penalty bound: worth a full simulation). ``links``: only the
+    link directions of these kinds (default: all); ``sleeps_us`` defaults to the run's sleep
+    time on them."""
+    kinds = results.links.sort_values("link_id")["kind"].to_numpy(str)
+    mask = np.ones(len(kinds), dtype=bool)
+    if links is not None:
+        unknown = sorted(set(links) - set(kinds))
+        if unknown:
+            raise ValueError(
+                f"no links of kind {', '.join(unknown)} in this run; it has "
+                + ", ".join(sorted(set(kinds)))
+            )
+        mask = np.isin(kinds, list(links))
     if sleeps_us is None:
-        sleeps_us = [results.config["power"]["links"]["sleep_time_us"]]
+        sleeps_us = [run_sleep_us(results, mask)]
     run_s = results.makespan_s
     active_w, lpi_w = port_power(results)
+    active_w, lpi_w = active_w[mask], lpi_w[mask]
     always_on_j = float(active_w.sum() * run_s)
     rows = []
     for to in timeouts_us:
         count, total, exact = _over(results, to * 1e-6)
-        woken = np.maximum(count - _trailing_over(results, to * 1e-6), 0.0)
+        count, total = count[mask], total[mask]
+        woken = np.maximum(count - _trailing_over(results, to * 1e-6)[mask], 0.0)
         for ts in sleeps_us:
             lpi = np.maximum(total - count * (to + ts) * 1e-6, 0.0)
             energy = float((active_w * run_s - (active_w - lpi_w) * lpi).sum())

@@ -358,12 +358,16 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             "`tracewatt run CONFIG -o DIR`"
         )
     res = Results.read(path)
-    df = screen_idle(
-        res,
-        _floats(args.timeouts),
-        _floats(args.wakes),
-        _floats(args.sleeps) if args.sleeps else None,
-    )
+    try:
+        df = screen_idle(
+            res,
+            _floats(args.timeouts),
+            _floats(args.wakes),
+            _floats(args.sleeps) if args.sleeps else None,
+            args.links.split(",") if args.links else None,
+        )
+    except ValueError as e:
+        raise UsageError(f"{args.results}: {e}") from None
     if args.output is not None:
         df.to_csv(args.output, index=False)
     if args.json:
@@ -555,6 +559,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ai.add_argument("--wakes", default="5,10,17,170,850,1700", help="wake_time values, us")
     ai.add_argument("--sleeps", default="", help="sleep_time values, us (default: the run's)")
+    ai.add_argument(
+        "--links",
+        default="",
+        metavar="KINDS",
+        help="only links of these kinds, comma-separated (node, local, global, tree1, torus0, ...)",
+    )
     ai.add_argument("-o", "--output", metavar="CSV", help="also write the table as CSV")
     ai.add_argument("--json", action="store_true", help="print the table as JSON")
     ai.add_argument("-q", "--quiet", action="store_true", help="print nothing")
