@@ -87,6 +87,19 @@ def test_each_link_class_wakes_with_its_own_phy() -> None:
         {"power.local.idle_timeout_us": 50.0, "power.global.idle_timeout_us": 50.0}
     )
     links = tracewatt.simulate(cfg).links
+    # The links table shows each direction's configured timing.
+    for kind, timeout_us, sleep_us, wake_us in [
+        ("node", 600.0, 2.88, 17.0),
+        ("local", 50.0, 4.9, 15.38),
+        ("global", 50.0, 0.9, 5.5),
+    ]:
+        sel = links[links["kind"] == kind]
+        for column, want_us in [
+            ("idle_timeout_s", timeout_us),
+            ("sleep_time_s", sleep_us),
+            ("wake_time_s", wake_us),
+        ]:
+            assert sel[column].to_numpy() * 1e6 == pytest.approx(want_us, rel=1e-12), column
     by_kind = links.groupby("kind")[["wakes", "wake_s"]].sum()
     # Each wake spends the PHY's wake time in WAKING: 10GBASE-KR locally, 40GBASE-KR4 globally.
     for kind, wake_us in [("local", 15.38), ("global", 5.5)]:

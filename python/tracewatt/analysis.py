@@ -30,9 +30,7 @@ Where these figures and a full simulation differ, and why:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,46 +75,19 @@ def _trailing_over(results: Results, timeout_s: float) -> np.ndarray:
     return (trailing > timeout_s * (1.0 + _REL)).astype(float)
 
 
-def _table_for(power: dict[str, Any], kind: str, node: int | None) -> dict[str, Any]:
-    """The link power table that applies to a link of ``kind`` (at ``node``): a node override,
-    else the class override, else ``[power.links]`` (as the simulator picks them)."""
-    if node is not None:
-        for o in reversed(power.get("node_links", [])):
-            if node in o["nodes"]:
-                return dict(o["link"])
-    table: dict[str, Any] | None = None
-    if kind in ("node", "local", "global"):
-        table = power.get(kind)
-    else:
-        m = re.fullmatch(r"(tree|torus)(\d+)", kind)
-        if m:
-            family, i = m.group(1), int(m.group(2))
-            tables = power.get(family, [])
-            i = i - 1 if family == "tree" else i
-            table = tables[i] if 0 <= i < len(tables) else None
-    return table or {}
-
-
-def _node_of(name: str) -> int | None:
-    return int(name[1:]) if name.startswith("n") else None
-
-
 def run_sleep_us(results: Results, mask: np.ndarray) -> float:
-    """The sleep_time the run used on the selected link directions; an error if they differ."""
-    power = results.config["power"]
-    links = results.links.sort_values("link_id")
-    base = power["links"]["sleep_time_us"]
-    sleeps = set()
-    for kind, src, dst in links[mask][["kind", "src", "dst"]].itertuples(index=False):
-        node = _node_of(src) if _node_of(src) is not None else _node_of(dst)
-        sleeps.add(_table_for(power, kind, node).get("sleep_time_us", base))
-    if len(sleeps) > 1:
+    """The sleep_time the run's configuration gives the selected link directions; an error if
+    they differ."""
+    sleep_s = results.links.sort_values("link_id")["sleep_time_s"].to_numpy(float)[mask]
+    # Whole picoseconds, as the simulator keeps them, so equal settings compare equal.
+    sleeps_us = np.unique(np.rint(sleep_s * 1e12)) / 1e6
+    if len(sleeps_us) > 1:
         raise ValueError(
             "the selected links use different sleep times ("
-            + ", ".join(f"{x:g}" for x in sorted(sleeps))
+            + ", ".join(f"{x:g}" for x in sleeps_us)
             + " us): screen one link kind at a time, or give the sleep times to screen"
         )
-    return float(sleeps.pop()) if sleeps else float(base)
+    return float(sleeps_us[0])
 
 
 def port_power(results: Results) -> tuple[np.ndarray, np.ndarray]:

@@ -338,25 +338,31 @@ impl PowerSpec {
     }
 }
 
+/// The node a channel attaches to, if it is a node link.
+fn node_of(c: &Channel) -> Option<u32> {
+    match (c.src, c.dst) {
+        (Device::Node(n), _) | (_, Device::Node(n)) => Some(n),
+        _ => None,
+    }
+}
+
+impl PowerSpec {
+    /// The timing of channel `c`'s state machine.
+    pub(crate) fn channel_timing(&self, c: &Channel) -> LinkTiming {
+        self.timing(c.class, node_of(c))
+    }
+}
+
 /// The state machines of every link direction of `topo`.
 pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
     let p = &config.power;
     let reverse: Vec<u32> = topo.channels.iter().map(|c| c.reverse).collect();
-    let node_of = |d: Device| match d {
-        Device::Node(n) => Some(n),
-        Device::Switch(_) => None,
-    };
-    let node = |c: &Channel| node_of(c.src).or(node_of(c.dst));
     let control: Vec<Control> = topo
         .channels
         .iter()
-        .map(|c| p.control(c.class, node(c)))
+        .map(|c| p.control(c.class, node_of(c)))
         .collect();
-    let timing = topo
-        .channels
-        .iter()
-        .map(|c| p.timing(c.class, node(c)))
-        .collect();
+    let timing = topo.channels.iter().map(|c| p.channel_timing(c)).collect();
     let (sw, nic) = (p.switch_port(), p.nic_port());
     let port = topo
         .channels

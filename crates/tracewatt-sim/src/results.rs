@@ -77,6 +77,12 @@ pub(crate) fn build(
         dst.push(c.dst.to_string());
         kind.push(c.class.name());
     }
+    // The timing each direction is configured with (an always-on run keeps it, for screening).
+    let timing: Vec<_> = topo
+        .channels
+        .iter()
+        .map(|c| config.power.channel_timing(c))
+        .collect();
     let links_table = Table {
         name: "links",
         columns: vec![
@@ -102,6 +108,18 @@ pub(crate) fn build(
             (
                 "trailing_idle_s",
                 Column::F64(links.trailing_idle_ps.iter().map(|p| secs(*p)).collect()),
+            ),
+            (
+                "idle_timeout_s",
+                Column::F64(timing.iter().map(|t| secs(t.idle_timeout_ps)).collect()),
+            ),
+            (
+                "sleep_time_s",
+                Column::F64(timing.iter().map(|t| secs(t.sleep_time_ps)).collect()),
+            ),
+            (
+                "wake_time_s",
+                Column::F64(timing.iter().map(|t| secs(t.wake_time_ps)).collect()),
             ),
             (
                 "sleep_s",
