@@ -9,7 +9,7 @@ use tracewatt_core::time::{to_seconds, PS_PER_S};
 use tracewatt_net::fabric::FabricStats;
 use tracewatt_net::Device;
 use tracewatt_net::Topology;
-use tracewatt_power::{LinkReport, Timeline};
+use tracewatt_power::{LinkReport, LinkTiming, Timeline};
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +83,11 @@ pub(crate) fn build(
         .iter()
         .map(|c| config.power.channel_timing(c))
         .collect();
+    let seconds = |v: &[u64]| Column::F64(v.iter().map(|p| secs(*p)).collect());
+    let timing_s =
+        |f: fn(&LinkTiming) -> u64| Column::F64(timing.iter().map(|t| secs(f(t))).collect());
+    let power_s =
+        |f: fn(&LinkReport) -> u64| Column::F64(power.iter().map(|p| secs(f(p))).collect());
     let links_table = Table {
         name: "links",
         columns: vec![
@@ -96,43 +101,16 @@ pub(crate) fn build(
             ),
             ("bytes", Column::U64(links.bytes.clone())),
             ("packets", Column::U64(links.packets.clone())),
-            (
-                "busy_s",
-                Column::F64(links.busy_ps.iter().map(|p| secs(*p)).collect()),
-            ),
+            ("busy_s", seconds(&links.busy_ps)),
             ("idle_count", Column::U64(links.idle_count.clone())),
-            (
-                "idle_s",
-                Column::F64(links.idle_ps.iter().map(|p| secs(*p)).collect()),
-            ),
-            (
-                "trailing_idle_s",
-                Column::F64(links.trailing_idle_ps.iter().map(|p| secs(*p)).collect()),
-            ),
-            (
-                "idle_timeout_s",
-                Column::F64(timing.iter().map(|t| secs(t.idle_timeout_ps)).collect()),
-            ),
-            (
-                "sleep_time_s",
-                Column::F64(timing.iter().map(|t| secs(t.sleep_time_ps)).collect()),
-            ),
-            (
-                "wake_time_s",
-                Column::F64(timing.iter().map(|t| secs(t.wake_time_ps)).collect()),
-            ),
-            (
-                "sleep_s",
-                Column::F64(power.iter().map(|p| secs(p.sleep_ps)).collect()),
-            ),
-            (
-                "lpi_s",
-                Column::F64(power.iter().map(|p| secs(p.lpi_ps)).collect()),
-            ),
-            (
-                "wake_s",
-                Column::F64(power.iter().map(|p| secs(p.wake_ps)).collect()),
-            ),
+            ("idle_s", seconds(&links.idle_ps)),
+            ("trailing_idle_s", seconds(&links.trailing_idle_ps)),
+            ("idle_timeout_s", timing_s(|t| t.idle_timeout_ps)),
+            ("sleep_time_s", timing_s(|t| t.sleep_time_ps)),
+            ("wake_time_s", timing_s(|t| t.wake_time_ps)),
+            ("sleep_s", power_s(|p| p.sleep_ps)),
+            ("lpi_s", power_s(|p| p.lpi_ps)),
+            ("wake_s", power_s(|p| p.wake_ps)),
             (
                 "wakes",
                 Column::U64(power.iter().map(|p| p.wakes).collect()),
@@ -141,10 +119,7 @@ pub(crate) fn build(
                 "refreshes",
                 Column::U64(power.iter().map(|p| p.refreshes).collect()),
             ),
-            (
-                "wake_delay_s",
-                Column::F64(power.iter().map(|p| secs(p.wake_delay_ps)).collect()),
-            ),
+            ("wake_delay_s", power_s(|p| p.wake_delay_ps)),
             (
                 "energy_j",
                 Column::F64(power.iter().map(|p| p.energy_j).collect()),
