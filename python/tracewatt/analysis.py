@@ -75,7 +75,7 @@ def _trailing_over(results: Results, timeout_s: float) -> np.ndarray:
     return (trailing > timeout_s * (1.0 + _REL)).astype(float)
 
 
-def run_sleep_us(results: Results, mask: np.ndarray) -> float:
+def _run_sleep_us(results: Results, mask: np.ndarray) -> float:
     """The sleep_time the run's configuration gives the selected link directions; an error if
     they differ."""
     sleep_s = results.links.sort_values("link_id")["sleep_time_s"].to_numpy(float)[mask]
@@ -125,7 +125,7 @@ def screen_idle(
             )
         mask = np.isin(kinds, list(links))
     if sleeps_us is None:
-        sleeps_us = [run_sleep_us(results, mask)]
+        sleeps_us = [_run_sleep_us(results, mask)]
     run_s = results.makespan_s
     active_w, lpi_w = port_power(results)
     active_w, lpi_w = active_w[mask], lpi_w[mask]

@@ -364,7 +364,7 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             _floats(args.timeouts),
             _floats(args.wakes),
             _floats(args.sleeps) if args.sleeps else None,
-            args.links.split(",") if args.links else None,
+            [k.strip() for k in args.links.split(",") if k.strip()] or None,
         )
     except ValueError as e:
         raise UsageError(f"{args.results}: {e}") from None

@@ -316,6 +316,16 @@ impl PowerSpec {
         }
     }
 
+    /// The control of channel `c`'s link.
+    fn channel_control(&self, c: &Channel) -> Control {
+        self.control(c.class, node_of(c))
+    }
+
+    /// The timing of channel `c`'s state machine.
+    pub(crate) fn channel_timing(&self, c: &Channel) -> LinkTiming {
+        self.timing(c.class, node_of(c))
+    }
+
     /// Forces every link class to always-on: the baseline of a comparison.
     pub fn set_always_on(&mut self) {
         for (_, s) in self.link_specs_mut() {
@@ -346,22 +356,11 @@ fn node_of(c: &Channel) -> Option<u32> {
     }
 }
 
-impl PowerSpec {
-    /// The timing of channel `c`'s state machine.
-    pub(crate) fn channel_timing(&self, c: &Channel) -> LinkTiming {
-        self.timing(c.class, node_of(c))
-    }
-}
-
 /// The state machines of every link direction of `topo`.
 pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
     let p = &config.power;
     let reverse: Vec<u32> = topo.channels.iter().map(|c| c.reverse).collect();
-    let control: Vec<Control> = topo
-        .channels
-        .iter()
-        .map(|c| p.control(c.class, node_of(c)))
-        .collect();
+    let control: Vec<Control> = topo.channels.iter().map(|c| p.channel_control(c)).collect();
     let timing = topo.channels.iter().map(|c| p.channel_timing(c)).collect();
     let (sw, nic) = (p.switch_port(), p.nic_port());
     let port = topo
