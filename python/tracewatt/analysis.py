@@ -92,13 +92,8 @@ def _run_sleep_us(results: Results, mask: np.ndarray) -> float:
 
 def port_power(results: Results) -> tuple[np.ndarray, np.ndarray]:
     """Active and LPI power (W) of the port driving each link direction."""
-    p = results.config["power"]
-    sw = (p["switch"]["port_active_w"], p["switch"]["port_lpi_w"])
-    nic = (p["nic"]["port_active_w"], p["nic"]["port_lpi_w"])
-    from_switch = results.links.sort_values("link_id")["src"].str.startswith("s").to_numpy()
-    active = np.where(from_switch, sw[0], nic[0])
-    lpi = np.where(from_switch, sw[1], nic[1])
-    return active, lpi
+    links = results.links.sort_values("link_id")
+    return links["port_active_w"].to_numpy(), links["port_lpi_w"].to_numpy()
 
 
 def screen_idle(

@@ -307,8 +307,10 @@ def compare_text(c: Any) -> str:
     out = _format.table(
         ["quantity", "always-on", "policy", "change"], rows, [False, True, True, True]
     )
+    covers = ", ".join(k.replace("_", " ") for k in c.components)
     out += (
-        f"\nenergy saved          {c.saving_pct:.3f} % (link ports: {c.link_saving_pct:.3f} %)\n"
+        f"\nenergy saved          {c.saving_pct:.3f} % of everything priced ({covers})\n"
+        f"                      link ports alone: {c.link_saving_pct:.3f} %\n"
         f"slowdown              {c.slowdown_pct:.3f} %\n"
     )
     return out

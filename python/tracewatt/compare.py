@@ -16,9 +16,6 @@ from tracewatt import _tracewatt
 from tracewatt.config import Config
 from tracewatt.results import Results
 
-#: Components whose energy `summary["energy_j"]` reports.
-COMPONENTS = ("switch_backplanes", "switch_ports", "nic_ports", "total")
-
 
 def baseline_of(config: Config) -> Config:
     """The always-on baseline of ``config``."""
@@ -39,8 +36,17 @@ class Comparison:
     baseline: Results
 
     @property
+    def components(self) -> list[str]:
+        """The component kinds both runs price (``summary["energy_j"]`` keys but ``total``), in
+        the order the runs report them."""
+        keys = list(self.baseline.summary["energy_j"])
+        keys += [k for k in self.policy.summary["energy_j"] if k not in keys]
+        return [k for k in keys if k != "total"]
+
+    @property
     def saving_pct(self) -> float:
-        """Total network energy saved, % of the baseline's."""
+        """Energy saved over every component priced (:attr:`components`), % of the
+        baseline's."""
         return -pct_change(
             self.policy.summary["energy_j"]["total"], self.baseline.summary["energy_j"]["total"]
         )
@@ -59,7 +65,8 @@ class Comparison:
 
     def summary(self) -> dict[str, Any]:
         """The policy's summary plus ``baseline`` (the same energy, power and time keys),
-        ``saving_pct``, ``link_saving_pct`` and ``slowdown_pct``."""
+        ``saving_pct`` (over ``saving_covers``, the components priced), ``link_saving_pct``,
+        ``saving_by_component_pct`` and ``slowdown_pct``."""
         s = dict(self.policy.summary)
         b = self.baseline.summary
         s["baseline"] = {
@@ -69,6 +76,14 @@ class Comparison:
             "jobs": b["jobs"],
         }
         s["saving_pct"] = self.saving_pct
+        s["saving_covers"] = self.components
+        s["saving_by_component_pct"] = {
+            k: -pct_change(
+                self.policy.summary["energy_j"].get(k, 0.0),
+                self.baseline.summary["energy_j"].get(k, 0.0),
+            )
+            for k in self.components
+        }
         s["link_saving_pct"] = self.link_saving_pct
         s["slowdown_pct"] = self.slowdown_pct
         return s
@@ -80,8 +95,8 @@ class Comparison:
         rows.append(("makespan_s", b["makespan_s"], p["makespan_s"], self.slowdown_pct))
         for group, unit in (("energy", "j"), ("avg_power", "w")):
             key = f"{group}_{unit}"
-            for k in COMPONENTS:
-                before, after = b[key][k], p[key][k]
+            for k in [*self.components, "total"]:
+                before, after = b[key].get(k, 0.0), p[key].get(k, 0.0)
                 rows.append((f"{group}_{k}_{unit}", before, after, pct_change(after, before)))
         return rows
 

@@ -29,9 +29,11 @@ TABLES: tuple[str, ...] = (
     "jobs",
     "switches",
     "timeline",
+    "energy",
+    "nics",
 )
 
-_STRING_COLUMNS = frozenset({"src", "dst", "kind", "job"})
+_STRING_COLUMNS = frozenset({"src", "dst", "kind", "job", "port", "component"})
 _INT_COLUMNS = frozenset(
     {
         "link_id",
@@ -50,6 +52,14 @@ _INT_COLUMNS = frozenset(
         "refreshes",
         "switch_id",
         "ports",
+        "id",
+        "switch",
+        "rx_frames",
+        "tx_frames",
+        "interrupts",
+        "rx_bytes",
+        "tx_bytes",
+        "messages",
     }
 )
 
@@ -71,8 +81,8 @@ def summary_json(summary: Mapping[str, Any]) -> str:
 
 
 def _arrow_type(name: str, values: Sequence[Any]) -> pa.DataType:
-    if values:
-        v = values[0]
+    v = next((x for x in values if x is not None), None)
+    if v is not None:
         if isinstance(v, str):
             return pa.string()
         if isinstance(v, bool):
@@ -89,10 +99,13 @@ def _arrow_type(name: str, values: Sequence[Any]) -> pa.DataType:
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     df: pd.DataFrame = table.to_pandas()
-    # Strings as the default string dtype of the installed pandas, whichever way they came.
     for name, typ in zip(table.column_names, table.schema.types, strict=True):
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            # Strings as the default string dtype of the installed pandas, whichever way they came.
             df[name] = pd.Series(table.column(name).to_pylist(), dtype=str, index=df.index)
+        elif pa.types.is_integer(typ) and table.column(name).null_count > 0:
+            # Integers that may be missing (the node of a switch's component) stay integers.
+            df[name] = pd.Series(table.column(name).to_pylist(), dtype="Int64", index=df.index)
     return df
 
 
@@ -209,6 +222,20 @@ class Results:
         """Per switch: ``switch_id, ports`` and its energy (``backplane_j, ports_j``,
         ``avg_power_w``)."""
         return self._table("switches")
+
+    @property
+    def energy(self) -> pd.DataFrame:
+        """The energy account: one row per component instance (``component`` = ``link_port``,
+        ``switch_backplane``, ``nic``), its ``id``, ``node`` or ``switch`` (missing where it has
+        none), ``energy_j``, ``avg_power_w`` and the time in each state (``*_s``, NaN where the
+        kind has no such state)."""
+        return self._table("energy")
+
+    @property
+    def nics(self) -> pd.DataFrame:
+        """Per node, with ``[power.nic] coalescing``: frames, interrupts, bytes, the delay
+        coalescing added to deliveries and the NIC's energy above idle (docs/cli.md)."""
+        return self._table("nics")
 
     @property
     def timeline(self) -> pd.DataFrame:

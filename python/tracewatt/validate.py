@@ -163,11 +163,12 @@ def reviriego_w(res: Results, interval_s: float) -> list[float]:
     """Reviriego et al.'s model per switch: P_base + P_dynamic x sum over ports of
     min(1, (T_f + T_sleep + T_wake) / I) for each port that sends one packet per interval I,
     where T_sleep is everything from a packet's end to low power (idle_timeout + sleep_time)."""
-    links = res.links
-    sw = links[links["src"].str.startswith("s")]
+    links = res.links.set_index("link_id")
+    e = res.energy
+    ports = e[(e["component"] == "link_port") & e["switch"].notna()]
     out = []
-    for s_id, g in sw.groupby(sw["src"].str[1:].astype(int)):
-        del s_id
+    for _, owned in ports.groupby("switch"):
+        g = links.loc[owned["id"]]
         n_ports = len(g)
         p = BACKPLANE_W + n_ports * PORT_LPI_W
         for _, row in g.iterrows():

@@ -1,9 +1,23 @@
-//! Power models of the network, attached as observers: the link low-power state machine
-//! ([`link`]), the power timeline ([`timeline`]) and the PHY / switch presets ([`phy`]).
+//! Power models that observe the simulation. The engine emits signals into one [`Power`]
+//! family and names no model; each model ([`PowerModel`]) integrates its energy exactly at its
+//! state changes and reports rows of one energy account:
+//!
+//! - [`link`]: the EEE / On-Off state machine of every link direction, and its ports' power;
+//! - [`switch`]: switch backplanes;
+//! - [`nic`]: NICs with interrupt coalescing (which delays receives);
+//! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures.
 
+pub mod family;
 pub mod link;
+pub mod model;
+pub mod nic;
 pub mod phy;
+pub mod switch;
 pub mod timeline;
 
-pub use link::{Control, LinkPower, LinkReport, LinkTiming, Policy, PortPower};
+pub use family::{Power, TwoDelayingModels};
+pub use link::{Control, LinkPower, LinkReport, LinkTiming, Policy, PortOwner, PortPower};
+pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
+pub use nic::{NicParams, NicPort, NicPower};
+pub use switch::Backplanes;
 pub use timeline::Timeline;

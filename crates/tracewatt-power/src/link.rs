@@ -17,10 +17,11 @@
 //! when it may start. Everything between two transmissions follows from the timing alone, so no
 //! timer events exist and the state durations are exact.
 
+use crate::model::{Account, EnergyRow, PowerModel, Scalar, Signals};
 use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};
-use tracewatt_core::Ps;
-use tracewatt_net::fabric::LinkObserver;
+use tracewatt_core::time::to_seconds;
+use tracewatt_core::{Column, Ps};
 use tracewatt_net::ChannelId;
 
 /// What a link does when idle.
@@ -69,6 +70,23 @@ pub struct PortPower {
     pub lpi_w: f64,
 }
 
+/// The device whose port drives a link direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortOwner {
+    Switch(u32),
+    Node(u32),
+}
+
+impl PortOwner {
+    /// Timeline series (and summary group) of the port: switch ports 0, NIC ports 1.
+    fn series(self) -> usize {
+        match self {
+            PortOwner::Switch(_) => 0,
+            PortOwner::Node(_) => 1,
+        }
+    }
+}
+
 /// What every packet-hop reads and writes of a state machine, apart from the rest (a quarter of
 /// a cache line instead of a whole one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -113,7 +131,7 @@ pub struct LinkReport {
 pub struct LinkPower {
     /// The distinct timings (a machine has a few link classes), and each unit's.
     timings: Vec<LinkTiming>,
-    timing_of: Vec<u8>,
+    timing_of: Vec<u32>,
     busy: Vec<Busy>,
     units: Vec<UnitState>,
     /// Channels of each unit (one, or a link's two directions).
@@ -121,25 +139,29 @@ pub struct LinkPower {
     /// Unit of each channel; empty when every channel is its own unit (`independent`).
     unit_of: Vec<u32>,
     port: Vec<PortPower>,
-    /// Timeline component of each channel's port.
-    component: Vec<usize>,
+    /// The device driving each channel.
+    owner: Vec<PortOwner>,
+    /// Each channel's timing, for the links table.
+    channel_timing: Vec<LinkTiming>,
     wakes_by: Vec<u64>,
     wake_delay_ps: Vec<Ps>,
     timeline: Timeline,
+    first_series: usize,
 }
 
 const NONE: u32 = u32::MAX;
 
 impl LinkPower {
     /// `reverse[c]` is the opposite direction of channel `c`; `control[c]`, `timing[c]`,
-    /// `port[c]` and `component[c]` describe channel `c`. A link is paired when both its
-    /// directions are; a paired link's state machine uses its lower channel's timing.
+    /// `port[c]` and `owner[c]` describe channel `c`. A link is paired when both its
+    /// directions are; a paired link's state machine uses its lower channel's timing. The
+    /// timeline has the model's two series (switch ports, NIC ports).
     pub fn new(
         control: &[Control],
         reverse: &[ChannelId],
         timing: Vec<LinkTiming>,
         port: Vec<PortPower>,
-        component: Vec<usize>,
+        owner: Vec<PortOwner>,
         timeline: Timeline,
     ) -> Self {
         let n = reverse.len();
@@ -168,7 +190,7 @@ impl LinkPower {
                     timings.len() - 1
                 }
             };
-            timing_of.push(u8::try_from(k).expect("at most 256 distinct link timings"));
+            timing_of.push(k as u32);
         }
         if members.iter().all(|m| m[1] == NONE) {
             // Every channel is its own unit, numbered as the channel: skip the lookup.
@@ -182,10 +204,12 @@ impl LinkPower {
             members,
             unit_of,
             port,
-            component,
+            owner,
+            channel_timing: timing,
             wakes_by: vec![0; n],
             wake_delay_ps: vec![0; n],
             timeline,
+            first_series: 0,
         }
     }
 
@@ -237,7 +261,7 @@ impl LinkPower {
             }
             let p = self.port[c as usize];
             self.timeline.add(
-                self.component[c as usize],
+                self.owner[c as usize].series(),
                 start,
                 end,
                 -(p.active_w - p.lpi_w) * low_fraction,
@@ -245,9 +269,9 @@ impl LinkPower {
         }
     }
 
-    /// Closes every state machine at the end of the run and reports per channel; also returns the
-    /// timeline of port-power *changes* relative to always-on (add the always-on power per bin).
-    pub fn finish(mut self, end: Ps) -> (Vec<LinkReport>, Timeline) {
+    /// Closes every state machine at the end of the run and reports per channel, with the
+    /// ports' power timeline.
+    pub fn close(mut self, end: Ps) -> (Vec<LinkReport>, Timeline) {
         for u in 0..self.units.len() {
             let since = self.busy[u].until;
             if since < end {
@@ -271,6 +295,11 @@ impl LinkPower {
                 }
             })
             .collect();
+        // The run added the savings of low power; every port draws active power otherwise.
+        for (c, p) in self.port.iter().enumerate() {
+            self.timeline
+                .add(self.owner[c].series(), 0, end, p.active_w);
+        }
         (reports, self.timeline)
     }
 
@@ -294,8 +323,24 @@ impl LinkPower {
     }
 }
 
-impl LinkObserver for LinkPower {
-    fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
+impl PowerModel for LinkPower {
+    fn signals(&self) -> Signals {
+        Signals {
+            links: true,
+            ..Signals::default()
+        }
+    }
+
+    fn series(&self) -> &'static [&'static str] {
+        &["switch_ports_w", "nic_ports_w"]
+    }
+
+    fn set_series(&mut self, first: usize) {
+        self.first_series = first;
+    }
+
+    #[inline]
+    fn link_ready(&mut self, ch: ChannelId, now: Ps) -> Ps {
         let u = self.unit(ch);
         let b = self.busy[u];
         if now < b.until {
@@ -323,9 +368,110 @@ impl LinkObserver for LinkPower {
         start
     }
 
+    #[inline]
     fn on_transmit(&mut self, ch: ChannelId, _start: Ps, end: Ps, _bytes: u32) {
         let u = self.unit(ch);
         let b = &mut self.busy[u];
         b.until = b.until.max(end);
+    }
+
+    fn finish(self: Box<Self>, end: Ps, account: &mut Account) {
+        let first = self.first_series;
+        let owner = self.owner.clone();
+        let timing = self.channel_timing.clone();
+        let port = self.port.clone();
+        let (reports, timeline) = self.close(end);
+        account.timeline.absorb(first, timeline, end);
+        for (c, r) in reports.iter().enumerate() {
+            let (group, node, switch) = match owner[c] {
+                PortOwner::Switch(s) => ("switch_ports", None, Some(s)),
+                PortOwner::Node(n) => ("nic_ports", Some(n), None),
+            };
+            let transitions = r.sleep_ps + r.wake_ps;
+            account.rows.push(EnergyRow {
+                component: "link_port",
+                group,
+                id: c as u64,
+                node,
+                switch,
+                energy_j: r.energy_j,
+                states: vec![
+                    ("active_s", end.saturating_sub(r.lpi_ps + transitions)),
+                    ("sleep_s", r.sleep_ps),
+                    ("lpi_s", r.lpi_ps),
+                    ("wake_s", r.wake_ps),
+                ],
+            });
+        }
+        let secs = |f: &dyn Fn(&LinkReport) -> Ps| {
+            Column::F64(reports.iter().map(|r| to_seconds(f(r))).collect())
+        };
+        let timing_s = |f: fn(&LinkTiming) -> Ps| {
+            Column::F64(timing.iter().map(|t| to_seconds(f(t))).collect())
+        };
+        account.link_columns = vec![
+            (
+                "port",
+                Column::Str(
+                    owner
+                        .iter()
+                        .map(|o| match o {
+                            PortOwner::Switch(_) => "switch".to_string(),
+                            PortOwner::Node(_) => "nic".to_string(),
+                        })
+                        .collect(),
+                ),
+            ),
+            (
+                "port_active_w",
+                Column::F64(port.iter().map(|p| p.active_w).collect()),
+            ),
+            (
+                "port_lpi_w",
+                Column::F64(port.iter().map(|p| p.lpi_w).collect()),
+            ),
+            ("idle_timeout_s", timing_s(|t| t.idle_timeout_ps)),
+            ("sleep_time_s", timing_s(|t| t.sleep_time_ps)),
+            ("wake_time_s", timing_s(|t| t.wake_time_ps)),
+            ("sleep_s", secs(&|r| r.sleep_ps)),
+            ("lpi_s", secs(&|r| r.lpi_ps)),
+            ("wake_s", secs(&|r| r.wake_ps)),
+            (
+                "wakes",
+                Column::U64(reports.iter().map(|r| r.wakes).collect()),
+            ),
+            (
+                "refreshes",
+                Column::U64(reports.iter().map(|r| r.refreshes).collect()),
+            ),
+            ("wake_delay_s", secs(&|r| r.wake_delay_ps)),
+            (
+                "energy_j",
+                Column::F64(reports.iter().map(|r| r.energy_j).collect()),
+            ),
+        ];
+        let n = reports.len().max(1) as f64;
+        let end_s = to_seconds(end);
+        account.summary.extend([
+            (
+                "links",
+                "wakes",
+                Scalar::U64(reports.iter().map(|r| r.wakes).sum()),
+            ),
+            (
+                "links",
+                "wake_delay_s",
+                Scalar::F64(to_seconds(reports.iter().map(|r| r.wake_delay_ps).sum())),
+            ),
+            (
+                "links",
+                "lpi_fraction",
+                Scalar::F64(if end_s > 0.0 {
+                    reports.iter().map(|r| to_seconds(r.lpi_ps)).sum::<f64>() / (end_s * n)
+                } else {
+                    0.0
+                }),
+            ),
+        ]);
     }
 }

@@ -72,6 +72,32 @@ impl Timeline {
         }
     }
 
+    /// Adds `joules` spent at the instant `at` (an interrupt, a transition) to component `k`.
+    pub fn add_energy(&mut self, k: usize, at: Ps, joules: f64) {
+        if joules == 0.0 {
+            return;
+        }
+        self.ensure(at + 1);
+        let b = (at / self.width_ps) as usize;
+        self.energy_j[b * self.components + k] += joules;
+    }
+
+    /// Adds every component of `other` (drawn with the same bin parameters up to `end`) into
+    /// this timeline's components `first..`.
+    pub fn absorb(&mut self, first: usize, mut other: Timeline, end: Ps) {
+        let end = end.max(1);
+        self.ensure(end);
+        other.ensure(end);
+        debug_assert_eq!(self.width_ps, other.width_ps, "timelines drawn alike");
+        let n = end.div_ceil(self.width_ps) as usize;
+        for b in 0..n.min(other.energy_j.len() / other.components.max(1)) {
+            for k in 0..other.components {
+                self.energy_j[b * self.components + first + k] +=
+                    other.energy_j[b * other.components + k];
+            }
+        }
+    }
+
     /// Average power per bin and component up to `end`: (bin start, bin end, watts per component).
     pub fn bins(&mut self, end: Ps) -> Vec<(Ps, Ps, Vec<f64>)> {
         self.ensure(end.max(1));

@@ -2,8 +2,8 @@
 //! sleep_time 2 us, wake_time 3 us; ports draw 4 W active and 1 W in LPI.
 
 use tracewatt_core::time::PS_PER_US as US;
-use tracewatt_net::fabric::LinkObserver;
-use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortPower, Timeline};
+use tracewatt_power::PowerModel;
+use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortOwner, PortPower, Timeline};
 
 fn timing(policy: Policy, refresh_period_us: u64, refresh_time_us: u64) -> LinkTiming {
     LinkTiming {
@@ -27,14 +27,14 @@ fn link(control: Control, t: LinkTiming) -> LinkPower {
         &[1, 0],
         vec![t; 2],
         vec![port; 2],
-        vec![0, 0],
-        Timeline::new(1, 0, 1024),
+        vec![PortOwner::Switch(0); 2],
+        Timeline::new(2, 0, 1024),
     )
 }
 
 /// Asks to send on `ch` at `now`, transmits for 1 us, returns the start.
 fn send(lp: &mut LinkPower, ch: u32, now_us: u64) -> u64 {
-    let start = lp.earliest_start(ch, now_us * US);
+    let start = lp.link_ready(ch, now_us * US);
     lp.on_transmit(ch, start, start + US, 100);
     start
 }
@@ -48,7 +48,7 @@ fn a_packet_within_the_timeout_is_not_delayed() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     assert_eq!(send(&mut lp, 0, 0), 0);
     assert_eq!(send(&mut lp, 0, 11), 11 * US); // idle 10 us exactly: still active
-    let (r, _) = lp.finish(12 * US);
+    let (r, _) = lp.close(12 * US);
     assert_eq!(
         (r[0].wakes, r[0].sleep_ps, r[0].lpi_ps, r[0].wake_delay_ps),
         (0, 0, 0, 0)
@@ -61,7 +61,7 @@ fn a_packet_during_sleeping_waits_for_the_sleep_then_the_wake() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0); // busy until 1 us; sleeps at 11 us, LPI from 13 us
     assert_eq!(send(&mut lp, 0, 12), 16 * US); // sleep ends 13, wake 13..16
-    let (r, _) = lp.finish(17 * US);
+    let (r, _) = lp.close(17 * US);
     assert_eq!(r[0].wakes, 1);
     assert_eq!(r[0].wake_delay_ps, 4 * US);
     assert_eq!(
@@ -76,7 +76,7 @@ fn a_packet_in_lpi_pays_one_wake_and_lpi_saves_power() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     assert_eq!(send(&mut lp, 0, 30), 33 * US); // LPI 13..30, wake 30..33
-    let (r, _) = lp.finish(40 * US);
+    let (r, _) = lp.close(40 * US);
     assert_eq!(
         (r[0].sleep_ps, r[0].lpi_ps, r[0].wake_ps, r[0].wakes),
         (2 * US, 17 * US, 3 * US, 1)
@@ -94,7 +94,7 @@ fn refreshes_in_lpi_are_counted_and_cost_active_power() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 5, 1));
     send(&mut lp, 0, 0);
     send(&mut lp, 0, 30); // LPI 13..30 = 17 us: 3 refreshes of 1 us
-    let (r, _) = lp.finish(40 * US);
+    let (r, _) = lp.close(40 * US);
     assert_eq!(r[0].refreshes, 3);
     assert!(
         close(r[0].energy_j, 4.0 * 26e-6 + 1.0 * 14e-6),
@@ -107,7 +107,7 @@ fn refreshes_in_lpi_are_counted_and_cost_active_power() {
 fn the_run_ends_in_lpi_without_a_wake() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
-    let (r, _) = lp.finish(100 * US); // sleep 11..13, LPI 13..100
+    let (r, _) = lp.close(100 * US); // sleep 11..13, LPI 13..100
     assert_eq!(
         (r[0].sleep_ps, r[0].lpi_ps, r[0].wakes),
         (2 * US, 87 * US, 0)
@@ -121,7 +121,7 @@ fn the_run_ends_in_lpi_without_a_wake() {
 fn the_run_ends_while_sleeping() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
-    let (r, _) = lp.finish(12 * US); // sleep started at 11 us
+    let (r, _) = lp.close(12 * US); // sleep started at 11 us
     assert_eq!((r[0].sleep_ps, r[0].lpi_ps), (US, 0));
 }
 
@@ -133,11 +133,11 @@ fn zero_timeout_sleeps_after_every_packet_but_not_between_back_to_back_ones() {
     // Idle from t=0: sleeping at once, LPI from 2 us; asked at 1 us -> the sleep completes,
     // then the wake.
     assert_eq!(send(&mut lp, 0, 1), 5 * US);
-    let start = lp.earliest_start(0, 6 * US); // back to back after the packet ending at 6 us
+    let start = lp.link_ready(0, 6 * US); // back to back after the packet ending at 6 us
     assert_eq!(start, 6 * US);
     lp.on_transmit(0, start, 7 * US, 100);
     assert_eq!(send(&mut lp, 0, 20), 23 * US); // gap 13 us: sleep 7..9, LPI 9..20, wake
-    let (r, _) = lp.finish(24 * US);
+    let (r, _) = lp.close(24 * US);
     assert_eq!(r[0].wakes, 2);
 }
 
@@ -146,7 +146,7 @@ fn always_on_never_delays_and_draws_active_power() {
     let mut lp = link(Control::Paired, timing(Policy::AlwaysOn, 0, 0));
     send(&mut lp, 0, 0);
     assert_eq!(send(&mut lp, 1, 500), 500 * US);
-    let (r, _) = lp.finish(1000 * US);
+    let (r, _) = lp.close(1000 * US);
     for x in &r {
         assert_eq!((x.lpi_ps, x.wakes, x.wake_delay_ps), (0, 0, 0));
         assert!(close(x.energy_j, 4.0 * 1000e-6));
@@ -163,7 +163,7 @@ fn paired_directions_sleep_and_wake_together() {
     assert_eq!(send(&mut lp, 0, 20), 23 * US);
     // Direction 1 asks during the wake: it waits for the same wake, no second wake.
     assert_eq!(send(&mut lp, 1, 21), 23 * US);
-    let (r, _) = lp.finish(30 * US);
+    let (r, _) = lp.close(30 * US);
     assert_eq!((r[0].wakes, r[1].wakes), (1, 0));
     assert_eq!((r[0].wake_delay_ps, r[1].wake_delay_ps), (3 * US, 2 * US));
     // Both ports: LPI 18..20 only (the link stays busy until 24 us, idle 6 us to the end).
@@ -182,7 +182,7 @@ fn independent_directions_sleep_alone() {
     assert_eq!(send(&mut lp, 1, 5), 5 * US);
     assert_eq!(send(&mut lp, 0, 20), 23 * US); // own FSM: idle since 1, LPI 13..20
     assert_eq!(send(&mut lp, 1, 21), 24 * US); // own FSM: idle since 6, LPI 18..21, own wake
-    let (r, _) = lp.finish(30 * US);
+    let (r, _) = lp.close(30 * US);
     assert_eq!((r[0].wakes, r[1].wakes), (1, 1));
     assert_eq!((r[0].lpi_ps, r[1].lpi_ps), (7 * US, 3 * US));
 }
@@ -206,8 +206,8 @@ fn each_link_follows_its_own_control() {
         &[1, 0, 3, 2],
         vec![t; 4],
         vec![port; 4],
-        vec![0; 4],
-        Timeline::new(1, 0, 1024),
+        vec![PortOwner::Switch(0); 4],
+        Timeline::new(2, 0, 1024),
     );
     assert_eq!(lp.units(), 3);
     for base in [0, 2] {
@@ -218,7 +218,7 @@ fn each_link_follows_its_own_control() {
     assert_eq!(send(&mut lp, 1, 21), 23 * US);
     assert_eq!(send(&mut lp, 2, 20), 23 * US);
     assert_eq!(send(&mut lp, 3, 21), 24 * US);
-    let (r, _) = lp.finish(30 * US);
+    let (r, _) = lp.close(30 * US);
     let wakes: Vec<u64> = r.iter().map(|x| x.wakes).collect();
     let lpi: Vec<u64> = r.iter().map(|x| x.lpi_ps / US).collect();
     assert_eq!(wakes, [1, 0, 1, 1]);
@@ -229,13 +229,14 @@ fn each_link_follows_its_own_control() {
 fn timeline_integrates_to_the_saving() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
-    let (r, mut tl) = lp.finish(100 * US);
-    let saved_j: f64 = tl
+    let (r, mut tl) = lp.close(100 * US);
+    let drawn_j: f64 = tl
         .bins(100 * US)
         .iter()
-        .map(|(lo, hi, w)| -w[0] * (hi - lo) as f64 * 1e-12)
+        .map(|(lo, hi, w)| w[0] * (hi - lo) as f64 * 1e-12)
         .sum();
-    // Both directions: (4 - 1) W x LPI time.
+    // Two ports at 4 W for 100 us, less (4 - 1) W x each direction's LPI time.
+    let saved_j = 2.0 * 4.0 * 100e-6 - drawn_j;
     let want = 3.0 * (r[0].lpi_ps + r[1].lpi_ps) as f64 * 1e-12;
     assert!((saved_j - want).abs() < 1e-15, "{saved_j} vs {want}");
 }

@@ -97,7 +97,7 @@ fn resolve_config(text: &str, format: &str, source: &str) -> PyResult<String> {
 #[pyfunction]
 fn baseline_config(text: &str, format: &str, source: &str) -> PyResult<String> {
     let mut config = parse(text, format, source)?;
-    config.power.set_always_on();
+    config.set_baseline();
     Ok(config.resolved_json().to_string())
 }
 
@@ -183,6 +183,7 @@ fn simulate<'py>(
                 Column::F64(v) => {
                     cols.set_item(*name, ("f64", raw_bytes(py, v, f64::to_ne_bytes)?))?
                 }
+                Column::OptU64(v) => cols.set_item(*name, v)?,
                 Column::Str(v) => cols.set_item(*name, v)?,
             }
         }

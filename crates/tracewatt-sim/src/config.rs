@@ -4,9 +4,8 @@
 
 use crate::error::SimError;
 use crate::presets;
+use crate::units::ns_to_ps;
 use serde::{Deserialize, Serialize};
-use tracewatt_core::time::{from_units, PS_PER_NS, PS_PER_US};
-use tracewatt_core::Ps;
 use tracewatt_net::fabric::Switching;
 use tracewatt_net::topology::LinkParams;
 use tracewatt_net::{LinkClass, RoutingSpec, TopologySpec};
@@ -356,6 +355,12 @@ impl Config {
 
     /// The configuration with every default filled in, as JSON (written to `summary.json`).
     /// Optional fields left unset (meaning "inherit") are omitted, so the result parses back.
+    /// Every policy at its baseline, for `compare`: links always on. (The NIC's coalescing is
+    /// the machine's setting, not a low-power policy: it stays as configured.)
+    pub fn set_baseline(&mut self) {
+        self.power.set_always_on();
+    }
+
     pub fn resolved_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
         strip_nulls(&mut v);
@@ -513,16 +518,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
-}
-
-/// Nanoseconds (validated non-negative) to picoseconds.
-pub(crate) fn ns_to_ps(ns: f64) -> Ps {
-    from_units(ns, PS_PER_NS).unwrap_or(0)
-}
-
-/// Microseconds (validated non-negative) to picoseconds.
-pub(crate) fn us_to_ps(us: f64) -> Ps {
-    from_units(us, PS_PER_US).unwrap_or(0)
 }
 
 fn positive(source: &str, field: &str, v: f64) -> Result<(), SimError> {

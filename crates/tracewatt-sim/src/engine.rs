@@ -2,16 +2,17 @@
 //! protocol (eager, or rendezvous with request-to-send / clear-to-send) and then the fabric or,
 //! between ranks of one node, through memory. One event queue, integer picoseconds.
 
-use crate::config::{ns_to_ps, Config};
+use crate::config::Config;
 use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
+use crate::units::ns_to_ps;
 use std::collections::VecDeque;
 use tracewatt_core::time::{serialization_ps, to_seconds};
 use tracewatt_core::{EventQueue, Ps, Rng, Schedule, Slab};
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
 use tracewatt_net::NodeId;
-use tracewatt_power::LinkPower;
+use tracewatt_power::{Activity, Power};
 use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::matching::{Envelope, Matcher};
 use tracewatt_workload::op::RESERVED_REQ_BASE;
@@ -47,6 +48,8 @@ pub(crate) enum Ev {
     LocalArrive {
         msg: u32,
     },
+    /// A power model may release messages it holds (a NIC's interrupt).
+    PowerDue,
 }
 
 const _: () = assert!(std::mem::size_of::<Ev>() == 8);
@@ -106,6 +109,8 @@ struct RankRt {
     /// The collective in progress, generated piece by piece into `pending`.
     coll: Option<Box<Expansion>>,
     state: RankState,
+    /// What the rank's core is doing, as power models see it.
+    activity: Activity,
     /// Outstanding requests: program id -> request slot.
     reqs: ReqTable,
     matcher: Matcher<u32, u32>,
@@ -333,14 +338,17 @@ pub(crate) struct Engine<'a> {
     done: u64,
     expand_buf: Vec<Op>,
     notices: Vec<Notice>,
+    /// When a `PowerDue` event is queued (`Ps::MAX`: none), and the messages it released.
+    power_due: Ps,
+    released: Vec<u32>,
     source: String,
 }
 
-/// Everything that watches the links: statistics and the power state machines.
+/// Everything that watches the links: statistics and the power models.
 #[derive(Debug)]
 pub(crate) struct Observers {
     pub stats: LinkStats,
-    pub power: LinkPower,
+    pub power: Power,
 }
 
 impl LinkObserver for Observers {
@@ -404,6 +412,7 @@ impl<'a> Engine<'a> {
                 pending: VecDeque::new(),
                 coll: None,
                 state: RankState::NotStarted,
+                activity: Activity::Idle,
                 reqs: ReqTable::default(),
                 matcher: Matcher::new(),
                 waiting: Vec::new(),
@@ -433,6 +442,8 @@ impl<'a> Engine<'a> {
             done: 0,
             expand_buf: Vec::new(),
             notices: Vec::new(),
+            power_due: Ps::MAX,
+            released: Vec::new(),
             source: source.to_string(),
         }
     }
@@ -463,6 +474,13 @@ impl<'a> Engine<'a> {
                     }
                 }
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
+                Ev::PowerDue => self.power_due(now)?,
+            }
+            if let Some(t) = self.links.power.due() {
+                if t < self.power_due {
+                    self.power_due = t.max(now);
+                    self.q.push(self.power_due, Ev::PowerDue);
+                }
             }
             if self.q.events_processed() >= next_report {
                 next_report = self.q.events_processed() + (1 << 16);
@@ -543,11 +561,42 @@ impl<'a> Engine<'a> {
         for n in notices.drain(..) {
             match n {
                 Notice::Injected { token, at } => self.injected(token, at)?,
-                Notice::Delivered { token } => self.arrive(token, now)?,
+                Notice::Delivered { token } => {
+                    let node = self.ranks[self.msgs[token].dst as usize].node;
+                    if self.links.power.deliver(node, token, now) {
+                        self.arrive(token, now)?;
+                    }
+                }
             }
         }
         self.notices = notices;
         Ok(())
+    }
+
+    /// Messages a power model held (a NIC waiting for its interrupt) reach MPI.
+    fn power_due(&mut self, now: Ps) -> Result<(), SimError> {
+        self.power_due = Ps::MAX;
+        let mut released = std::mem::take(&mut self.released);
+        self.links.power.release(now, &mut released);
+        for msg in released.drain(..) {
+            self.arrive(msg, now)?;
+        }
+        self.released = released;
+        Ok(())
+    }
+
+    /// The rank's core starts `activity` (signalled to the power models that watch ranks).
+    #[inline]
+    fn set_activity(&mut self, rank: u32, activity: Activity, now: Ps) {
+        if !self.links.power.observes_ranks() {
+            return;
+        }
+        let r = &mut self.ranks[rank as usize];
+        if r.activity != activity {
+            r.activity = activity;
+            let node = r.node;
+            self.links.power.on_rank(rank, node, activity, now);
+        }
     }
 
     fn comm(&self, rank: u32, comm: CommId) -> Result<&'a Comm, SimError> {
@@ -606,6 +655,7 @@ impl<'a> Engine<'a> {
                         r.state = RankState::Done;
                         r.finish_ps = now;
                         self.done += 1;
+                        self.set_activity(rank, Activity::Done, now);
                         return Ok(());
                     }
                 },
@@ -615,6 +665,7 @@ impl<'a> Engine<'a> {
                     if ps > 0 {
                         self.ranks[ri].compute_ps += ps;
                         self.ranks[ri].state = RankState::Busy;
+                        self.set_activity(rank, Activity::Compute, now);
                         self.q.push(now + ps, Ev::Wake { rank });
                         return Ok(());
                     }
@@ -817,6 +868,7 @@ impl<'a> Engine<'a> {
         let wake = self.costs.send_ps > 0;
         if wake {
             r.state = RankState::Busy;
+            self.set_activity(rank, Activity::Mpi, now);
         }
         self.q
             .push(now + self.costs.send_ps, Ev::Issue { msg, wake });
@@ -948,6 +1000,7 @@ impl<'a> Engine<'a> {
         if remaining == 0 {
             self.q.push(resume_ps, Ev::Wake { rank });
         }
+        self.set_activity(rank, Activity::Wait, now);
         true
     }
 

@@ -16,6 +16,7 @@ pub mod power;
 pub mod presets;
 pub mod results;
 pub mod stats;
+mod units;
 
 pub use config::{Config, Format};
 pub use engine::Progress;
@@ -223,7 +224,7 @@ pub fn simulate_with(
             }
             comms.push(Comm::new(members));
         }
-        let start_ps = config::us_to_ps(job.start_us);
+        let start_ps = units::us_to_ps(job.start_us);
         for r in 0..job.ranks {
             programs.push((
                 i as u32,
@@ -251,11 +252,11 @@ pub fn simulate_with(
     let params = FabricParams {
         packet_bytes: m.packet_bytes,
         buffer_bytes: m.buffer_bytes,
-        switch_latency_ps: config::ns_to_ps(m.switch_latency_ns),
+        switch_latency_ps: units::ns_to_ps(m.switch_latency_ns),
         switching: m.switching,
     };
     let channels = topo.channels.len();
-    let link_power = power::link_power(config, &topo);
+    let power = power::models(&config.power, &topo, source)?;
     let fabric = Fabric::new(topo, router, params);
     let links = engine::Observers {
         stats: stats::LinkStats::new(
@@ -263,7 +264,7 @@ pub fn simulate_with(
             stats::thresholds_ps(&config.output.idle_thresholds_us),
             config.output.idle_bins_per_decade,
         ),
-        power: link_power,
+        power,
     };
     let engine = Engine::new(
         config,
@@ -275,15 +276,14 @@ pub fn simulate_with(
         source,
     );
     let (out, fabric, obs) = engine.run(progress)?;
-    let (link_power, timeline) = obs.power.finish(out.makespan_ps);
+    let account = obs.power.finish(out.makespan_ps);
     Ok(results::build(
         config,
         fabric.topology(),
         &facts,
         &out,
         &obs.stats,
-        &link_power,
-        timeline,
+        account,
         fabric.stats(),
         machine,
     ))

@@ -1,17 +1,19 @@
-//! `[power]`: the link low-power policy and the switch / NIC port power, resolved per link
-//! direction into the state machines of `tracewatt-power`.
+//! `[power]`: the link low-power policy, switch and NIC power, resolved into the family of
+//! power models of `tracewatt-power` that observe a run.
 
-use crate::config::{us_to_ps, Config};
 use crate::error::SimError;
+use crate::units::us_to_ps;
 use serde::{Deserialize, Serialize};
 use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
-use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortPower, Timeline};
+use tracewatt_power::{
+    Backplanes, Control, LinkPower, LinkTiming, NicParams, NicPort, NicPower, Policy, PortOwner,
+    PortPower, Power, PowerModel, Timeline,
+};
 
-/// Timeline components: the ports of switches and of nodes.
-pub const SWITCH_PORTS: usize = 0;
-pub const NIC_PORTS: usize = 1;
+/// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
+const TIMELINE_MAX_BINS: usize = 2048;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,7 +122,9 @@ pub struct SwitchPowerSpec {
     pub port_lpi_w: Option<f64>,
 }
 
-/// The node-side port of each node link (default: the switch port's figures).
+/// `[power.nic]`: the node-side port of each node link (default: the switch port's figures)
+/// and, with `coalescing = true`, the NIC's receive path with interrupt coalescing and its power
+/// (research.md section 3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NicPowerSpec {
@@ -128,7 +132,36 @@ pub struct NicPowerSpec {
     pub port_active_w: Option<f64>,
     #[serde(default)]
     pub port_lpi_w: Option<f64>,
+    /// Model NIC interrupts (delaying receives) and NIC power; off by default.
+    #[serde(default)]
+    pub coalescing: bool,
+    /// Receive interrupt timer, restarted at each frame (tg3's rx-usecs in the paper: 18 us).
+    #[serde(default)]
+    pub rx_usecs: Option<f64>,
+    /// Frames pending that fire an interrupt at once (the paper: 6).
+    #[serde(default)]
+    pub rx_max_frames: Option<u32>,
+    /// Longest a transmit completion waits for an interrupt.
+    #[serde(default)]
+    pub tx_usecs: Option<f64>,
+    /// Power per Mb/s moved (received + sent), W (the paper's regression: 1.25e-2).
+    #[serde(default)]
+    pub w_per_mbps: Option<f64>,
+    /// Power per interrupt per second, W (the paper's regression: 1.56e-4).
+    #[serde(default)]
+    pub w_per_interrupt_per_s: Option<f64>,
 }
+
+/// Tanaka et al.'s NIC (research.md section 3): tg3 driver, rx-usecs 18 us, at most 6 frames per
+/// interrupt; node power increase = 1.25e-2 W per Mb/s + 1.56e-4 W per interrupt per second.
+const NIC_RX_USECS: f64 = 18.0;
+const NIC_RX_MAX_FRAMES: u32 = 6;
+/// An assumption fitted to the paper's Table 1: paced streams keep ~1 frame per interrupt down to
+/// 400 Mb/s (30 us between frames) and fall to 0.67 (each delayed ACK's completion in its own
+/// interrupt) at 300 Mb/s (40 us), so a completion waits between 30 and 40 us.
+const NIC_TX_USECS: f64 = 35.0;
+const NIC_W_PER_MBPS: f64 = 1.25e-2;
+const NIC_W_PER_INTERRUPT_PER_S: f64 = 1.56e-4;
 
 fn default_control() -> Control {
     Control::Paired
@@ -212,21 +245,40 @@ impl PowerSpec {
         s.port_active_w.get_or_insert(m.port_active_w);
         s.port_lpi_w.get_or_insert(m.port_lpi_w);
         let (sa, sl) = (s.port_active_w.unwrap_or(0.0), s.port_lpi_w.unwrap_or(0.0));
-        self.nic.port_active_w.get_or_insert(sa);
-        self.nic.port_lpi_w.get_or_insert(sl);
+        let nic = &mut self.nic;
+        nic.port_active_w.get_or_insert(sa);
+        nic.port_lpi_w.get_or_insert(sl);
+        if nic.coalescing {
+            nic.rx_usecs.get_or_insert(NIC_RX_USECS);
+            nic.rx_max_frames.get_or_insert(NIC_RX_MAX_FRAMES);
+            nic.tx_usecs.get_or_insert(NIC_TX_USECS);
+            nic.w_per_mbps.get_or_insert(NIC_W_PER_MBPS);
+            nic.w_per_interrupt_per_s
+                .get_or_insert(NIC_W_PER_INTERRUPT_PER_S);
+            if nic.rx_max_frames == Some(0) {
+                return err(
+                    "power.nic.rx_max_frames",
+                    "must be at least 1 (1: an interrupt per frame)".into(),
+                );
+            }
+        }
         for (field, v) in [
             ("power.switch.backplane_w", self.switch.backplane_w),
             ("power.switch.port_active_w", self.switch.port_active_w),
             ("power.switch.port_lpi_w", self.switch.port_lpi_w),
             ("power.nic.port_active_w", self.nic.port_active_w),
             ("power.nic.port_lpi_w", self.nic.port_lpi_w),
+            ("power.nic.rx_usecs", self.nic.rx_usecs),
+            ("power.nic.tx_usecs", self.nic.tx_usecs),
+            ("power.nic.w_per_mbps", self.nic.w_per_mbps),
+            (
+                "power.nic.w_per_interrupt_per_s",
+                self.nic.w_per_interrupt_per_s,
+            ),
         ] {
             let v = v.unwrap_or(0.0);
             if !(v.is_finite() && v >= 0.0) {
-                return err(
-                    field,
-                    format!("must be a non-negative number of watts, got {v}"),
-                );
+                return err(field, format!("must be a non-negative number, got {v}"));
             }
         }
         if !(self.timeline_bin_us.is_finite() && self.timeline_bin_us >= 0.0) {
@@ -356,37 +408,77 @@ fn node_of(c: &Channel) -> Option<u32> {
     }
 }
 
-/// The state machines of every link direction of `topo`.
-pub(crate) fn link_power(config: &Config, topo: &Topology) -> LinkPower {
-    let p = &config.power;
-    let reverse: Vec<u32> = topo.channels.iter().map(|c| c.reverse).collect();
-    let control: Vec<Control> = topo.channels.iter().map(|c| p.channel_control(c)).collect();
-    let timing = topo.channels.iter().map(|c| p.channel_timing(c)).collect();
-    let (sw, nic) = (p.switch_port(), p.nic_port());
-    let port = topo
-        .channels
+/// The power models `spec` asks for on `topo`: link ports, switch backplanes and, with
+/// `[power.nic] coalescing`, the NICs.
+pub(crate) fn models(spec: &PowerSpec, topo: &Topology, source: &str) -> Result<Power, SimError> {
+    let bin_ps = us_to_ps(spec.timeline_bin_us);
+    let timeline = |series: usize| Timeline::new(series, bin_ps, TIMELINE_MAX_BINS);
+    let ch = &topo.channels;
+    let owner: Vec<PortOwner> = ch
         .iter()
-        .map(|c| {
-            if matches!(c.src, Device::Switch(_)) {
-                sw
-            } else {
-                nic
-            }
+        .map(|c| match c.src {
+            Device::Switch(s) => PortOwner::Switch(s),
+            Device::Node(n) => PortOwner::Node(n),
         })
         .collect();
-    let component = topo
-        .channels
-        .iter()
-        .map(|c| {
-            if matches!(c.src, Device::Switch(_)) {
-                SWITCH_PORTS
-            } else {
-                NIC_PORTS
-            }
-        })
-        .collect();
-    let timeline = Timeline::new(2, us_to_ps(p.timeline_bin_us), 2048);
-    LinkPower::new(&control, &reverse, timing, port, component, timeline)
+    let (sw, nic) = (spec.switch_port(), spec.nic_port());
+    let links = LinkPower::new(
+        &ch.iter()
+            .map(|c| spec.channel_control(c))
+            .collect::<Vec<_>>(),
+        &ch.iter().map(|c| c.reverse).collect::<Vec<_>>(),
+        ch.iter().map(|c| spec.channel_timing(c)).collect(),
+        owner
+            .iter()
+            .map(|o| match o {
+                PortOwner::Switch(_) => sw,
+                PortOwner::Node(_) => nic,
+            })
+            .collect(),
+        owner,
+        timeline(2),
+    );
+    let backplanes = Backplanes::new(
+        topo.num_switches,
+        spec.switch.backplane_w.unwrap_or(0.0),
+        timeline(1),
+    );
+    let mut models: Vec<Box<dyn PowerModel>> = vec![Box::new(links), Box::new(backplanes)];
+    let n = &spec.nic;
+    if n.coalescing {
+        let ports = ch
+            .iter()
+            .map(|c| match (c.src, c.dst) {
+                (_, Device::Node(node)) => NicPort::Rx {
+                    node,
+                    latency_ps: c.latency_ps,
+                },
+                (Device::Node(node), _) => NicPort::Tx { node },
+                _ => NicPort::None,
+            })
+            .collect();
+        let params = NicParams {
+            rx_usecs_ps: us_to_ps(n.rx_usecs.unwrap_or(NIC_RX_USECS)),
+            rx_max_frames: n.rx_max_frames.unwrap_or(NIC_RX_MAX_FRAMES).max(1),
+            tx_usecs_ps: us_to_ps(n.tx_usecs.unwrap_or(NIC_TX_USECS)),
+            w_per_mbps: n.w_per_mbps.unwrap_or(NIC_W_PER_MBPS),
+            w_per_interrupt_per_s: n.w_per_interrupt_per_s.unwrap_or(NIC_W_PER_INTERRUPT_PER_S),
+        };
+        models.push(Box::new(NicPower::new(
+            params,
+            ports,
+            topo.num_nodes,
+            timeline(1),
+        )));
+    }
+    Power::new(models, bin_ps, TIMELINE_MAX_BINS).map_err(|_| {
+        SimError::config(
+            source,
+            "power",
+            "two power models would both hold received messages; enable one",
+            None,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -2,29 +2,14 @@
 
 use crate::config::Config;
 use crate::engine::RunOutput;
-use crate::power::{NIC_PORTS, SWITCH_PORTS};
 use crate::stats::LinkStats;
 use serde_json::json;
 use tracewatt_core::time::{to_seconds, PS_PER_S};
 use tracewatt_net::fabric::FabricStats;
-use tracewatt_net::Device;
 use tracewatt_net::Topology;
-use tracewatt_power::{LinkReport, LinkTiming, Timeline};
+use tracewatt_power::{Account, EnergyRow, Scalar};
 
-/// One column of a table.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Column {
-    U64(Vec<u64>),
-    F64(Vec<f64>),
-    Str(Vec<String>),
-}
-
-/// A named table of equal-length columns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    pub name: &'static str,
-    pub columns: Vec<(&'static str, Column)>,
-}
+pub use tracewatt_core::{Column, Table};
 
 /// Everything a run produces.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +46,7 @@ pub(crate) fn build(
     jobs: &[JobFacts],
     out: &RunOutput,
     links: &LinkStats,
-    power: &[LinkReport],
-    mut timeline: Timeline,
+    mut power: Account,
     fabric: FabricStats,
     machine: serde_json::Value,
 ) -> Results {
@@ -77,75 +61,31 @@ pub(crate) fn build(
         dst.push(c.dst.to_string());
         kind.push(c.class.name());
     }
-    // The timing each direction is configured with (an always-on run keeps it, for screening).
-    let timing: Vec<_> = topo
-        .channels
-        .iter()
-        .map(|c| config.power.channel_timing(c))
-        .collect();
     let seconds = |v: &[u64]| Column::F64(v.iter().map(|p| secs(*p)).collect());
-    let timing_s =
-        |f: fn(&LinkTiming) -> u64| Column::F64(timing.iter().map(|t| secs(f(t))).collect());
-    let power_s =
-        |f: fn(&LinkReport) -> u64| Column::F64(power.iter().map(|p| secs(f(p))).collect());
+    let mut link_columns = vec![
+        ("link_id", Column::U64(link_id)),
+        ("src", Column::Str(src)),
+        ("dst", Column::Str(dst)),
+        ("kind", Column::Str(kind)),
+        (
+            "bandwidth_bps",
+            Column::U64(topo.channels.iter().map(|c| c.bandwidth_bps).collect()),
+        ),
+        ("bytes", Column::U64(links.bytes.clone())),
+        ("packets", Column::U64(links.packets.clone())),
+        ("busy_s", seconds(&links.busy_ps)),
+        ("idle_count", Column::U64(links.idle_count.clone())),
+        ("idle_s", seconds(&links.idle_ps)),
+        ("trailing_idle_s", seconds(&links.trailing_idle_ps)),
+    ];
+    // The link power model's columns: each direction's port, timing, states and energy.
+    link_columns.append(&mut power.link_columns);
     let links_table = Table {
         name: "links",
-        columns: vec![
-            ("link_id", Column::U64(link_id)),
-            ("src", Column::Str(src)),
-            ("dst", Column::Str(dst)),
-            ("kind", Column::Str(kind)),
-            (
-                "bandwidth_bps",
-                Column::U64(topo.channels.iter().map(|c| c.bandwidth_bps).collect()),
-            ),
-            ("bytes", Column::U64(links.bytes.clone())),
-            ("packets", Column::U64(links.packets.clone())),
-            ("busy_s", seconds(&links.busy_ps)),
-            ("idle_count", Column::U64(links.idle_count.clone())),
-            ("idle_s", seconds(&links.idle_ps)),
-            ("trailing_idle_s", seconds(&links.trailing_idle_ps)),
-            ("idle_timeout_s", timing_s(|t| t.idle_timeout_ps)),
-            ("sleep_time_s", timing_s(|t| t.sleep_time_ps)),
-            ("wake_time_s", timing_s(|t| t.wake_time_ps)),
-            ("sleep_s", power_s(|p| p.sleep_ps)),
-            ("lpi_s", power_s(|p| p.lpi_ps)),
-            ("wake_s", power_s(|p| p.wake_ps)),
-            (
-                "wakes",
-                Column::U64(power.iter().map(|p| p.wakes).collect()),
-            ),
-            (
-                "refreshes",
-                Column::U64(power.iter().map(|p| p.refreshes).collect()),
-            ),
-            ("wake_delay_s", power_s(|p| p.wake_delay_ps)),
-            (
-                "energy_j",
-                Column::F64(power.iter().map(|p| p.energy_j).collect()),
-            ),
-        ],
+        columns: link_columns,
     };
 
-    // Energy by component. A switch's ports are the channels it drives; a node's NIC port
-    // likewise.
     let makespan_s = secs(out.makespan_ps);
-    let backplane_w = config.power.switch.backplane_w.unwrap_or(0.0);
-    let mut switch_ports_j = vec![0.0; topo.num_switches as usize];
-    let mut switch_ports = vec![0u64; topo.num_switches as usize];
-    let mut nic_j = 0.0;
-    for (c, p) in topo.channels.iter().zip(power) {
-        match c.src {
-            Device::Switch(sw) => {
-                switch_ports_j[sw as usize] += p.energy_j;
-                switch_ports[sw as usize] += 1;
-            }
-            Device::Node(_) => nic_j += p.energy_j,
-        }
-    }
-    let backplane_j = backplane_w * makespan_s * topo.num_switches as f64;
-    let ports_j: f64 = switch_ports_j.iter().sum();
-    let total_j = backplane_j + ports_j + nic_j;
     let avg = |j: f64| {
         if makespan_s > 0.0 {
             j / makespan_s
@@ -153,73 +93,45 @@ pub(crate) fn build(
             0.0
         }
     };
-    let switches_table = Table {
-        name: "switches",
-        columns: vec![
-            (
-                "switch_id",
-                Column::U64((0..topo.num_switches as u64).collect()),
-            ),
-            ("ports", Column::U64(switch_ports)),
-            (
-                "backplane_j",
-                Column::F64(vec![backplane_w * makespan_s; topo.num_switches as usize]),
-            ),
-            ("ports_j", Column::F64(switch_ports_j.clone())),
-            (
-                "avg_power_w",
-                Column::F64(
-                    switch_ports_j
-                        .iter()
-                        .map(|j| avg(backplane_w * makespan_s + j))
-                        .collect(),
-                ),
-            ),
-        ],
-    };
+    let energy_table = energy_table(&power.rows, out.makespan_ps);
+    let switches_table = switches_table(&power.rows, topo.num_switches, &avg);
+    // Energy by summary group, in the order the models report them.
+    let mut groups: Vec<(&str, f64)> = Vec::new();
+    for r in &power.rows {
+        match groups.iter_mut().find(|g| g.0 == r.group) {
+            Some(g) => g.1 += r.energy_j,
+            None => groups.push((r.group, r.energy_j)),
+        }
+    }
+    let total_j: f64 = groups.iter().map(|g| g.1).sum();
+    let mut energy_j = serde_json::Map::new();
+    let mut avg_power_w = serde_json::Map::new();
+    for (g, j) in groups.iter().copied().chain([("total", total_j)]) {
+        energy_j.insert(g.to_string(), j.into());
+        avg_power_w.insert(g.to_string(), avg(j).into());
+    }
 
-    // The timeline holds changes from always-on; add the always-on power of every port.
-    let sw_port = config.power.switch_port();
-    let nic_port = config.power.nic_port();
-    let n_sw_ports = topo
-        .channels
-        .iter()
-        .filter(|c| matches!(c.src, Device::Switch(_)))
-        .count() as f64;
-    let n_nic_ports = topo.channels.len() as f64 - n_sw_ports;
-    let base = [
-        n_sw_ports * sw_port.active_w,
-        n_nic_ports * nic_port.active_w,
+    let bins = power.timeline.bins(out.makespan_ps);
+    let mut timeline_columns = vec![
+        (
+            "t_start_s",
+            Column::F64(bins.iter().map(|b| secs(b.0)).collect()),
+        ),
+        (
+            "t_end_s",
+            Column::F64(bins.iter().map(|b| secs(b.1)).collect()),
+        ),
     ];
-    let bins = timeline.bins(out.makespan_ps);
-    let bp_w = backplane_w * topo.num_switches as f64;
-    let sw_w: Vec<f64> = bins
-        .iter()
-        .map(|(_, _, w)| base[SWITCH_PORTS] + w[SWITCH_PORTS])
-        .collect();
-    let nic_w: Vec<f64> = bins
-        .iter()
-        .map(|(_, _, w)| base[NIC_PORTS] + w[NIC_PORTS])
-        .collect();
+    for (k, name) in power.series().iter().enumerate() {
+        timeline_columns.push((name, Column::F64(bins.iter().map(|b| b.2[k]).collect())));
+    }
+    timeline_columns.push((
+        "total_w",
+        Column::F64(bins.iter().map(|b| b.2.iter().sum()).collect()),
+    ));
     let timeline_table = Table {
         name: "timeline",
-        columns: vec![
-            (
-                "t_start_s",
-                Column::F64(bins.iter().map(|b| secs(b.0)).collect()),
-            ),
-            (
-                "t_end_s",
-                Column::F64(bins.iter().map(|b| secs(b.1)).collect()),
-            ),
-            ("switch_backplane_w", Column::F64(vec![bp_w; bins.len()])),
-            ("switch_ports_w", Column::F64(sw_w.clone())),
-            ("nic_ports_w", Column::F64(nic_w.clone())),
-            (
-                "total_w",
-                Column::F64(sw_w.iter().zip(&nic_w).map(|(a, b)| bp_w + a + b).collect()),
-            ),
-        ],
+        columns: timeline_columns,
     };
 
     // Idle histogram in long form, non-empty bins only.
@@ -369,31 +281,24 @@ pub(crate) fn build(
 
     let lat = &out.latency;
     let delivered = fabric.packets_delivered.max(1) as f64;
-    let wakes: u64 = power.iter().map(|p| p.wakes).sum();
-    let wake_delay_ps: u64 = power.iter().map(|p| p.wake_delay_ps).sum();
-    let summary = json!({
+    let mut sections = serde_json::Map::new();
+    for (section, key, value) in &power.summary {
+        let v: serde_json::Value = match value {
+            Scalar::U64(v) => (*v).into(),
+            Scalar::F64(v) => (*v).into(),
+        };
+        sections
+            .entry(section.to_string())
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .map(|o| o.insert(key.to_string(), v));
+    }
+    let mut summary = json!({
         "tracewatt_version": env!("CARGO_PKG_VERSION"),
         "seed": config.seed,
         "makespan_s": makespan_s,
-        "energy_j": {
-            "switch_backplanes": backplane_j,
-            "switch_ports": ports_j,
-            "nic_ports": nic_j,
-            "total": total_j,
-        },
-        "avg_power_w": {
-            "switch_backplanes": avg(backplane_j),
-            "switch_ports": avg(ports_j),
-            "nic_ports": avg(nic_j),
-            "total": avg(total_j),
-        },
-        "links": {
-            "wakes": wakes,
-            "wake_delay_s": secs(wake_delay_ps),
-            "lpi_fraction": if makespan_s > 0.0 {
-                power.iter().map(|p| secs(p.lpi_ps)).sum::<f64>() / (makespan_s * power.len().max(1) as f64)
-            } else { 0.0 },
-        },
+        "energy_j": energy_j,
+        "avg_power_w": avg_power_w,
         "machine": machine,
         "jobs": jobs_json,
         "messages": {
@@ -414,16 +319,107 @@ pub(crate) fn build(
         "events": out.events,
         "config": config.resolved_json(),
     });
-    Results {
-        summary,
-        tables: vec![
-            links_table,
-            hist_table,
-            thr_table,
-            ranks_table,
-            jobs_table,
-            switches_table,
-            timeline_table,
+    if let Some(o) = summary.as_object_mut() {
+        o.extend(sections);
+    }
+    let mut tables = vec![
+        links_table,
+        hist_table,
+        thr_table,
+        ranks_table,
+        jobs_table,
+        switches_table,
+        timeline_table,
+        energy_table,
+    ];
+    tables.append(&mut power.tables);
+    Results { summary, tables }
+}
+
+/// `energy`: one row per component instance, with the time it spent in each state of any
+/// model (NaN where its kind has no such state).
+fn energy_table(rows: &[EnergyRow], end_ps: u64) -> Table {
+    let mut states: Vec<&'static str> = Vec::new();
+    for r in rows {
+        for (s, _) in &r.states {
+            if !states.contains(s) {
+                states.push(s);
+            }
+        }
+    }
+    let end_s = secs(end_ps);
+    let mut columns = vec![
+        (
+            "component",
+            Column::Str(rows.iter().map(|r| r.component.to_string()).collect()),
+        ),
+        ("id", Column::U64(rows.iter().map(|r| r.id).collect())),
+        (
+            "node",
+            Column::OptU64(rows.iter().map(|r| r.node.map(u64::from)).collect()),
+        ),
+        (
+            "switch",
+            Column::OptU64(rows.iter().map(|r| r.switch.map(u64::from)).collect()),
+        ),
+        (
+            "energy_j",
+            Column::F64(rows.iter().map(|r| r.energy_j).collect()),
+        ),
+        (
+            "avg_power_w",
+            Column::F64(
+                rows.iter()
+                    .map(|r| if end_s > 0.0 { r.energy_j / end_s } else { 0.0 })
+                    .collect(),
+            ),
+        ),
+    ];
+    for s in states {
+        columns.push((
+            s,
+            Column::F64(
+                rows.iter()
+                    .map(|r| {
+                        r.states
+                            .iter()
+                            .find(|(k, _)| *k == s)
+                            .map_or(f64::NAN, |(_, ps)| secs(*ps))
+                    })
+                    .collect(),
+            ),
+        ));
+    }
+    Table {
+        name: "energy",
+        columns,
+    }
+}
+
+/// `switches`: each switch's backplane and port energy, from the energy rows.
+fn switches_table(rows: &[EnergyRow], switches: u32, avg: &dyn Fn(f64) -> f64) -> Table {
+    let n = switches as usize;
+    let (mut ports, mut backplane_j, mut ports_j) = (vec![0u64; n], vec![0.0; n], vec![0.0; n]);
+    for r in rows {
+        let Some(s) = r.switch else { continue };
+        match r.component {
+            "switch_backplane" => backplane_j[s as usize] += r.energy_j,
+            "link_port" => {
+                ports[s as usize] += 1;
+                ports_j[s as usize] += r.energy_j;
+            }
+            _ => {}
+        }
+    }
+    let avg_power_w = (0..n).map(|s| avg(backplane_j[s] + ports_j[s])).collect();
+    Table {
+        name: "switches",
+        columns: vec![
+            ("switch_id", Column::U64((0..n as u64).collect())),
+            ("ports", Column::U64(ports)),
+            ("backplane_j", Column::F64(backplane_j)),
+            ("ports_j", Column::F64(ports_j)),
+            ("avg_power_w", Column::F64(avg_power_w)),
         ],
     }
 }

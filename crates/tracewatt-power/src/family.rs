@@ -1,0 +1,127 @@
+//! The family of power models a run prices: the engine holds one [`Power`] and emits its signals
+//! into it, naming no model; each signal goes to the models that subscribed to it.
+
+use crate::model::{Account, Activity, PowerModel};
+use crate::timeline::Timeline;
+use tracewatt_core::Ps;
+use tracewatt_net::fabric::LinkObserver;
+use tracewatt_net::ChannelId;
+
+/// Every power model of a run.
+#[derive(Debug)]
+pub struct Power {
+    models: Vec<Box<dyn PowerModel>>,
+    /// Indices of the models that observe links, ranks, deliveries.
+    links: Vec<usize>,
+    ranks: Vec<usize>,
+    delivers: Option<usize>,
+    timeline_bin_ps: Ps,
+    max_bins: usize,
+    series: Vec<&'static str>,
+}
+
+/// Two models both want to hold deliveries: their answers cannot be composed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TwoDelayingModels;
+
+impl Power {
+    /// The family of `models`, whose power timeline has bins `timeline_bin_ps` wide (0: at most
+    /// `max_bins` bins, coarsened as the run goes; each model draws its own with the same
+    /// parameters and they are merged at the end). At most one model may hold deliveries.
+    pub fn new(
+        mut models: Vec<Box<dyn PowerModel>>,
+        timeline_bin_ps: Ps,
+        max_bins: usize,
+    ) -> Result<Self, TwoDelayingModels> {
+        let mut series = Vec::new();
+        for m in &mut models {
+            m.set_series(series.len());
+            series.extend_from_slice(m.series());
+        }
+        let with = |f: fn(&crate::model::Signals) -> bool| -> Vec<usize> {
+            (0..models.len())
+                .filter(|i| f(&models[*i].signals()))
+                .collect()
+        };
+        let links = with(|s| s.links);
+        let ranks = with(|s| s.ranks);
+        let delivers = with(|s| s.deliveries);
+        if delivers.len() > 1 {
+            return Err(TwoDelayingModels);
+        }
+        Ok(Self {
+            links,
+            ranks,
+            delivers: delivers.first().copied(),
+            timeline_bin_ps,
+            max_bins,
+            series,
+            models,
+        })
+    }
+
+    /// Whether any model observes rank activity (the engine skips the bookkeeping otherwise).
+    #[inline]
+    pub fn observes_ranks(&self) -> bool {
+        !self.ranks.is_empty()
+    }
+
+    /// Rank `rank` on `node` starts `activity` at `at`.
+    pub fn on_rank(&mut self, rank: u32, node: u32, activity: Activity, at: Ps) {
+        for &i in &self.ranks {
+            self.models[i].on_rank(rank, node, activity, at);
+        }
+    }
+
+    /// The last frame of message `token` reached `node` at `now`: true if MPI may see it now,
+    /// false if a model holds it (it comes back from `release`).
+    #[inline]
+    pub fn deliver(&mut self, node: u32, token: u32, now: Ps) -> bool {
+        match self.delivers {
+            Some(i) => self.models[i].deliver(node, token, now),
+            None => true,
+        }
+    }
+
+    /// When held messages may next be released.
+    #[inline]
+    pub fn due(&self) -> Option<Ps> {
+        self.delivers.and_then(|i| self.models[i].due())
+    }
+
+    /// Appends the messages released by `now` to `out`.
+    pub fn release(&mut self, now: Ps, out: &mut Vec<u32>) {
+        if let Some(i) = self.delivers {
+            self.models[i].release(now, out);
+        }
+    }
+
+    /// Closes every model at `end` and collects their reports.
+    pub fn finish(self, end: Ps) -> Account {
+        let timeline = Timeline::new(self.series.len(), self.timeline_bin_ps, self.max_bins);
+        let mut account = Account::new(timeline, self.series);
+        for m in self.models {
+            m.finish(end, &mut account);
+        }
+        account
+    }
+}
+
+impl LinkObserver for Power {
+    #[inline]
+    fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
+        // Each model answers for itself from the same `now`; the packet waits for the latest.
+        let mut t = now;
+        for &i in &self.links {
+            t = t.max(self.models[i].link_ready(ch, now));
+        }
+        t
+    }
+
+    #[inline]
+    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32) {
+        for &i in &self.links {
+            self.models[i].on_transmit(ch, start, end, bytes);
+        }
+    }
+}
