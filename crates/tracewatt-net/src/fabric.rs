@@ -360,6 +360,7 @@ impl Fabric {
     }
 
     /// Handles one of the fabric's own events.
+    #[inline]
     pub fn handle<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         now: Ps,

@@ -1,17 +1,21 @@
 //! The family of power models a run prices: the engine holds one [`Power`] and emits its signals
 //! into it, naming no model; each signal goes to the models that subscribed to it.
 
+use crate::link::LinkPower;
 use crate::model::{Account, Activity, PowerModel};
 use crate::timeline::Timeline;
 use tracewatt_core::Ps;
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::ChannelId;
 
-/// Every power model of a run.
+/// Every power model of a run. The link state machines sit in the packet path (every hop asks
+/// them when it may start), so they are held by value and called without indirection; every
+/// other model is reached through the [`PowerModel`] interface.
 #[derive(Debug)]
 pub struct Power {
+    link_power: Option<LinkPower>,
     models: Vec<Box<dyn PowerModel>>,
-    /// Indices of the models that observe links, ranks, deliveries.
+    /// Indices of the other models that observe links, ranks, deliveries.
     links: Vec<usize>,
     ranks: Vec<usize>,
     delivers: Option<usize>,
@@ -25,15 +29,21 @@ pub struct Power {
 pub struct TwoDelayingModels;
 
 impl Power {
-    /// The family of `models`, whose power timeline has bins `timeline_bin_ps` wide (0: at most
-    /// `max_bins` bins, coarsened as the run goes; each model draws its own with the same
-    /// parameters and they are merged at the end). At most one model may hold deliveries.
+    /// The family of the link state machines (if any) and `models`, whose power timeline has bins
+    /// `timeline_bin_ps` wide (0: at most `max_bins` bins, coarsened as the run goes; each model
+    /// draws its own with the same parameters and they are merged at the end). At most one model
+    /// may hold deliveries.
     pub fn new(
+        mut link_power: Option<LinkPower>,
         mut models: Vec<Box<dyn PowerModel>>,
         timeline_bin_ps: Ps,
         max_bins: usize,
     ) -> Result<Self, TwoDelayingModels> {
         let mut series = Vec::new();
+        if let Some(l) = &mut link_power {
+            l.set_series(0);
+            series.extend_from_slice(l.series());
+        }
         for m in &mut models {
             m.set_series(series.len());
             series.extend_from_slice(m.series());
@@ -50,6 +60,7 @@ impl Power {
             return Err(TwoDelayingModels);
         }
         Ok(Self {
+            link_power,
             links,
             ranks,
             delivers: delivers.first().copied(),
@@ -83,8 +94,13 @@ impl Power {
         }
     }
 
-    /// When held messages may next be released.
+    /// Whether a model may hold deliveries (then the engine asks `due` after every event).
     #[inline]
+    pub fn holds_deliveries(&self) -> bool {
+        self.delivers.is_some()
+    }
+
+    /// When held messages may next be released.
     pub fn due(&self) -> Option<Ps> {
         self.delivers.and_then(|i| self.models[i].due())
     }
@@ -100,6 +116,9 @@ impl Power {
     pub fn finish(self, end: Ps) -> Account {
         let timeline = Timeline::new(self.series.len(), self.timeline_bin_ps, self.max_bins);
         let mut account = Account::new(timeline, self.series);
+        if let Some(l) = self.link_power {
+            Box::new(l).finish(end, &mut account);
+        }
         for m in self.models {
             m.finish(end, &mut account);
         }
@@ -111,7 +130,10 @@ impl LinkObserver for Power {
     #[inline]
     fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
         // Each model answers for itself from the same `now`; the packet waits for the latest.
-        let mut t = now;
+        let mut t = match &mut self.link_power {
+            Some(l) => l.link_ready(ch, now),
+            None => now,
+        };
         for &i in &self.links {
             t = t.max(self.models[i].link_ready(ch, now));
         }
@@ -120,6 +142,9 @@ impl LinkObserver for Power {
 
     #[inline]
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32) {
+        if let Some(l) = &mut self.link_power {
+            l.on_transmit(ch, start, end, bytes);
+        }
         for &i in &self.links {
             self.models[i].on_transmit(ch, start, end, bytes);
         }

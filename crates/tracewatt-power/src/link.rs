@@ -296,9 +296,12 @@ impl LinkPower {
             })
             .collect();
         // The run added the savings of low power; every port draws active power otherwise.
-        for (c, p) in self.port.iter().enumerate() {
-            self.timeline
-                .add(self.owner[c].series(), 0, end, p.active_w);
+        let mut active_w = [0.0; 2];
+        for (p, o) in self.port.iter().zip(&self.owner) {
+            active_w[o.series()] += p.active_w;
+        }
+        for (k, w) in active_w.into_iter().enumerate() {
+            self.timeline.add(k, 0, end, w);
         }
         (reports, self.timeline)
     }

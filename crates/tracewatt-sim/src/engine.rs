@@ -352,9 +352,11 @@ pub(crate) struct Observers {
 }
 
 impl LinkObserver for Observers {
+    #[inline]
     fn earliest_start(&mut self, ch: tracewatt_net::ChannelId, now: Ps) -> Ps {
         self.power.earliest_start(ch, now)
     }
+    #[inline]
     fn on_transmit(&mut self, ch: tracewatt_net::ChannelId, start: Ps, end: Ps, bytes: u32) {
         self.stats.on_transmit(ch, start, end, bytes);
         self.power.on_transmit(ch, start, end, bytes);
@@ -476,11 +478,8 @@ impl<'a> Engine<'a> {
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
                 Ev::PowerDue => self.power_due(now)?,
             }
-            if let Some(t) = self.links.power.due() {
-                if t < self.power_due {
-                    self.power_due = t.max(now);
-                    self.q.push(self.power_due, Ev::PowerDue);
-                }
+            if self.links.power.holds_deliveries() {
+                self.schedule_power_due(now);
             }
             if self.q.events_processed() >= next_report {
                 next_report = self.q.events_processed() + (1 << 16);
@@ -573,7 +572,20 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
+    /// Queues a `PowerDue` event for the earliest time a power model may release messages, unless
+    /// one is queued for that time or earlier already.
+    #[inline(never)]
+    fn schedule_power_due(&mut self, now: Ps) {
+        if let Some(t) = self.links.power.due() {
+            if t < self.power_due {
+                self.power_due = t.max(now);
+                self.q.push(self.power_due, Ev::PowerDue);
+            }
+        }
+    }
+
     /// Messages a power model held (a NIC waiting for its interrupt) reach MPI.
+    #[inline(never)]
     fn power_due(&mut self, now: Ps) -> Result<(), SimError> {
         self.power_due = Ps::MAX;
         let mut released = std::mem::take(&mut self.released);

@@ -166,6 +166,18 @@ pub fn simulate_with(
     workloads: Vec<Box<dyn Workload>>,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
+    simulate_observed(config, source, workloads, Vec::new(), progress)
+}
+
+/// [`simulate_with`], with power models of the caller's own observing the run beside those the
+/// configuration asks for; they report into the same energy account and tables.
+pub fn simulate_observed(
+    config: &Config,
+    source: &str,
+    workloads: Vec<Box<dyn Workload>>,
+    extra_models: Vec<Box<dyn tracewatt_power::PowerModel>>,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Results, SimError> {
     if workloads.len() != config.jobs.len() {
         return Err(SimError::config(
             source,
@@ -256,7 +268,7 @@ pub fn simulate_with(
         switching: m.switching,
     };
     let channels = topo.channels.len();
-    let power = power::models(&config.power, &topo, source)?;
+    let power = power::models(&config.power, &topo, extra_models, source)?;
     let fabric = Fabric::new(topo, router, params);
     let links = engine::Observers {
         stats: stats::LinkStats::new(

@@ -408,9 +408,14 @@ fn node_of(c: &Channel) -> Option<u32> {
     }
 }
 
-/// The power models `spec` asks for on `topo`: link ports, switch backplanes and, with
-/// `[power.nic] coalescing`, the NICs.
-pub(crate) fn models(spec: &PowerSpec, topo: &Topology, source: &str) -> Result<Power, SimError> {
+/// The power models `spec` asks for on `topo` — link ports, switch backplanes and, with
+/// `[power.nic] coalescing`, the NICs — followed by `extra` models of the caller's.
+pub(crate) fn models(
+    spec: &PowerSpec,
+    topo: &Topology,
+    extra: Vec<Box<dyn PowerModel>>,
+    source: &str,
+) -> Result<Power, SimError> {
     let bin_ps = us_to_ps(spec.timeline_bin_us);
     let timeline = |series: usize| Timeline::new(series, bin_ps, TIMELINE_MAX_BINS);
     let ch = &topo.channels;
@@ -443,7 +448,7 @@ pub(crate) fn models(spec: &PowerSpec, topo: &Topology, source: &str) -> Result<
         spec.switch.backplane_w.unwrap_or(0.0),
         timeline(1),
     );
-    let mut models: Vec<Box<dyn PowerModel>> = vec![Box::new(links), Box::new(backplanes)];
+    let mut models: Vec<Box<dyn PowerModel>> = vec![Box::new(backplanes)];
     let n = &spec.nic;
     if n.coalescing {
         let ports = ch
@@ -471,7 +476,8 @@ pub(crate) fn models(spec: &PowerSpec, topo: &Topology, source: &str) -> Result<
             timeline(1),
         )));
     }
-    Power::new(models, bin_ps, TIMELINE_MAX_BINS).map_err(|_| {
+    models.extend(extra);
+    Power::new(Some(links), models, bin_ps, TIMELINE_MAX_BINS).map_err(|_| {
         SimError::config(
             source,
             "power",

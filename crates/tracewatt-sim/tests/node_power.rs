@@ -1,0 +1,185 @@
+//! Node-side power through whole simulations: the NIC's interrupt coalescing (delays and
+//! energy worked out by hand), and the rank-activity signals a power model observes.
+
+use std::sync::{Arc, Mutex};
+use tracewatt_core::time::PS_PER_US as US;
+use tracewatt_core::Ps;
+use tracewatt_sim::{simulate_observed, Config, Format, Results};
+use tracewatt_power::{Account, Activity, PowerModel, Signals};
+use tracewatt_workload::generators::Workload;
+use tracewatt_workload::{Op, Program, Rank, SrcSel, TagSel, WORLD};
+
+#[derive(Debug)]
+struct Script(Vec<Vec<Op>>);
+
+impl Workload for Script {
+    fn num_ranks(&self) -> u32 {
+        self.0.len() as u32
+    }
+    fn comms(&self) -> Vec<Vec<Rank>> {
+        Vec::new()
+    }
+    fn program(&self, rank: Rank) -> Program {
+        Box::new(self.0[rank as usize].clone().into_iter().map(Ok))
+    }
+}
+
+fn send(dst: Rank, bytes: u64) -> Op {
+    Op::Send {
+        comm: WORLD,
+        dst,
+        tag: 0,
+        bytes,
+    }
+}
+
+fn recv(src: Rank, bytes: u64) -> Op {
+    Op::Recv {
+        comm: WORLD,
+        src: SrcSel::Rank(src),
+        tag: TagSel::Tag(0),
+        bytes,
+    }
+}
+
+/// Two nodes on one switch, links always on, no MPI overheads; `power` is appended.
+fn config(power: &str) -> Config {
+    let text = format!(
+        r#"
+[machine]
+packet_bytes = 1500
+[machine.topology]
+kind = "single_switch"
+nodes = 2
+[machine.links]
+bandwidth_gbps = 1.0
+latency_ns = 0
+[mpi]
+send_overhead_ns = 0
+recv_overhead_ns = 0
+[[jobs]]
+ranks = 2
+[jobs.workload]
+kind = "pingpong"
+[power.links]
+policy = "always_on"
+{power}
+"#
+    );
+    Config::parse(&text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(config: &Config, programs: Vec<Vec<Op>>, extra: Vec<Box<dyn PowerModel>>) -> Results {
+    simulate_observed(
+        config,
+        "t.toml",
+        vec![Box::new(Script(programs))],
+        extra,
+        &mut |_| true,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn makespan_ps(r: &Results) -> u64 {
+    (r.summary["makespan_s"].as_f64().unwrap() * 1e12).round() as u64
+}
+
+fn pingpong(n: usize, bytes: u64) -> Vec<Vec<Op>> {
+    let a = (0..n).flat_map(|_| [send(1, bytes), recv(1, bytes)]).collect();
+    let b = (0..n).flat_map(|_| [recv(0, bytes), send(0, bytes)]).collect();
+    vec![a, b]
+}
+
+fn column<'a>(r: &'a Results, table: &str, name: &str) -> &'a tracewatt_sim::Column {
+    let t = r.table(table).unwrap_or_else(|| panic!("no {table} table"));
+    &t.columns.iter().find(|c| c.0 == name).unwrap().1
+}
+
+#[test]
+fn coalescing_holds_each_lone_frame_rx_usecs_and_prices_bits_and_interrupts() {
+    const N: usize = 10;
+    let off = run(&config(""), pingpong(N, 1000), Vec::new());
+    // tx_usecs beyond the run: transmit completions never fire alone, so every message waits
+    // exactly rx_usecs after its only frame.
+    let nic = "[power.nic]\ncoalescing = true\nrx_usecs = 18.0\ntx_usecs = 10000.0";
+    let on = run(&config(nic), pingpong(N, 1000), Vec::new());
+    assert_eq!(makespan_ps(&on) - makespan_ps(&off), 2 * N as u64 * 18 * US);
+    let tracewatt_sim::Column::U64(irq) = column(&on, "nics", "interrupts") else {
+        panic!()
+    };
+    // One receive interrupt per message; the last pong's transmit completion at node 1 is
+    // still pending when the run ends.
+    assert_eq!(irq, &[N as u64, N as u64]);
+    let tracewatt_sim::Column::F64(delay) = column(&on, "nics", "coalescing_delay_s") else {
+        panic!()
+    };
+    assert!((delay[0] - N as f64 * 18e-6).abs() < 1e-15, "{delay:?}");
+    // Each node sends and receives N frames of 1,000 bytes.
+    let per_node_j = 1.25e-2 * (2 * N * 1000 * 8) as f64 / 1e6 + 1.56e-4 * N as f64;
+    let nics_j = on.summary["energy_j"]["nics"].as_f64().unwrap();
+    assert!((nics_j - 2.0 * per_node_j).abs() < 1e-12, "{nics_j}");
+    // Off, no NIC model, no NIC rows.
+    assert!(off.summary["energy_j"].get("nics").is_none());
+    assert!(off.table("nics").is_none());
+}
+
+#[test]
+fn a_message_of_many_frames_waits_for_the_interrupt_after_its_last() {
+    // 9,000 bytes = 6 frames of 1,500 back to back (12 us each at 1 Gb/s): the 6th fills the
+    // interrupt at once; the message is delivered without waiting.
+    let nic = "[power.nic]\ncoalescing = true\ntx_usecs = 10000.0";
+    let one_way = |bytes: u64| {
+        let programs = vec![vec![send(1, bytes)], vec![recv(0, bytes)]];
+        let off = run(&config(""), programs.clone(), Vec::new());
+        let on = run(&config(nic), programs, Vec::new());
+        makespan_ps(&on) - makespan_ps(&off)
+    };
+    assert_eq!(one_way(9000), 0);
+    // 7 frames: the 7th is alone in its batch and waits rx_usecs (18 us default).
+    assert_eq!(one_way(10_500), 18 * US);
+}
+
+/// Records every rank-activity signal.
+#[derive(Debug)]
+struct Recorder(Arc<Mutex<Vec<(u32, Activity, Ps)>>>);
+
+impl PowerModel for Recorder {
+    fn signals(&self) -> Signals {
+        Signals {
+            ranks: true,
+            ..Signals::default()
+        }
+    }
+    fn on_rank(&mut self, rank: u32, _node: u32, activity: Activity, at: Ps) {
+        self.0.lock().unwrap().push((rank, activity, at));
+    }
+    fn finish(self: Box<Self>, _end: Ps, _account: &mut Account) {}
+}
+
+#[test]
+fn ranks_signal_compute_mpi_wait_and_done_at_the_times_they_happen() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut c = config("");
+    c.mpi.send_overhead_ns = 1000.0;
+    // Rank 0 computes 5 us, sends 1,000 bytes (1 us of overhead; eager, so the send is done
+    // once issued), computes 3 us, ends. Rank 1 waits from the start until the message is in.
+    let programs = vec![
+        vec![Op::Compute { ps: 5 * US }, send(1, 1000), Op::Compute { ps: 3 * US }],
+        vec![recv(0, 1000)],
+    ];
+    let r = run(&c, programs, vec![Box::new(Recorder(seen.clone()))]);
+    let got = seen.lock().unwrap().clone();
+    let rank0: Vec<(Activity, Ps)> = got.iter().filter(|e| e.0 == 0).map(|e| (e.1, e.2)).collect();
+    assert_eq!(
+        rank0,
+        [
+            (Activity::Compute, 0),
+            (Activity::Mpi, 5 * US),
+            (Activity::Compute, 6 * US),
+            (Activity::Done, 9 * US),
+        ]
+    );
+    let rank1: Vec<(Activity, Ps)> = got.iter().filter(|e| e.0 == 1).map(|e| (e.1, e.2)).collect();
+    let end = makespan_ps(&r);
+    assert_eq!(rank1, [(Activity::Wait, 0), (Activity::Done, end)]);
+}
