@@ -234,7 +234,7 @@ def test_stuck_trace_run_exits_3_naming_the_rank(
 # --------------------------------------------------------------------------- trace info
 
 
-# Per-trace call counts summed over ranks, from ../shared/data/README.md (testbgp: per rank x 7;
+# Per-trace call counts summed over ranks, from tests/data/README.md (testbgp: per rank x 7;
 # OTF2 ping-pong and stencil4d), the crate README (NPB CG/FT: 6720 send/irecv/wait; FT's
 # comm_splits) and, for sst-macro's OTF2 archive, the reference OTF2 library's Enter counts.
 EXPECTED_CALLS: dict[str, dict[str, int]] = {
