@@ -125,8 +125,8 @@ def run_child(text: str) -> dict[str, float] | str:
 
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
-# One trace per format and size class from ../shared/data.
+DATA = ROOT / "tests" / "data"
+# One trace per format and size class from the repository's test data.
 READER_TRACES = [
     "dumpi/npb-cg.S-4ranks",
     "dumpi/sst-macro-testbgp",
@@ -139,7 +139,7 @@ READER_TRACES = [
 def readers() -> int:
     """Reader throughput: every rank of each trace read 50 times (warm cache), release build of
     the trace crate's `trace_info` example. Records are calls (an OTF2 call is 2-3 events)."""
-    paths = [str(DATA / t) for t in READER_TRACES if (DATA / t).exists()]
+    paths = [str(DATA / t) for t in READER_TRACES]
     cmd = ["cargo", "run", "-q", "--release", "-p", "tracewatt-trace", "--example", "trace_info"]
     out = subprocess.run(
         [*cmd, "--", "--bench", *paths], cwd=ROOT, capture_output=True, text=True, check=False

@@ -54,6 +54,19 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test"
 cargo test --workspace
 
+# The tracer's tests need Open MPI, so `cargo test` reports them as ignored; run them here.
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+  only=""
+  if ! command -v mpif90 >/dev/null 2>&1; then
+    step "warning: mpif90 missing: the tracer's Fortran test is not run"
+    only="tracer_records_a_c_program"
+  fi
+  step "cargo test: the tracer under Open MPI"
+  cargo test -p tracewatt-trace --test tracer -- --ignored $only
+else
+  step "warning: Open MPI missing: the tracer tests are not run"
+fi
+
 step "ruff check"
 "$PYTHON" -m ruff check python tests
 

@@ -1,4 +1,5 @@
-"""Every example configuration runs."""
+"""Every example configuration runs, and sends the messages worked out by hand from its
+workload (and, for ping-pong, takes the time worked out by hand)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,43 @@ from conftest import EXAMPLES
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.toml"))
 
+# Per example and job: (messages, bytes), from the workload's definition.
+EXPECTED_MESSAGES: dict[str, dict[str, tuple[int, int]]] = {
+    # 200 rounds, a 64-byte message each way.
+    "pingpong.toml": {"pingpong": (200 * 2, 200 * 2 * 64)},
+    # 128 ranks on an 8 x 4 x 4 periodic grid: 6 distinct neighbours, 4 iterations of 4 KiB.
+    "custom-torus.toml": {"halo": (128 * 6 * 4, 128 * 6 * 4 * 4096)},
+    # 1,056 ranks x 4 messages of 2 KiB.
+    "dragonfly-uniform.toml": {"uniform": (1056 * 4, 1056 * 4 * 2048)},
+    # 4 x 4 x 4 x 4 periodic grid: 8 neighbours, 3 iterations of 16 KiB.
+    "fattree-stencil4d.toml": {"stencil4d": (256 * 8 * 3, 256 * 8 * 3 * 16384)},
+    # FT class S (64^3 complex points, N = 262,144), 16 ranks, 1-D layout: one alltoall per FFT
+    # of 16 N / 16^2 = 16 KiB per pair, 3 FFTs (the forward one, then one per iteration); per
+    # iteration the 16-byte checksum reduce to rank 0 (binomial tree: 15 messages).
+    "miwa-npb-ft.toml": {"ft": (3 * 16 * 15 + 2 * 15, 3 * 16 * 15 * 16384 + 2 * 15 * 16)},
+    # CG class A (na = 14,000), 64 ranks on an 8 x 8 grid (L = 1,750 rows each), 3 outer
+    # iterations of 26 steps. Per step each rank: 3 row-reduction exchanges of 8 L = 14,000 B,
+    # the transpose exchange of 14,000 B (except the 8 diagonal ranks, their own partners) and
+    # 2 dot products of 3 exchanges of 8 B; per outer iteration 3 exchanges of 16 B (the norm).
+    "dragonfly-backplane.toml": {
+        "cg": (
+            3 * (64 * 26 * 9 + 56 * 26 + 64 * 3),
+            3 * (64 * 26 * (3 * 14_000 + 6 * 8) + 56 * 26 * 14_000 + 64 * 3 * 16),
+        )
+    },
+    # The trace's 6,720 sends of 291,632 B per rank and conj_grad call (16 calls, 4 ranks);
+    # its barrier (dissemination, 2 rounds of 4 empty messages), bcast and reduce (binomial
+    # trees: 3 messages each, of the call's buffer; the trace records 48 collective bytes =
+    # 4 ranks x (bcast + reduce buffer), so 3 x 12 B).
+    "trace-npb-cg.toml": {"npb-cg": (6720 + 8 + 3 + 3, 291_632 * 16 * 4 + 3 * 12)},
+    # 64 ranks on a 4 x 4 x 4 periodic grid: 6 neighbours, 3 iterations of 8 KiB. (The perm
+    # job's random permutations: test_two_jobs_are_placed_apart.)
+    "two-jobs.toml": {"halo": (64 * 6 * 3, 64 * 6 * 3 * 8192)},
+}
+
 
 def test_examples_exist() -> None:
-    names = {p.name for p in EXAMPLE_FILES}
-    assert {
-        "pingpong.toml",
-        "miwa-npb-ft.toml",
-        "dragonfly-uniform.toml",
-        "fattree-stencil4d.toml",
-        "two-jobs.toml",
-        "custom-torus.toml",
-        "dragonfly-backplane.toml",
-    } <= names
+    assert {p.name for p in EXAMPLE_FILES} == set(EXPECTED_MESSAGES)
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
@@ -32,13 +58,31 @@ def test_example_runs(path: Path) -> None:
     res = tracewatt.simulate(path)
     wall = time.perf_counter() - t0
     s = res.summary
-    assert s["makespan_s"] > 0
-    assert s["messages"]["count"] > 0
     cfg_jobs = tracewatt.Config.load(path).resolved()["jobs"]
     assert len(s["jobs"]) == len(cfg_jobs)
     assert len(res.ranks) == sum(j["ranks"] for j in cfg_jobs)
-    assert (res.ranks["finish_s"] <= s["makespan_s"]).all()
+    assert res.ranks["finish_s"].max() == s["makespan_s"]
+    expected = EXPECTED_MESSAGES[path.name]
+    sent = res.ranks.groupby("job")[["sends", "bytes_sent"]].sum()
+    for job, want in expected.items():
+        assert (sent.loc[job, "sends"], sent.loc[job, "bytes_sent"]) == want, job
+    if len(cfg_jobs) == 1:
+        (want,) = expected.values()
+        assert (s["messages"]["count"], s["messages"]["bytes"]) == want
     assert wall < 30, f"{path.name} took {wall:.1f} s; examples should be quick"
+
+
+def test_pingpong_example_time_by_hand() -> None:
+    """A 64-byte message crosses 2 links of 10 Gb/s (51.2 ns to serialise, 2.5 us latency each)
+    and the switch (1 us, cut-through): 6.0512 us, plus the 1 us send overhead from posting the
+    send. Rank 0 posts its send, computes the 500 us interval and finds the reply there (round
+    trip ~16 us), so each of the 200 rounds takes 501 us; no link idles for the 600 us EEE
+    timeout, so none ever wakes."""
+    s = tracewatt.simulate(EXAMPLES / "pingpong.toml").summary
+    assert s["makespan_s"] == pytest.approx(200 * 501e-6, rel=1e-12)
+    for key in ("latency_mean_s", "latency_max_s"):
+        assert s["messages"][key] == pytest.approx(1e-6 + 6.0512e-6, rel=1e-9), key
+    assert s["links"]["wakes"] == 0
 
 
 def test_two_jobs_are_placed_apart() -> None:
@@ -48,3 +92,7 @@ def test_two_jobs_are_placed_apart() -> None:
     jobs = res.jobs.set_index("job")
     assert jobs.loc["perm", "start_s"] == pytest.approx(20e-6)
     assert jobs.loc["halo", "nodes"] == 64 and jobs.loc["perm", "nodes"] == 32
+    # 3 random permutations of 32 ranks: every rank not mapped to itself sends one 32 KiB block.
+    perm = res.ranks[res.ranks["job"] == "perm"]
+    assert perm["sends"].max() <= 3
+    assert perm["bytes_sent"].sum() == perm["sends"].sum() * 32768

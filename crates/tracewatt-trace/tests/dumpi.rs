@@ -1,9 +1,10 @@
-//! The DUMPI reader against the real traces in ../shared/data/dumpi.
+//! The DUMPI reader against the real traces in tests/data/dumpi, and (optional, ignored by
+//! default) the NPB class B traces in ../shared/data/dumpi.
 mod common;
 
 use std::collections::BTreeMap;
 
-use common::{all_ops, data};
+use common::{all_ops, data, shared_data};
 use tracewatt_trace::call::CallKind;
 use tracewatt_trace::funcs::func_name;
 use tracewatt_trace::{open_trace, ReadOptions};
@@ -146,8 +147,8 @@ fn testtrace_rank0_matches_sst_dumpi_text_dump() {
     assert!(ops.contains(&Op::Compute { ps: 7_000_000 }), "{ops:?}");
 }
 
-fn per_rank_counts(rel: &str) -> Vec<BTreeMap<String, u64>> {
-    let t = open_trace(&data(rel), &ReadOptions::default()).unwrap();
+fn per_rank_counts(path: &std::path::Path) -> Vec<BTreeMap<String, u64>> {
+    let t = open_trace(path, &ReadOptions::default()).unwrap();
     (0..t.info().ranks)
         .map(|r| {
             let mut m = BTreeMap::new();
@@ -161,7 +162,7 @@ fn per_rank_counts(rel: &str) -> Vec<BTreeMap<String, u64>> {
 
 #[test]
 fn testbgp_counts_match_readme() {
-    let counts = per_rank_counts("dumpi/sst-macro-testbgp");
+    let counts = per_rank_counts(&data("dumpi/sst-macro-testbgp"));
     assert_eq!(counts.len(), 7);
     for m in &counts {
         assert_eq!(
@@ -187,7 +188,7 @@ fn testbgp_counts_match_readme() {
 
 #[test]
 fn testtrace_counts() {
-    for m in per_rank_counts("dumpi/sst-dumpi-testtrace") {
+    for m in per_rank_counts(&data("dumpi/sst-dumpi-testtrace")) {
         for f in [
             "init",
             "barrier",
@@ -204,7 +205,7 @@ fn testtrace_counts() {
 
 #[test]
 fn npb_traces_read_fully() {
-    let cg = per_rank_counts("dumpi/npb-cg.S-4ranks");
+    let cg = per_rank_counts(&data("dumpi/npb-cg.S-4ranks"));
     let total = |c: &[BTreeMap<String, u64>], f: &str| {
         c.iter()
             .map(|m| m.get(f).copied().unwrap_or(0))
@@ -213,7 +214,7 @@ fn npb_traces_read_fully() {
     assert_eq!(total(&cg, "send"), 6720);
     assert_eq!(total(&cg, "irecv"), 6720);
     assert_eq!(total(&cg, "wait"), 6720);
-    let ft = per_rank_counts("dumpi/npb-ft.S-4ranks");
+    let ft = per_rank_counts(&data("dumpi/npb-ft.S-4ranks"));
     assert_eq!(total(&ft, "alltoall"), 32);
     assert_eq!(total(&ft, "comm_split"), 8);
     for rel in ["dumpi/npb-cg.S-4ranks", "dumpi/npb-ft.S-4ranks"] {
@@ -266,4 +267,83 @@ fn compute_scale_scales_gaps() {
     };
     let (a, b) = (sum(1.0), sum(2.0));
     assert!(a > 0 && b.abs_diff(2 * a) < 16, "{a} {b}");
+}
+
+/// What sst-dumpi's own `dumpi2ascii` reports for an NPB class B trace (../shared/data/README.md).
+struct ClassB {
+    rel: &'static str,
+    calls_per_rank: [u64; 4],
+    rank0_calls: &'static [(&'static str, u64)],
+    rank0_p2p_bytes: u64,
+}
+
+const CLASS_B: &[ClassB] = &[
+    ClassB {
+        rel: "dumpi/npb-ft.B-4ranks",
+        calls_per_rank: [55, 54, 54, 54],
+        rank0_calls: &[("alltoall", 22), ("reduce", 20), ("comm_split", 2)],
+        rank0_p2p_bytes: 0,
+    },
+    ClassB {
+        rel: "dumpi/npb-cg.B-4ranks",
+        calls_per_rank: [23_947; 4],
+        rank0_calls: &[("irecv", 7_980), ("send", 7_980), ("wait", 7_980)],
+        rank0_p2p_bytes: 1_185_632_832,
+    },
+    ClassB {
+        rel: "dumpi/npb-mg.B-4ranks",
+        calls_per_rank: [8_873; 4],
+        rank0_calls: &[
+            ("irecv", 2_922),
+            ("send", 2_922),
+            ("wait", 2_922),
+            ("allreduce", 88),
+        ],
+        rank0_p2p_bytes: 117_490_336,
+    },
+    ClassB {
+        rel: "dumpi/npb-sp.B-4ranks",
+        calls_per_rank: [12_461; 4],
+        rank0_calls: &[("isend", 4_818), ("irecv", 4_818), ("waitall", 2_808)],
+        rank0_p2p_bytes: 1_271_808_960,
+    },
+    ClassB {
+        rel: "dumpi/npb-bt.B-4ranks",
+        calls_per_rank: [7_469; 4],
+        rank0_calls: &[
+            ("isend", 2_418),
+            ("irecv", 2_418),
+            ("wait", 2_412),
+            ("waitall", 202),
+        ],
+        rank0_p2p_bytes: 708_736_320,
+    },
+];
+
+#[test]
+#[ignore = "needs ../shared/data (optional): run with cargo test -- --ignored"]
+fn npb_class_b_matches_dumpi2ascii() {
+    for b in CLASS_B {
+        let path = shared_data(b.rel);
+        let counts = per_rank_counts(&path);
+        let per_rank: Vec<u64> = counts.iter().map(|m| m.values().sum()).collect();
+        assert_eq!(per_rank, b.calls_per_rank, "{}", b.rel);
+        for &(f, n) in b.rank0_calls {
+            assert_eq!(counts[0].get(f).copied(), Some(n), "{}: {f}", b.rel);
+        }
+        let t = open_trace(&path, &ReadOptions::default()).unwrap();
+        let sent: u64 = t
+            .calls(0)
+            .unwrap()
+            .map(|c| match c.unwrap().kind {
+                CallKind::Send { bytes, .. } | CallKind::Isend { bytes, .. } => bytes,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(sent, b.rank0_p2p_bytes, "{}", b.rel);
+        // Fortran datatypes live only in each rank's size table: a wrong size would show in the
+        // bytes above; every rank must also turn into ops without a warning.
+        assert!(t.warnings().is_empty(), "{}: {:?}", b.rel, t.warnings());
+        all_ops(&t);
+    }
 }

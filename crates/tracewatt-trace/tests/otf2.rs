@@ -1,4 +1,4 @@
-//! The OTF2 reader against the three real archives in `../shared/data/otf2`. Expected values
+//! The OTF2 reader against the three real archives in `tests/data/otf2`. Expected values
 //! come from reading the archives with the OTF2 reference library (its Python bindings, outside
 //! this project): region Enter counts per MPI function, message records, clock properties and
 //! event times. Collective sizes follow Score-P's convention (per-process totals; the reader

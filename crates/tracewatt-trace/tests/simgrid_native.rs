@@ -1,4 +1,4 @@
-//! SimGrid TI reader on every file of ../shared/data/simgrid-ti, and the native format:
+//! SimGrid TI reader on every file of tests/data/simgrid-ti, and the native format:
 //! conversion from every format, byte-identical round trips, identical ops after conversion.
 mod common;
 

@@ -5,11 +5,25 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tracewatt_workload::generators::Workload;
 use tracewatt_workload::Op;
 
-/// `../shared/data` relative to the project root (tests run in the crate directory).
+/// A trace kept in the repository, `tests/data/<rel>` (provenance and licences in its README).
 pub fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
+        .join("../../tests/data")
         .join(rel)
+}
+
+/// Larger data beside the repository, `../shared/data/<rel>`, that only the optional (ignored)
+/// tests read; a clear failure if it is missing when they are asked for.
+pub fn shared_data(rel: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel);
+    assert!(
+        p.exists(),
+        "{}: missing; this optional test needs the project's shared data beside the repository",
+        p.display()
+    );
+    p
 }
 
 /// A fresh scratch directory under the system temp dir.

@@ -151,7 +151,7 @@ fn npb_compute_follows_the_operation_count() {
 
 #[test]
 fn cg_sends_the_bytes_npb_sends() {
-    // The DUMPI trace of NPB CG class S on 4 ranks (shared/data/dumpi/npb-cg.S-4ranks) holds
+    // The DUMPI trace of NPB CG class S on 4 ranks (tests/data/dumpi/npb-cg.S-4ranks) holds
     // 18,664,448 point-to-point bytes: 291,632 per rank and conj_grad call (16 calls: 15 timed,
     // 1 untimed), each rank's transpose exchange included. 2 x 2 grid, blocks of 700 rows;
     // ranks 0 and 3 are their own transpose partners, which costs no traffic here.
