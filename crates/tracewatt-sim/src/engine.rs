@@ -56,6 +56,8 @@ enum RankState {
     NotStarted,
     Running,
     Busy,
+    /// In a timer sleep (`WaitUntil`): neither computing nor waiting in MPI.
+    Sleeping,
     Blocked,
     Done,
 }
@@ -616,6 +618,15 @@ impl<'a> Engine<'a> {
                         self.ranks[ri].compute_ps += ps;
                         self.ranks[ri].state = RankState::Busy;
                         self.q.push(now + ps, Ev::Wake { rank });
+                        return Ok(());
+                    }
+                }
+                Op::WaitUntil { ps } => {
+                    let job = self.ranks[ri].job as usize;
+                    let at = self.jobs[job].start_ps.saturating_add(ps);
+                    if at > now {
+                        self.ranks[ri].state = RankState::Sleeping;
+                        self.q.push(at, Ev::Wake { rank });
                         return Ok(());
                     }
                 }
