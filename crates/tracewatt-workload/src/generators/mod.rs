@@ -50,9 +50,9 @@ pub(crate) fn invalid(field: &'static str, expected: impl Into<String>) -> Workl
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
-    /// Rank 0 sends `bytes` to rank 1, which replies; rank 0 starts a round every `interval_us`
-    /// (the EEE paper's ping at fixed intervals). Rank 0 posts the reply's receive and the ping,
-    /// then computes for `interval_us` and waits, so rounds start exactly `interval_us` apart as
+    /// Rank 0 sends `bytes` to rank 1, which replies (the EEE paper's ping at fixed intervals).
+    /// Rank 0 posts the reply's receive and the ping, then computes for `interval_us` and waits,
+    /// so rounds start every `interval_us` plus the send overhead (`mpi.send_overhead_ns`) as
     /// long as the round trip is shorter. Ranks other than 0 and 1 (if any) do nothing.
     Pingpong {
         /// Message size each way (default 64, the paper's ICMP packet).
@@ -65,8 +65,8 @@ pub enum WorkloadSpec {
         #[serde(default = "d_1000f")]
         interval_us: f64,
     },
-    /// Every rank sends `messages` messages of `bytes` to uniformly random other ranks, one every
-    /// `interval_us`, with `isend`; receives with `ANY_SOURCE`; finishes with a waitall.
+    /// Every rank sends `messages` messages of `bytes` to uniformly random other ranks with
+    /// `isend`, at times set by `arrival`; receives with `ANY_SOURCE`; finishes with a waitall.
     UniformRandom {
         /// Messages sent per rank (default 20).
         #[serde(default = "d_20")]
@@ -74,9 +74,12 @@ pub enum WorkloadSpec {
         /// Message size (default 2048).
         #[serde(default = "d_2048")]
         bytes: u64,
-        /// Time between a rank's sends (default 1.0 us).
+        /// Time between a rank's sends (default 1.0 us); the mean gap with Poisson arrivals.
         #[serde(default = "d_1f")]
         interval_us: f64,
+        /// How send times follow from `interval_us` (default [`Arrival::Fixed`]).
+        #[serde(default)]
+        arrival: Arrival,
     },
     /// 3-D halo exchange (TraceR's near-neighbour benchmark, the communication of an
     /// unstructured-mesh code): per iteration every rank exchanges `bytes` with its 6 neighbours
@@ -239,6 +242,20 @@ pub enum WorkloadSpec {
     },
 }
 
+/// When `uniform_random`'s ranks send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// After each send a rank computes for `interval_us`: its period is `interval_us` plus the
+    /// send overhead, and all ranks run in lockstep.
+    #[default]
+    Fixed,
+    /// A Poisson process per rank: exponential gaps of mean `interval_us`, each rank with its
+    /// own random stream, sends at absolute times (the send overhead does not add to the gap),
+    /// like CODES' and SST's synthetic traffic.
+    Poisson,
+}
+
 fn d_1() -> u32 {
     1
 }
@@ -328,7 +345,8 @@ pub fn build(
             messages,
             bytes,
             interval_us,
-        } => synthetic::uniform_random(ranks, seed, messages, bytes, interval_us),
+            arrival,
+        } => synthetic::uniform_random(ranks, seed, messages, bytes, interval_us, arrival),
         W::NearNeighbor {
             iterations,
             bytes,

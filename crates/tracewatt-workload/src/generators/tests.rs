@@ -269,6 +269,10 @@ fn errors_name_the_field() {
         assert!(err.starts_with(want), "{json}: {err}");
     }
     assert!(serde_json::from_str::<WorkloadSpec>(r#"{"kind":"a2a","byte":4}"#).is_err());
+    assert!(serde_json::from_str::<WorkloadSpec>(
+        r#"{"kind":"uniform_random","arrival":"bursty"}"#
+    )
+    .is_err());
     assert!(serde_json::from_str::<WorkloadSpec>(r#"{"kind":"cg","class":"Q"}"#).is_err());
     assert_eq!(
         spec(r#"{"kind":"cg","class":"c"}"#),
@@ -278,7 +282,11 @@ fn errors_name_the_field() {
 
 #[test]
 fn same_seed_same_ops() {
-    for json in [r#"{"kind":"uniform_random"}"#, r#"{"kind":"permutation"}"#] {
+    for json in [
+        r#"{"kind":"uniform_random"}"#,
+        r#"{"kind":"uniform_random","arrival":"poisson"}"#,
+        r#"{"kind":"permutation"}"#,
+    ] {
         let a = build(&spec(json), 24, 99).expect("build");
         let b = build(&spec(json), 24, 99).expect("build");
         let c = build(&spec(json), 24, 100).expect("build");
@@ -314,4 +322,88 @@ fn dims_create_is_balanced() {
     assert_eq!(dims_create(12, 2), vec![4, 3]);
     assert_eq!(dims_create(7, 3), vec![7, 1, 1]);
     assert_eq!(dims_create(16, 4), vec![2, 2, 2, 2]);
+}
+
+/// Gaps between a rank's consecutive send times (from the job's start for the first).
+fn poisson_gaps(w: &dyn Workload, rank: Rank) -> Vec<f64> {
+    let mut prev = 0;
+    ops(w, rank)
+        .iter()
+        .filter_map(|op| match op {
+            Op::WaitUntil { ps } => {
+                let gap = (ps - prev) as f64;
+                prev = *ps;
+                Some(gap)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn poisson_arrivals_have_exponential_gaps_per_rank() {
+    // n = 100,000 gaps of mean 10 us per rank. For exponential gaps the sample mean / 10 us and
+    // the coefficient of variation (sd / mean) are both 1 with a standard deviation of
+    // sigma = 1 / sqrt(n) = 0.0032 (CLT; for the CV by the delta method: Var(s) = 2 sigma^2 / n,
+    // Cov(mean, s) = sigma^2 / n). Two independent ranks' gaps have a correlation of 0 with the
+    // same sigma. Tolerance 5 sigma.
+    let n = 100_000usize;
+    let json = format!(
+        r#"{{"kind":"uniform_random","arrival":"poisson","messages":{n},"interval_us":10}}"#
+    );
+    let w = build(&spec(&json), 2, 5).expect("build");
+    let tol = 5.0 / (n as f64).sqrt();
+    let stats = |g: &[f64]| {
+        let mean = g.iter().sum::<f64>() / g.len() as f64;
+        let var = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (g.len() - 1) as f64;
+        (mean, var.sqrt())
+    };
+    let a = poisson_gaps(w.as_ref(), 0);
+    let b = poisson_gaps(w.as_ref(), 1);
+    assert_eq!((a.len(), b.len()), (n, n));
+    for g in [&a, &b] {
+        let (mean, sd) = stats(g);
+        assert!((mean / 1e7 - 1.0).abs() < tol, "mean {mean} ps");
+        assert!((sd / mean - 1.0).abs() < tol, "cv {}", sd / mean);
+    }
+    // Not in lockstep: the ranks' gaps are uncorrelated.
+    let ((ma, sa), (mb, sb)) = (stats(&a), stats(&b));
+    let cov = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - ma) * (y - mb))
+        .sum::<f64>()
+        / (n - 1) as f64;
+    let corr = cov / (sa * sb);
+    assert!(corr.abs() < tol, "correlation {corr}");
+    // Each send follows its WaitUntil directly: no compute, so the overhead adds nothing.
+    let v = ops(w.as_ref(), 0);
+    assert!(!v.iter().any(|op| matches!(op, Op::Compute { .. })));
+}
+
+#[test]
+fn fixed_arrival_is_the_default_and_computes_after_each_send() {
+    let fixed = build(
+        &spec(r#"{"kind":"uniform_random","arrival":"fixed","messages":3,"interval_us":2}"#),
+        4,
+        9,
+    )
+    .expect("build");
+    let default = build(
+        &spec(r#"{"kind":"uniform_random","messages":3,"interval_us":2}"#),
+        4,
+        9,
+    )
+    .expect("build");
+    for r in 0..4 {
+        let v = ops(fixed.as_ref(), r);
+        assert_eq!(v, ops(default.as_ref(), r));
+        let sends: Vec<usize> = (0..v.len())
+            .filter(|&i| matches!(v[i], Op::Isend { .. }))
+            .collect();
+        assert_eq!(sends.len(), 3);
+        for i in sends {
+            assert_eq!(v[i + 1], Op::Compute { ps: 2_000_000 });
+        }
+    }
 }
