@@ -66,3 +66,39 @@ fn poisson_arrivals_sleep_instead_of_computing() {
     assert_eq!(f64s(&poisson, "compute_s"), [0.0; 4]);
     assert_eq!(u64s(&poisson, "sends"), [10; 4]);
 }
+
+#[test]
+fn collective_loops_send_what_their_algorithm_sends() {
+    // Per rank and iteration, by hand for p ranks:
+    // - ring allreduce: 2 (p - 1) messages of bytes / p, i.e. 2 (p - 1) / p x bytes;
+    // - recursive-doubling allreduce (p a power of two): log2 p messages of the whole buffer;
+    // - ring allgather: p - 1 messages of one rank's block;
+    // - binomial reduce: every rank but the root sends its buffer once;
+    // - binomial bcast: the root sends ceil(log2 p) messages, p - 1 in the whole tree.
+    let r = run(
+        8,
+        8,
+        "kind = \"allreduce\"\nalgo = \"ring\"\nbytes = 800\niterations = 2",
+    );
+    assert_eq!(u64s(&r, "sends"), [2 * 14; 8]);
+    assert_eq!(u64s(&r, "bytes_sent"), [2 * 2 * 7 * 800 / 8; 8]);
+    let r = run(
+        8,
+        8,
+        "kind = \"allreduce\"\nalgo = \"recursive_doubling\"\nbytes = 800",
+    );
+    assert_eq!(u64s(&r, "bytes_sent"), [3 * 800; 8]);
+    let r = run(8, 6, "kind = \"allgather\"\nalgo = \"ring\"\nbytes = 100");
+    assert_eq!(u64s(&r, "bytes_sent"), [5 * 100; 6]);
+    let r = run(8, 6, "kind = \"reduce\"\nroot = 2\nbytes = 1000");
+    assert_eq!(u64s(&r, "bytes_sent"), [1000, 1000, 0, 1000, 1000, 1000]);
+    let r = run(
+        8,
+        6,
+        "kind = \"bcast\"\nalgo = \"binomial_tree\"\nbytes = 1000",
+    );
+    let sends = u64s(&r, "sends");
+    assert_eq!(sends[0], 3);
+    assert_eq!(sends.iter().sum::<u64>(), 5);
+    assert_eq!(u64s(&r, "bytes_sent")[0], 3 * 1000);
+}

@@ -1,6 +1,6 @@
 //! Built-in workloads: the ping-pong of the EEE paper, synthetic traffic, the TraceR/TraceRP
-//! communication benchmarks and NPB-like skeletons. Each is selected by `kind` in a run's
-//! configuration ([`WorkloadSpec`]) and built for a rank count and seed by [`build`].
+//! communication benchmarks, collective loops and NPB-like skeletons. Each is selected by `kind`
+//! in a run's configuration ([`WorkloadSpec`]) and built for a rank count and seed by [`build`].
 //!
 //! Programs are streamed: a generator produces one iteration's operations at a time, so an
 //! 8,192-rank job with thousands of iterations never sits in memory. Anything random is drawn
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::op::{CollAlgo, Op, Program, Rank};
+use crate::op::{CollAlgo, CollKind, Op, Program, Rank};
 
 pub use npb::NpbClass;
 
@@ -159,6 +159,60 @@ pub enum WorkloadSpec {
         #[serde(default = "d_auto")]
         algo: CollAlgo,
     },
+    /// MPI_Allreduce of `bytes` on world per iteration, with `compute_us` between (SST Ember's
+    /// Allreduce motif; its defaults: one iteration, one double, no compute).
+    Allreduce {
+        /// Default 1.
+        #[serde(default = "d_1")]
+        iterations: u32,
+        /// The buffer (default 8, one double).
+        #[serde(default = "d_8")]
+        bytes: u64,
+        /// Default 0 us.
+        #[serde(default)]
+        compute_us: f64,
+        /// Collective algorithm (default auto).
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+    },
+    /// MPI_Bcast of `bytes` from `root` per iteration (SST Ember's Bcast motif).
+    Bcast {
+        #[serde(default = "d_1")]
+        iterations: u32,
+        #[serde(default = "d_8")]
+        bytes: u64,
+        #[serde(default)]
+        compute_us: f64,
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+        /// Root rank (default 0).
+        #[serde(default)]
+        root: Rank,
+    },
+    /// MPI_Allgather of a block of `bytes` per rank per iteration (SST Ember's Allgather motif).
+    Allgather {
+        #[serde(default = "d_1")]
+        iterations: u32,
+        #[serde(default = "d_8")]
+        bytes: u64,
+        #[serde(default)]
+        compute_us: f64,
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+    },
+    /// MPI_Reduce of `bytes` to `root` per iteration (SST Ember's Reduce motif).
+    Reduce {
+        #[serde(default = "d_1")]
+        iterations: u32,
+        #[serde(default = "d_8")]
+        bytes: u64,
+        #[serde(default)]
+        compute_us: f64,
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+        #[serde(default)]
+        root: Rank,
+    },
     /// NPB FT skeleton (see [`NpbClass`] for the parameters of all NPB kinds).
     Ft {
         #[serde(default)]
@@ -268,6 +322,9 @@ fn d_20() -> u32 {
 fn d_100() -> u32 {
     100
 }
+fn d_8() -> u64 {
+    8
+}
 fn d_64() -> u64 {
     64
 }
@@ -313,6 +370,10 @@ impl WorkloadSpec {
             WorkloadSpec::Qbox { .. } => "qbox",
             WorkloadSpec::Stencil4d { .. } => "stencil4d",
             WorkloadSpec::A2a { .. } => "a2a",
+            WorkloadSpec::Allreduce { .. } => "allreduce",
+            WorkloadSpec::Bcast { .. } => "bcast",
+            WorkloadSpec::Allgather { .. } => "allgather",
+            WorkloadSpec::Reduce { .. } => "reduce",
             WorkloadSpec::Ft { .. } => "ft",
             WorkloadSpec::Cg { .. } => "cg",
             WorkloadSpec::Mg { .. } => "mg",
@@ -379,7 +440,73 @@ pub fn build(
             bytes,
             compute_us,
             algo,
-        } => synthetic::a2a(ranks, iterations, bytes, compute_us, algo),
+        } => synthetic::collective_loop(
+            CollKind::Alltoall,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            0,
+        ),
+        W::Allreduce {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+        } => synthetic::collective_loop(
+            CollKind::Allreduce,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            0,
+        ),
+        W::Bcast {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        } => synthetic::collective_loop(
+            CollKind::Bcast,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        ),
+        W::Allgather {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+        } => synthetic::collective_loop(
+            CollKind::Allgather,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            0,
+        ),
+        W::Reduce {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        } => synthetic::collective_loop(
+            CollKind::Reduce,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        ),
         W::Ft {
             class,
             iterations,

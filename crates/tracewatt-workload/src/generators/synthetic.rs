@@ -1,4 +1,4 @@
-//! Ping-pong, uniform random traffic and the TraceR/TraceRP benchmarks.
+//! Ping-pong, uniform random traffic, the TraceR/TraceRP benchmarks and collective loops.
 
 use std::sync::Arc;
 
@@ -411,29 +411,48 @@ pub(super) fn qbox(
     })
 }
 
-pub(super) fn a2a(
+/// `iterations` x (one collective of `kind` on world, then `compute_us`): `a2a` and the
+/// collective micro-workloads. `root` matters only to rooted collectives.
+pub(super) fn collective_loop(
+    kind: CollKind,
     ranks: u32,
     iterations: u32,
     bytes: u64,
     compute_us: f64,
     algo: CollAlgo,
+    root: Rank,
 ) -> Result<Box<dyn Workload>, WorkloadError> {
     at_least_one("iterations", iterations)?;
     let c = us_field("compute_us", compute_us)?;
-    if algo != CollAlgo::Auto
-        && !crate::collectives::valid_algorithms(CollKind::Alltoall).contains(&algo)
-    {
+    let valid = crate::collectives::valid_algorithms(kind);
+    if algo != CollAlgo::Auto && !valid.contains(&algo) {
+        let names: Vec<&str> = valid.iter().map(|a| a.name()).collect();
         return Err(invalid(
             "algo",
-            format!("`{}` is not an alltoall algorithm", algo.name()),
+            format!(
+                "`{}` does not apply to {}; expected auto, {}",
+                algo.name(),
+                kind.name(),
+                names.join(", ")
+            ),
         ));
     }
-    generated("a2a", ranks, Vec::new(), move |_| {
+    if root >= ranks {
+        return Err(invalid(
+            "root",
+            format!("must be a rank of the job (< {ranks}), got {root}"),
+        ));
+    }
+    let name = match kind {
+        CollKind::Alltoall => "a2a",
+        k => k.name(),
+    };
+    generated(name, ranks, Vec::new(), move |_| {
         stepped(iterations as u64, move |_| {
             let mut v = vec![Op::Collective {
                 comm: WORLD,
-                kind: CollKind::Alltoall,
-                root: 0,
+                kind,
+                root,
                 bytes,
                 algo,
             }];

@@ -20,28 +20,33 @@ fn consistent(json: &str, ranks: u32) -> crate::check::Traffic {
     t
 }
 
-const ALL_KINDS: [&str; 15] = [
-    "pingpong",
-    "uniform_random",
-    "near_neighbor",
-    "permutation",
-    "qbox",
-    "stencil4d",
-    "a2a",
-    "ft",
-    "cg",
-    "mg",
-    "lu",
-    "bt",
-    "sp",
-    "ep",
-    "is",
+/// Every kind, with the fields it requires.
+const ALL_KINDS: [(&str, &str); 19] = [
+    ("pingpong", ""),
+    ("uniform_random", ""),
+    ("near_neighbor", ""),
+    ("permutation", ""),
+    ("qbox", ""),
+    ("stencil4d", ""),
+    ("a2a", ""),
+    ("allreduce", ""),
+    ("bcast", ""),
+    ("allgather", ""),
+    ("reduce", ""),
+    ("ft", ""),
+    ("cg", ""),
+    ("mg", ""),
+    ("lu", ""),
+    ("bt", ""),
+    ("sp", ""),
+    ("ep", ""),
+    ("is", ""),
 ];
 
 #[test]
 fn every_kind_builds_with_defaults() {
-    for kind in ALL_KINDS {
-        let s = spec(&format!(r#"{{"kind":"{kind}"}}"#));
+    for (kind, required) in ALL_KINDS {
+        let s = spec(&format!(r#"{{"kind":"{kind}"{required}}}"#));
         assert_eq!(s.kind_name(), kind);
         let w = build(&s, 16, 1).unwrap_or_else(|e| panic!("{kind}: {e}"));
         // The first ops of every rank are available without materialising the program.
@@ -263,6 +268,22 @@ fn errors_name_the_field() {
         ),
         (r#"{"kind":"ft","class":"S"}"#, 8192, "workload.ranks"),
         (r#"{"kind":"a2a"}"#, 0, "workload.ranks"),
+        (
+            r#"{"kind":"bcast","algo":"ring"}"#,
+            4,
+            "workload.algo: `ring` does not apply to bcast; expected auto, binomial_tree, scatter_allgather",
+        ),
+        (
+            r#"{"kind":"reduce","root":4}"#,
+            4,
+            "workload.root: must be a rank of the job (< 4), got 4",
+        ),
+        (r#"{"kind":"allgather","iterations":0}"#, 4, "workload.iterations"),
+        (
+            r#"{"kind":"allreduce","compute_us":-1.0}"#,
+            4,
+            "workload.compute_us",
+        ),
     ];
     for (json, ranks, want) in cases {
         let err = build(&spec(json), ranks, 0).expect_err(json).to_string();
@@ -404,6 +425,35 @@ fn fixed_arrival_is_the_default_and_computes_after_each_send() {
         assert_eq!(sends.len(), 3);
         for i in sends {
             assert_eq!(v[i + 1], Op::Compute { ps: 2_000_000 });
+        }
+    }
+}
+
+#[test]
+fn collective_loops_run_their_collective() {
+    // Point-to-point bytes of one iteration, by hand (p ranks, `bytes` as in MPI):
+    // ring allreduce 2 (p - 1) blocks of bytes / p per rank; ring allgather p - 1 blocks per
+    // rank; binomial reduce: every rank but the root sends its buffer once.
+    let t = consistent(r#"{"kind":"allreduce","algo":"ring","bytes":600}"#, 6);
+    assert_eq!(t.sent, vec![2 * 5 * 100; 6]);
+    let t = consistent(
+        r#"{"kind":"allgather","algo":"ring","bytes":10,"iterations":3}"#,
+        5,
+    );
+    assert_eq!(t.sent, vec![3 * 4 * 10; 5]);
+    let t = consistent(r#"{"kind":"reduce","root":2,"bytes":7}"#, 5);
+    assert_eq!(t.sent, vec![7, 7, 0, 7, 7]);
+    // Binomial bcast from root 3 of 6: the root sends ceil(log2 6) = 3 messages, the tree 5.
+    let t = consistent(
+        r#"{"kind":"bcast","root":3,"bytes":9,"algo":"binomial_tree"}"#,
+        6,
+    );
+    assert_eq!(t.sent[3], 3 * 9);
+    assert_eq!(t.messages, 5);
+    for kind in ["allreduce", "bcast", "allgather", "reduce"] {
+        for n in [1, 2, 7, 16] {
+            let t = consistent(&format!(r#"{{"kind":"{kind}","compute_us":3}}"#), n);
+            assert_eq!(t.compute_ps, n as u128 * 3_000_000, "{kind} on {n}");
         }
     }
 }
