@@ -23,6 +23,7 @@ def test_examples_exist() -> None:
         "two-jobs.toml",
         "custom-torus.toml",
         "dragonfly-backplane.toml",
+        "paced-stream.toml",
     } <= names
 
 

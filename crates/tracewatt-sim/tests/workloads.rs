@@ -1,5 +1,6 @@
 //! Built-in workloads run end to end, checked against hand calculations through the rank table.
 
+use tracewatt_core::time::serialization_ps;
 use tracewatt_sim::{simulate, Column, Config, Format, Results};
 
 /// One job of `ranks` ranks, one per node, on a single switch of `nodes` nodes: 10 Gb/s links
@@ -46,6 +47,36 @@ fn f64s(r: &Results, column: &str) -> Vec<f64> {
         Some((_, Column::F64(v))) => v.clone(),
         other => panic!("{column}: {other:?}"),
     }
+}
+
+fn makespan_ps(r: &Results) -> u64 {
+    (r.summary["makespan_s"].as_f64().expect("makespan") * 1e12).round() as u64
+}
+
+const US: u64 = 1_000_000;
+
+#[test]
+fn paced_stream_between_two_nodes_matches_hand_calculation() {
+    // 1,500-byte frames at 1,000 Mb/s: one every 12 us; frame k at 12k us while below 1 ms:
+    // k = 0..=83, 84 frames. ACK after every 2nd frame: 42 ACKs of 64 bytes.
+    let r = run(
+        2,
+        2,
+        "kind = \"paced_stream\"\nrate_mbps = 1000\nduration_s = 0.001",
+    );
+    assert_eq!(u64s(&r, "sends"), [84, 42]);
+    assert_eq!(u64s(&r, "bytes_sent"), [84 * 1500, 42 * 64]);
+    // Sleeping until a send time is not compute.
+    assert_eq!(f64s(&r, "compute_s"), [0.0, 0.0]);
+    // The last frame leaves the sender's MPI layer at 996 us + 1 us of send overhead (the
+    // overheads of earlier frames do not push it back: 83 x 13 us would be 1,079 us). One
+    // packet crosses two links cut-through: serialisation + 2 x 50 ns + 100 ns. The receiver
+    // completes it after 1 us of receive overhead and sends the 42nd ACK (1 us), which reaches
+    // the sender the same way; its receive completes 1 us later and the run ends.
+    let one_way = |bytes| serialization_ps(bytes, 10_000_000_000) + 2 * 50_000 + 100_000;
+    let frame_arrives = 996 * US + US + one_way(1500);
+    let ack_arrives = frame_arrives + US + US + one_way(64);
+    assert_eq!(makespan_ps(&r), ack_arrives + US);
 }
 
 #[test]

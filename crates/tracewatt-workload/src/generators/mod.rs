@@ -1,6 +1,7 @@
 //! Built-in workloads: the ping-pong of the EEE paper, synthetic traffic, the TraceR/TraceRP
-//! communication benchmarks, collective loops and NPB-like skeletons. Each is selected by `kind`
-//! in a run's configuration ([`WorkloadSpec`]) and built for a rank count and seed by [`build`].
+//! communication benchmarks, collective loops, paced and shaped frame streams and NPB-like
+//! skeletons. Each is selected by `kind` in a run's configuration ([`WorkloadSpec`]) and built
+//! for a rank count and seed by [`build`].
 //!
 //! Programs are streamed: a generator produces one iteration's operations at a time, so an
 //! 8,192-rank job with thousands of iterations never sits in memory. Anything random is drawn
@@ -8,6 +9,7 @@
 //! operations.
 
 mod npb;
+mod stream;
 mod synthetic;
 
 use std::sync::Arc;
@@ -45,8 +47,8 @@ pub(crate) fn invalid(field: &'static str, expected: impl Into<String>) -> Workl
 }
 
 /// A built-in workload, as written in a run's configuration (`[job.workload]`, selected by
-/// `kind`). Every field has a default; unknown fields are errors. Times are in microseconds
-/// (`*_us`), sizes in bytes.
+/// `kind`). Every field but the streams' `rate_mbps` has a default; unknown fields are errors.
+/// Times are in microseconds (`*_us`) unless their name says otherwise, sizes in bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
@@ -213,6 +215,42 @@ pub enum WorkloadSpec {
         #[serde(default)]
         root: Rank,
     },
+    /// Frames from rank 0 to rank 1, evenly paced at `rate_mbps` (research.md section 3:
+    /// PSPacer, GtrcNET-1 "ifg"). Rank 1 acknowledges like TCP (`stream.rs` has the details).
+    /// Needs at least 2 ranks; other ranks do nothing.
+    PacedStream {
+        /// Average rate, Mb/s (required).
+        rate_mbps: f64,
+        /// Frames are sent while their send time is below this (default 0.1 s).
+        #[serde(default = "d_0_1f")]
+        duration_s: f64,
+        /// Default 1500 (an Ethernet MTU).
+        #[serde(default = "d_1500")]
+        frame_bytes: u64,
+        /// Data frames per ACK (default 2, TCP's delayed ACK; 0: no ACKs).
+        #[serde(default = "d_2")]
+        ack_every: u32,
+        /// Default 64 (a minimum Ethernet frame).
+        #[serde(default = "d_64")]
+        ack_bytes: u64,
+    },
+    /// Frames from rank 0 to rank 1 in token-bucket bursts: every `bucket_period_us` the frames
+    /// earned by the end of that period leave at once (research.md section 3: Linux HTB,
+    /// GtrcNET-1 "shape").
+    ShapedStream {
+        rate_mbps: f64,
+        #[serde(default = "d_0_1f")]
+        duration_s: f64,
+        #[serde(default = "d_1500")]
+        frame_bytes: u64,
+        #[serde(default = "d_2")]
+        ack_every: u32,
+        #[serde(default = "d_64")]
+        ack_bytes: u64,
+        /// Default 8000 us (the paper's 8 ms bursts).
+        #[serde(default = "d_8000f")]
+        bucket_period_us: f64,
+    },
     /// NPB FT skeleton (see [`NpbClass`] for the parameters of all NPB kinds).
     Ft {
         #[serde(default)]
@@ -313,6 +351,9 @@ pub enum Arrival {
 fn d_1() -> u32 {
     1
 }
+fn d_2() -> u32 {
+    2
+}
 fn d_10() -> u32 {
     10
 }
@@ -331,6 +372,9 @@ fn d_64() -> u64 {
 fn d_1024() -> u64 {
     1024
 }
+fn d_1500() -> u64 {
+    1500
+}
 fn d_2048() -> u64 {
     2048
 }
@@ -346,6 +390,9 @@ fn d_16384() -> u64 {
 fn d_65536() -> u64 {
     65536
 }
+fn d_0_1f() -> f64 {
+    0.1
+}
 fn d_1f() -> f64 {
     1.0
 }
@@ -354,6 +401,9 @@ fn d_10f() -> f64 {
 }
 fn d_1000f() -> f64 {
     1000.0
+}
+fn d_8000f() -> f64 {
+    8000.0
 }
 fn d_auto() -> CollAlgo {
     CollAlgo::Auto
@@ -374,6 +424,8 @@ impl WorkloadSpec {
             WorkloadSpec::Bcast { .. } => "bcast",
             WorkloadSpec::Allgather { .. } => "allgather",
             WorkloadSpec::Reduce { .. } => "reduce",
+            WorkloadSpec::PacedStream { .. } => "paced_stream",
+            WorkloadSpec::ShapedStream { .. } => "shaped_stream",
             WorkloadSpec::Ft { .. } => "ft",
             WorkloadSpec::Cg { .. } => "cg",
             WorkloadSpec::Mg { .. } => "mg",
@@ -506,6 +558,41 @@ pub fn build(
             compute_us,
             algo,
             root,
+        ),
+        W::PacedStream {
+            rate_mbps,
+            duration_s,
+            frame_bytes,
+            ack_every,
+            ack_bytes,
+        } => stream::build(
+            ranks,
+            stream::Params {
+                rate_mbps,
+                duration_s,
+                frame_bytes,
+                ack_every,
+                ack_bytes,
+            },
+            None,
+        ),
+        W::ShapedStream {
+            rate_mbps,
+            duration_s,
+            frame_bytes,
+            ack_every,
+            ack_bytes,
+            bucket_period_us,
+        } => stream::build(
+            ranks,
+            stream::Params {
+                rate_mbps,
+                duration_s,
+                frame_bytes,
+                ack_every,
+                ack_bytes,
+            },
+            Some(bucket_period_us),
         ),
         W::Ft {
             class,
