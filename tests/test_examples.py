@@ -45,6 +45,12 @@ EXPECTED_MESSAGES: dict[str, dict[str, tuple[int, int]]] = {
     # 64 ranks on a 4 x 4 x 4 periodic grid: 6 neighbours, 3 iterations of 8 KiB. (The perm
     # job's random permutations: test_two_jobs_are_placed_apart.)
     "two-jobs.toml": {"halo": (64 * 6 * 3, 64 * 6 * 3 * 8192)},
+    # 600 Mb/s of 1,500-byte frames (12,000 bits): 50,000 frames/s, so 2,500 in 0.05 s paced and
+    # 6 bursts of 400 in 0.048 s shaped; a 64-byte ACK per 2 frames.
+    "paced-stream.toml": {
+        "paced": (2500 + 1250, 2500 * 1500 + 1250 * 64),
+        "shaped": (2400 + 1200, 2400 * 1500 + 1200 * 64),
+    },
 }
 
 

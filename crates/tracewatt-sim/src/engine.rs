@@ -59,6 +59,8 @@ enum RankState {
     NotStarted,
     Running,
     Busy,
+    /// In a timer sleep (`WaitUntil`): neither computing nor waiting in MPI.
+    Sleeping,
     Blocked,
     Done,
 }
@@ -679,6 +681,16 @@ impl<'a> Engine<'a> {
                         self.ranks[ri].state = RankState::Busy;
                         self.set_activity(rank, Activity::Compute, now);
                         self.q.push(now + ps, Ev::Wake { rank });
+                        return Ok(());
+                    }
+                }
+                Op::WaitUntil { ps } => {
+                    let job = self.ranks[ri].job as usize;
+                    let at = self.jobs[job].start_ps.saturating_add(ps);
+                    if at > now {
+                        self.ranks[ri].state = RankState::Sleeping;
+                        self.set_activity(rank, Activity::Idle, now);
+                        self.q.push(at, Ev::Wake { rank });
                         return Ok(());
                     }
                 }

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 use tracewatt_core::time::PS_PER_US as US;
 use tracewatt_core::Ps;
-use tracewatt_sim::{simulate_observed, Config, Format, Results};
 use tracewatt_power::{Account, Activity, PowerModel, Signals};
+use tracewatt_sim::{simulate_observed, Config, Format, Results};
 use tracewatt_workload::generators::Workload;
 use tracewatt_workload::{Op, Program, Rank, SrcSel, TagSel, WORLD};
 
@@ -85,8 +85,12 @@ fn makespan_ps(r: &Results) -> u64 {
 }
 
 fn pingpong(n: usize, bytes: u64) -> Vec<Vec<Op>> {
-    let a = (0..n).flat_map(|_| [send(1, bytes), recv(1, bytes)]).collect();
-    let b = (0..n).flat_map(|_| [recv(0, bytes), send(0, bytes)]).collect();
+    let a = (0..n)
+        .flat_map(|_| [send(1, bytes), recv(1, bytes)])
+        .collect();
+    let b = (0..n)
+        .flat_map(|_| [recv(0, bytes), send(0, bytes)])
+        .collect();
     vec![a, b]
 }
 
@@ -164,12 +168,20 @@ fn ranks_signal_compute_mpi_wait_and_done_at_the_times_they_happen() {
     // Rank 0 computes 5 us, sends 1,000 bytes (1 us of overhead; eager, so the send is done
     // once issued), computes 3 us, ends. Rank 1 waits from the start until the message is in.
     let programs = vec![
-        vec![Op::Compute { ps: 5 * US }, send(1, 1000), Op::Compute { ps: 3 * US }],
+        vec![
+            Op::Compute { ps: 5 * US },
+            send(1, 1000),
+            Op::Compute { ps: 3 * US },
+        ],
         vec![recv(0, 1000)],
     ];
     let r = run(&c, programs, vec![Box::new(Recorder(seen.clone()))]);
     let got = seen.lock().unwrap().clone();
-    let rank0: Vec<(Activity, Ps)> = got.iter().filter(|e| e.0 == 0).map(|e| (e.1, e.2)).collect();
+    let rank0: Vec<(Activity, Ps)> = got
+        .iter()
+        .filter(|e| e.0 == 0)
+        .map(|e| (e.1, e.2))
+        .collect();
     assert_eq!(
         rank0,
         [
@@ -179,7 +191,11 @@ fn ranks_signal_compute_mpi_wait_and_done_at_the_times_they_happen() {
             (Activity::Done, 9 * US),
         ]
     );
-    let rank1: Vec<(Activity, Ps)> = got.iter().filter(|e| e.0 == 1).map(|e| (e.1, e.2)).collect();
+    let rank1: Vec<(Activity, Ps)> = got
+        .iter()
+        .filter(|e| e.0 == 1)
+        .map(|e| (e.1, e.2))
+        .collect();
     let end = makespan_ps(&r);
     assert_eq!(rank1, [(Activity::Wait, 0), (Activity::Done, end)]);
 }

@@ -313,6 +313,8 @@ impl<D: DataModel> Engine<'_, D> {
             self.ranks[me].blocked_in = format!("{op:?}");
             match op {
                 Op::Compute { ps } => self.traffic.compute_ps += ps as u128,
+                // Zero-time execution: a sleep changes no matching.
+                Op::WaitUntil { .. } => {}
                 Op::Send {
                     comm,
                     dst,

@@ -97,6 +97,12 @@ pub enum Op {
     Compute {
         ps: Ps,
     },
+    /// A timer sleep until `ps` after the job's start: the rank neither computes nor waits in
+    /// MPI meanwhile, and continues at once if that time has passed. Lets a generator send at
+    /// absolute times, so the send overheads do not stretch its period.
+    WaitUntil {
+        ps: Ps,
+    },
     /// Blocking send.
     Send {
         comm: CommId,

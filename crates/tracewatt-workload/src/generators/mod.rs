@@ -1,6 +1,7 @@
 //! Built-in workloads: the ping-pong of the EEE paper, synthetic traffic, the TraceR/TraceRP
-//! communication benchmarks and NPB-like skeletons. Each is selected by `kind` in a run's
-//! configuration ([`WorkloadSpec`]) and built for a rank count and seed by [`build`].
+//! communication benchmarks, collective loops, paced and shaped frame streams and NPB-like
+//! skeletons. Each is selected by `kind` in a run's configuration ([`WorkloadSpec`]) and built
+//! for a rank count and seed by [`build`].
 //!
 //! Programs are streamed: a generator produces one iteration's operations at a time, so an
 //! 8,192-rank job with thousands of iterations never sits in memory. Anything random is drawn
@@ -8,13 +9,14 @@
 //! operations.
 
 mod npb;
+mod stream;
 mod synthetic;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::op::{CollAlgo, Op, Program, Rank};
+use crate::op::{CollAlgo, CollKind, Op, Program, Rank};
 
 pub use npb::NpbClass;
 
@@ -45,14 +47,14 @@ pub(crate) fn invalid(field: &'static str, expected: impl Into<String>) -> Workl
 }
 
 /// A built-in workload, as written in a run's configuration (`[job.workload]`, selected by
-/// `kind`). Every field has a default; unknown fields are errors. Times are in microseconds
-/// (`*_us`), sizes in bytes.
+/// `kind`). Every field but the streams' `rate_mbps` has a default; unknown fields are errors.
+/// Times are in microseconds (`*_us`) unless their name says otherwise, sizes in bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
-    /// Rank 0 sends `bytes` to rank 1, which replies; rank 0 starts a round every `interval_us`
-    /// (the EEE paper's ping at fixed intervals). Rank 0 posts the reply's receive and the ping,
-    /// then computes for `interval_us` and waits, so rounds start exactly `interval_us` apart as
+    /// Rank 0 sends `bytes` to rank 1, which replies (the EEE paper's ping at fixed intervals).
+    /// Rank 0 posts the reply's receive and the ping, then computes for `interval_us` and waits,
+    /// so rounds start every `interval_us` plus the send overhead (`mpi.send_overhead_ns`) as
     /// long as the round trip is shorter. Ranks other than 0 and 1 (if any) do nothing.
     Pingpong {
         /// Message size each way (default 64, the paper's ICMP packet).
@@ -65,8 +67,8 @@ pub enum WorkloadSpec {
         #[serde(default = "d_1000f")]
         interval_us: f64,
     },
-    /// Every rank sends `messages` messages of `bytes` to uniformly random other ranks, one every
-    /// `interval_us`, with `isend`; receives with `ANY_SOURCE`; finishes with a waitall.
+    /// Every rank sends `messages` messages of `bytes` to uniformly random other ranks with
+    /// `isend`, at times set by `arrival`; receives with `ANY_SOURCE`; finishes with a waitall.
     UniformRandom {
         /// Messages sent per rank (default 20).
         #[serde(default = "d_20")]
@@ -74,9 +76,12 @@ pub enum WorkloadSpec {
         /// Message size (default 2048).
         #[serde(default = "d_2048")]
         bytes: u64,
-        /// Time between a rank's sends (default 1.0 us).
+        /// Time between a rank's sends (default 1.0 us); the mean gap with Poisson arrivals.
         #[serde(default = "d_1f")]
         interval_us: f64,
+        /// How send times follow from `interval_us` (default [`Arrival::Fixed`]).
+        #[serde(default)]
+        arrival: Arrival,
     },
     /// 3-D halo exchange (TraceR's near-neighbour benchmark, the communication of an
     /// unstructured-mesh code): per iteration every rank exchanges `bytes` with its 6 neighbours
@@ -155,6 +160,96 @@ pub enum WorkloadSpec {
         /// Collective algorithm (default auto).
         #[serde(default = "d_auto")]
         algo: CollAlgo,
+    },
+    /// MPI_Allreduce of `bytes` on world per iteration, with `compute_us` between (SST Ember's
+    /// Allreduce motif; its defaults: one iteration, one double, no compute).
+    Allreduce {
+        /// Default 1.
+        #[serde(default = "d_1")]
+        iterations: u32,
+        /// The buffer (default 8, one double).
+        #[serde(default = "d_8")]
+        bytes: u64,
+        /// Default 0 us.
+        #[serde(default)]
+        compute_us: f64,
+        /// Collective algorithm (default auto).
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+    },
+    /// MPI_Bcast of `bytes` from `root` per iteration (SST Ember's Bcast motif).
+    Bcast {
+        #[serde(default = "d_1")]
+        iterations: u32,
+        #[serde(default = "d_8")]
+        bytes: u64,
+        #[serde(default)]
+        compute_us: f64,
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+        /// Root rank (default 0).
+        #[serde(default)]
+        root: Rank,
+    },
+    /// MPI_Allgather of a block of `bytes` per rank per iteration (SST Ember's Allgather motif).
+    Allgather {
+        #[serde(default = "d_1")]
+        iterations: u32,
+        #[serde(default = "d_8")]
+        bytes: u64,
+        #[serde(default)]
+        compute_us: f64,
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+    },
+    /// MPI_Reduce of `bytes` to `root` per iteration (SST Ember's Reduce motif).
+    Reduce {
+        #[serde(default = "d_1")]
+        iterations: u32,
+        #[serde(default = "d_8")]
+        bytes: u64,
+        #[serde(default)]
+        compute_us: f64,
+        #[serde(default = "d_auto")]
+        algo: CollAlgo,
+        #[serde(default)]
+        root: Rank,
+    },
+    /// Frames from rank 0 to rank 1, evenly paced at `rate_mbps` (research.md section 3:
+    /// PSPacer, GtrcNET-1 "ifg"). Rank 1 acknowledges like TCP (`stream.rs` has the details).
+    /// Needs at least 2 ranks; other ranks do nothing.
+    PacedStream {
+        /// Average rate, Mb/s (required).
+        rate_mbps: f64,
+        /// Frames are sent while their send time is below this (default 0.1 s).
+        #[serde(default = "d_0_1f")]
+        duration_s: f64,
+        /// Default 1500 (an Ethernet MTU).
+        #[serde(default = "d_1500")]
+        frame_bytes: u64,
+        /// Data frames per ACK (default 2, TCP's delayed ACK; 0: no ACKs).
+        #[serde(default = "d_2")]
+        ack_every: u32,
+        /// Default 64 (a minimum Ethernet frame).
+        #[serde(default = "d_64")]
+        ack_bytes: u64,
+    },
+    /// Frames from rank 0 to rank 1 in token-bucket bursts: every `bucket_period_us` the frames
+    /// earned by the end of that period leave at once (research.md section 3: Linux HTB,
+    /// GtrcNET-1 "shape").
+    ShapedStream {
+        rate_mbps: f64,
+        #[serde(default = "d_0_1f")]
+        duration_s: f64,
+        #[serde(default = "d_1500")]
+        frame_bytes: u64,
+        #[serde(default = "d_2")]
+        ack_every: u32,
+        #[serde(default = "d_64")]
+        ack_bytes: u64,
+        /// Default 8000 us (the paper's 8 ms bursts).
+        #[serde(default = "d_8000f")]
+        bucket_period_us: f64,
     },
     /// NPB FT skeleton (see [`NpbClass`] for the parameters of all NPB kinds).
     Ft {
@@ -239,8 +334,25 @@ pub enum WorkloadSpec {
     },
 }
 
+/// When `uniform_random`'s ranks send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// After each send a rank computes for `interval_us`: its period is `interval_us` plus the
+    /// send overhead, and all ranks run in lockstep.
+    #[default]
+    Fixed,
+    /// A Poisson process per rank: exponential gaps of mean `interval_us`, each rank with its
+    /// own random stream, sends at absolute times (the send overhead does not add to the gap),
+    /// like CODES' and SST's synthetic traffic.
+    Poisson,
+}
+
 fn d_1() -> u32 {
     1
+}
+fn d_2() -> u32 {
+    2
 }
 fn d_10() -> u32 {
     10
@@ -251,11 +363,17 @@ fn d_20() -> u32 {
 fn d_100() -> u32 {
     100
 }
+fn d_8() -> u64 {
+    8
+}
 fn d_64() -> u64 {
     64
 }
 fn d_1024() -> u64 {
     1024
+}
+fn d_1500() -> u64 {
+    1500
 }
 fn d_2048() -> u64 {
     2048
@@ -272,6 +390,9 @@ fn d_16384() -> u64 {
 fn d_65536() -> u64 {
     65536
 }
+fn d_0_1f() -> f64 {
+    0.1
+}
 fn d_1f() -> f64 {
     1.0
 }
@@ -280,6 +401,9 @@ fn d_10f() -> f64 {
 }
 fn d_1000f() -> f64 {
     1000.0
+}
+fn d_8000f() -> f64 {
+    8000.0
 }
 fn d_auto() -> CollAlgo {
     CollAlgo::Auto
@@ -296,6 +420,12 @@ impl WorkloadSpec {
             WorkloadSpec::Qbox { .. } => "qbox",
             WorkloadSpec::Stencil4d { .. } => "stencil4d",
             WorkloadSpec::A2a { .. } => "a2a",
+            WorkloadSpec::Allreduce { .. } => "allreduce",
+            WorkloadSpec::Bcast { .. } => "bcast",
+            WorkloadSpec::Allgather { .. } => "allgather",
+            WorkloadSpec::Reduce { .. } => "reduce",
+            WorkloadSpec::PacedStream { .. } => "paced_stream",
+            WorkloadSpec::ShapedStream { .. } => "shaped_stream",
             WorkloadSpec::Ft { .. } => "ft",
             WorkloadSpec::Cg { .. } => "cg",
             WorkloadSpec::Mg { .. } => "mg",
@@ -328,7 +458,8 @@ pub fn build(
             messages,
             bytes,
             interval_us,
-        } => synthetic::uniform_random(ranks, seed, messages, bytes, interval_us),
+            arrival,
+        } => synthetic::uniform_random(ranks, seed, messages, bytes, interval_us, arrival),
         W::NearNeighbor {
             iterations,
             bytes,
@@ -361,7 +492,108 @@ pub fn build(
             bytes,
             compute_us,
             algo,
-        } => synthetic::a2a(ranks, iterations, bytes, compute_us, algo),
+        } => synthetic::collective_loop(
+            CollKind::Alltoall,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            0,
+        ),
+        W::Allreduce {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+        } => synthetic::collective_loop(
+            CollKind::Allreduce,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            0,
+        ),
+        W::Bcast {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        } => synthetic::collective_loop(
+            CollKind::Bcast,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        ),
+        W::Allgather {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+        } => synthetic::collective_loop(
+            CollKind::Allgather,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            0,
+        ),
+        W::Reduce {
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        } => synthetic::collective_loop(
+            CollKind::Reduce,
+            ranks,
+            iterations,
+            bytes,
+            compute_us,
+            algo,
+            root,
+        ),
+        W::PacedStream {
+            rate_mbps,
+            duration_s,
+            frame_bytes,
+            ack_every,
+            ack_bytes,
+        } => stream::build(
+            ranks,
+            stream::Params {
+                rate_mbps,
+                duration_s,
+                frame_bytes,
+                ack_every,
+                ack_bytes,
+            },
+            None,
+        ),
+        W::ShapedStream {
+            rate_mbps,
+            duration_s,
+            frame_bytes,
+            ack_every,
+            ack_bytes,
+            bucket_period_us,
+        } => stream::build(
+            ranks,
+            stream::Params {
+                rate_mbps,
+                duration_s,
+                frame_bytes,
+                ack_every,
+                ack_bytes,
+            },
+            Some(bucket_period_us),
+        ),
         W::Ft {
             class,
             iterations,

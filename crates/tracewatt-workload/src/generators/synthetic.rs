@@ -1,17 +1,19 @@
-//! Ping-pong, uniform random traffic and the TraceR/TraceRP benchmarks.
+//! Ping-pong, uniform random traffic, the TraceR/TraceRP benchmarks and collective loops.
 
 use std::sync::Arc;
 
 use tracewatt_core::Rng;
 
 use super::{
-    at_least_one, dims_create, generated, invalid, stepped, us_field, Workload, WorkloadError,
+    at_least_one, dims_create, generated, invalid, stepped, us_field, Arrival, Workload,
+    WorkloadError,
 };
 use crate::op::{CollAlgo, CollKind, Op, Rank, SrcSel, TagSel, WORLD};
 
 /// Rng stream labels, so generators never shift each other's draws.
 const LABEL_UNIFORM: u64 = 0x756e_6966;
 const LABEL_PERMUTATION: u64 = 0x7065_726d;
+const LABEL_POISSON: u64 = 0x706f_6973;
 
 fn compute(ps: u64) -> Option<Op> {
     (ps > 0).then_some(Op::Compute { ps })
@@ -88,12 +90,26 @@ fn uniform_dests(seed: u64, r: Rank, ranks: u32, messages: u32) -> impl Iterator
     })
 }
 
+/// Send times of rank `r` for Poisson arrivals, from the job's start: running sums of
+/// exponential gaps of mean `mean_ps`, each rounded to a picosecond (the sums are then exact).
+fn poisson_times(seed: u64, r: Rank, mean_ps: u64) -> impl Iterator<Item = u64> {
+    let mut rng = Rng::fork(seed, LABEL_POISSON ^ ((r as u64) << 20));
+    let mut t = 0u64;
+    std::iter::repeat_with(move || {
+        // 1 - U lies in (0, 1], so the logarithm is finite.
+        let gap = -(1.0 - rng.unit_f64()).ln() * mean_ps as f64;
+        t += gap.round() as u64;
+        t
+    })
+}
+
 pub(super) fn uniform_random(
     ranks: u32,
     seed: u64,
     messages: u32,
     bytes: u64,
     interval_us: f64,
+    arrival: Arrival,
 ) -> Result<Box<dyn Workload>, WorkloadError> {
     if ranks < 2 {
         return Err(invalid(
@@ -120,18 +136,21 @@ pub(super) fn uniform_random(
             bytes,
             req: i,
         });
+        let mut times = (arrival == Arrival::Poisson).then(|| poisson_times(seed, rank, interval));
         let sends = uniform_dests(seed, rank, ranks, messages)
             .enumerate()
             .flat_map(move |(i, dst)| {
-                let mut v = vec![Op::Isend {
+                let send = Op::Isend {
                     comm: WORLD,
                     dst,
                     tag: 0,
                     bytes,
                     req: recvs + i as u32,
-                }];
-                v.extend(compute(interval));
-                v
+                };
+                match times.as_mut().and_then(Iterator::next) {
+                    Some(ps) => vec![Op::WaitUntil { ps }, send],
+                    None => std::iter::once(send).chain(compute(interval)).collect(),
+                }
             });
         let wait = std::iter::once_with(move || Op::Waitall {
             reqs: (0..recvs + messages).collect(),
@@ -392,29 +411,48 @@ pub(super) fn qbox(
     })
 }
 
-pub(super) fn a2a(
+/// `iterations` x (one collective of `kind` on world, then `compute_us`): `a2a` and the
+/// collective micro-workloads. `root` matters only to rooted collectives.
+pub(super) fn collective_loop(
+    kind: CollKind,
     ranks: u32,
     iterations: u32,
     bytes: u64,
     compute_us: f64,
     algo: CollAlgo,
+    root: Rank,
 ) -> Result<Box<dyn Workload>, WorkloadError> {
     at_least_one("iterations", iterations)?;
     let c = us_field("compute_us", compute_us)?;
-    if algo != CollAlgo::Auto
-        && !crate::collectives::valid_algorithms(CollKind::Alltoall).contains(&algo)
-    {
+    let valid = crate::collectives::valid_algorithms(kind);
+    if algo != CollAlgo::Auto && !valid.contains(&algo) {
+        let names: Vec<&str> = valid.iter().map(|a| a.name()).collect();
         return Err(invalid(
             "algo",
-            format!("`{}` is not an alltoall algorithm", algo.name()),
+            format!(
+                "`{}` does not apply to {}; expected auto, {}",
+                algo.name(),
+                kind.name(),
+                names.join(", ")
+            ),
         ));
     }
-    generated("a2a", ranks, Vec::new(), move |_| {
+    if root >= ranks {
+        return Err(invalid(
+            "root",
+            format!("must be a rank of the job (< {ranks}), got {root}"),
+        ));
+    }
+    let name = match kind {
+        CollKind::Alltoall => "a2a",
+        k => k.name(),
+    };
+    generated(name, ranks, Vec::new(), move |_| {
         stepped(iterations as u64, move |_| {
             let mut v = vec![Op::Collective {
                 comm: WORLD,
-                kind: CollKind::Alltoall,
-                root: 0,
+                kind,
+                root,
                 bytes,
                 algo,
             }];
