@@ -1,8 +1,10 @@
 //! NICs with interrupt coalescing (research.md section 3, Tanaka et al.): per node, frames
 //! received wait for an interrupt, which fires when no frame has arrived for `rx_usecs` (the timer
-//! restarts at each frame) or when `rx_max_frames` frames are pending. Transmit completions wait
-//! at most `tx_usecs` (the timer does not restart). One interrupt services everything pending,
-//! received and transmitted alike, as one NAPI poll of a single-vector NIC does.
+//! restarts at each frame) or when `rx_max_frames` frames are pending. The NIC has one coalescing
+//! timer: a transmit completion starts it at `tx_usecs` when no received frame is pending, and a
+//! frame received meanwhile restarts it at `rx_usecs`, so completions ride on receive interrupts
+//! while frames keep coming. One interrupt services everything pending, received and transmitted
+//! alike, as one NAPI poll of a single-vector NIC does.
 //!
 //! A message reaches MPI only at the interrupt that services its last frame, so coalescing
 //! delays receives. Power above the node's idle power is the paper's regression,
@@ -71,12 +73,15 @@ struct Node {
 }
 
 impl Node {
+    /// The one coalescing timer: every received frame restarts it at `rx_usecs`; a transmit
+    /// completion starts it at `tx_usecs` only while no received frame is pending.
     fn deadline(&self, p: &NicParams) -> Option<Ps> {
-        let rx = (self.rx_n > 0).then(|| self.rx_last + p.rx_usecs_ps);
-        let tx = (self.tx_n > 0).then(|| self.tx_first + p.tx_usecs_ps);
-        match (rx, tx) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        if self.rx_n > 0 {
+            Some(self.rx_last + p.rx_usecs_ps)
+        } else if self.tx_n > 0 {
+            Some(self.tx_first + p.tx_usecs_ps)
+        } else {
+            None
         }
     }
 

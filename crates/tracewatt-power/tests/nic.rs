@@ -112,8 +112,8 @@ fn a_burst_is_serviced_six_frames_at_a_time() {
 
 #[test]
 fn a_transmit_completion_rides_on_a_receive_interrupt_or_fires_its_own() {
-    // The completion at 90 us would wait until 125; the frame arriving at 100 fires at 118
-    // and services both: one interrupt.
+    // The completion at 90 us would fire at 125; the frame arriving at 100 restarts the timer,
+    // which fires at 118 and services both: one interrupt.
     let mut n = nic();
     n.link_ready(1, 80 * US);
     n.on_transmit(1, 80 * US, 90 * US, 64);

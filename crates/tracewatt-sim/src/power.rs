@@ -141,7 +141,7 @@ pub struct NicPowerSpec {
     /// Frames pending that fire an interrupt at once (the paper: 6).
     #[serde(default)]
     pub rx_max_frames: Option<u32>,
-    /// Longest a transmit completion waits for an interrupt.
+    /// Coalescing timer a transmit completion starts when no received frame is pending.
     #[serde(default)]
     pub tx_usecs: Option<f64>,
     /// Power per Mb/s moved (received + sent), W (the paper's regression: 1.25e-2).
@@ -156,10 +156,11 @@ pub struct NicPowerSpec {
 /// interrupt; node power increase = 1.25e-2 W per Mb/s + 1.56e-4 W per interrupt per second.
 const NIC_RX_USECS: f64 = 18.0;
 const NIC_RX_MAX_FRAMES: u32 = 6;
-/// An assumption fitted to the paper's Table 1: paced streams keep ~1 frame per interrupt down to
-/// 400 Mb/s (30 us between frames) and fall to 0.67 (each delayed ACK's completion in its own
-/// interrupt) at 300 Mb/s (40 us), so a completion waits between 30 and 40 us.
-const NIC_TX_USECS: f64 = 35.0;
+/// An assumption fitted to the paper's Table 1 and its 26 us measurement (docs/config.md): a
+/// delayed ACK's completion rides on the next frame's interrupt at 400 Mb/s paced (the frame comes
+/// 11.5 us after it) and takes its own at 300 Mb/s (21.5 us after), and with rx-usecs 26 at
+/// 600 Mb/s the next frame comes 19.5 us after it and carries it.
+const NIC_TX_USECS: f64 = 20.0;
 const NIC_W_PER_MBPS: f64 = 1.25e-2;
 const NIC_W_PER_INTERRUPT_PER_S: f64 = 1.56e-4;
 
