@@ -58,8 +58,9 @@ pub trait LinkObserver {
     fn earliest_start(&mut self, _ch: ChannelId, now: Ps) -> Ps {
         now
     }
-    /// `ch` transmits `bytes` from `start` to `end`. Successive calls for one channel never overlap.
-    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32);
+    /// `ch` transmits `bytes` of a packet sent by node `src` from `start` to `end`. Successive
+    /// calls for one channel never overlap.
+    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId);
 }
 
 /// Fabric-wide counters.
@@ -686,7 +687,7 @@ impl Fabric {
         } else {
             (start + ser).max(p.tail_ps)
         };
-        obs.on_transmit(ch, start, end, p.bytes);
+        obs.on_transmit(ch, start, end, p.bytes, p.src);
         self.packet_hops += 1;
         let vc = if from_node { 0 } else { p.route.vc };
         let lat = o.latency_ps;

@@ -6,7 +6,7 @@ use crate::model::{Account, Activity, PowerModel};
 use crate::timeline::Timeline;
 use tracewatt_core::Ps;
 use tracewatt_net::fabric::LinkObserver;
-use tracewatt_net::ChannelId;
+use tracewatt_net::{ChannelId, NodeId};
 
 /// Every power model of a run. The link state machines sit in the packet path (every hop asks
 /// them when it may start), so they are held by value and called without indirection; every
@@ -141,7 +141,7 @@ impl LinkObserver for Power {
     }
 
     #[inline]
-    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32) {
+    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, _src: NodeId) {
         if let Some(l) = &mut self.link_power {
             l.on_transmit(ch, start, end, bytes);
         }

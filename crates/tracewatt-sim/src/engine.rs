@@ -359,9 +359,16 @@ impl LinkObserver for Observers {
         self.power.earliest_start(ch, now)
     }
     #[inline]
-    fn on_transmit(&mut self, ch: tracewatt_net::ChannelId, start: Ps, end: Ps, bytes: u32) {
-        self.stats.on_transmit(ch, start, end, bytes);
-        self.power.on_transmit(ch, start, end, bytes);
+    fn on_transmit(
+        &mut self,
+        ch: tracewatt_net::ChannelId,
+        start: Ps,
+        end: Ps,
+        bytes: u32,
+        src: NodeId,
+    ) {
+        self.stats.on_transmit(ch, start, end, bytes, src);
+        self.power.on_transmit(ch, start, end, bytes, src);
     }
 }
 

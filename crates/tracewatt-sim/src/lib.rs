@@ -269,15 +269,27 @@ pub fn simulate_observed(
     };
     let channels = topo.channels.len();
     let power = power::models(&config.power, &topo, extra_models, source)?;
+    // Each node's job (nodes belong to one job at most), for attributing energy to jobs.
+    let mut node_job = vec![results::NO_JOB; topo.num_nodes as usize];
+    for (j, nodes) in placement.job_nodes.iter().enumerate() {
+        for n in nodes {
+            node_job[*n as usize] = j as u32;
+        }
+    }
     let fabric = Fabric::new(topo, router, params);
-    let links = engine::Observers {
-        stats: stats::LinkStats::new(
-            channels,
-            stats::thresholds_ps(&config.output.idle_thresholds_us),
-            config.output.idle_bins_per_decade,
-        ),
-        power,
-    };
+    let mut stats = stats::LinkStats::new(
+        channels,
+        stats::thresholds_ps(&config.output.idle_thresholds_us),
+        config.output.idle_bins_per_decade,
+    );
+    if config.jobs.len() > 1 {
+        // Only senders' nodes are looked up, and every sender belongs to a job.
+        let senders = node_job
+            .iter()
+            .map(|j| if *j == results::NO_JOB { 0 } else { *j });
+        stats.count_jobs(senders.collect(), config.jobs.len());
+    }
+    let links = engine::Observers { stats, power };
     let engine = Engine::new(
         config,
         fabric,
@@ -295,6 +307,7 @@ pub fn simulate_observed(
         &facts,
         &out,
         &obs.stats,
+        &node_job,
         account,
         fabric.stats(),
         machine,

@@ -6,7 +6,7 @@ use crate::stats::LinkStats;
 use serde_json::json;
 use tracewatt_core::time::{to_seconds, PS_PER_S};
 use tracewatt_net::fabric::FabricStats;
-use tracewatt_net::Topology;
+use tracewatt_net::{Device, Topology};
 use tracewatt_power::{Account, EnergyRow, Scalar};
 
 pub use tracewatt_core::{Column, Table};
@@ -46,6 +46,7 @@ pub(crate) fn build(
     jobs: &[JobFacts],
     out: &RunOutput,
     links: &LinkStats,
+    node_job: &[u32],
     mut power: Account,
     fabric: FabricStats,
     machine: serde_json::Value,
@@ -93,7 +94,15 @@ pub(crate) fn build(
             0.0
         }
     };
-    let energy_table = energy_table(&power.rows, out.makespan_ps);
+    let shares = JobShares::new(
+        &power.rows,
+        topo,
+        node_job,
+        links,
+        out.makespan_ps,
+        jobs.len(),
+    );
+    let energy_table = energy_table(&power.rows, &shares, jobs, out.makespan_ps);
     let switches_table = switches_table(&power.rows, topo.num_switches, &avg);
     // Energy by summary group, in the order the models report them.
     let mut groups: Vec<(&str, f64)> = Vec::new();
@@ -241,6 +250,7 @@ pub(crate) fn build(
                 "start_s": secs(j.start_ps),
                 "completion_s": secs(completion[i]),
                 "runtime_s": secs(completion[i] - j.start_ps),
+                "energy_j": shares.job_j[i],
             })
         })
         .collect();
@@ -298,6 +308,7 @@ pub(crate) fn build(
         "seed": config.seed,
         "makespan_s": makespan_s,
         "energy_j": energy_j,
+        "energy_unattributed_j": shares.unattributed_j,
         "avg_power_w": avg_power_w,
         "machine": machine,
         "jobs": jobs_json,
@@ -336,9 +347,98 @@ pub(crate) fn build(
     Results { summary, tables }
 }
 
-/// `energy`: one row per component instance, with the time it spent in each state of any
-/// model (NaN where its kind has no such state).
-fn energy_table(rows: &[EnergyRow], end_ps: u64) -> Table {
+/// No job: a node no job runs on.
+pub(crate) const NO_JOB: u32 = u32::MAX;
+
+/// Energy by job. A component of a job's node (its NIC, the link ports at both ends of its
+/// link) is the job's. A shared one (a switch backplane, an inter-switch link port) is split by
+/// the bytes each job sent through it, for the share of its energy that matches its ports' busy
+/// time; the idle rest is nobody's (`unattributed_j`).
+struct JobShares {
+    /// Each row's owning job, or `NO_JOB` if shared.
+    owner: Vec<u32>,
+    job_j: Vec<f64>,
+    unattributed_j: f64,
+}
+
+impl JobShares {
+    fn new(
+        rows: &[EnergyRow],
+        topo: &Topology,
+        node_job: &[u32],
+        links: &LinkStats,
+        end_ps: u64,
+        jobs: usize,
+    ) -> Self {
+        let job_of_node = |n: u32| node_job.get(n as usize).copied().unwrap_or(NO_JOB);
+        // Bytes job `j` sent over channel `ch`.
+        let job_bytes = |ch: usize, j: usize| {
+            if links.job_bytes.is_empty() {
+                if j == 0 {
+                    links.bytes[ch]
+                } else {
+                    0
+                }
+            } else {
+                links.job_bytes[ch * jobs + j]
+            }
+        };
+        let mut driven: Vec<Vec<usize>> = vec![Vec::new(); topo.num_switches as usize];
+        for (c, ch) in topo.channels.iter().enumerate() {
+            if let Device::Switch(s) = ch.src {
+                driven[s as usize].push(c);
+            }
+        }
+        let mut owner = Vec::with_capacity(rows.len());
+        let mut job_j = vec![0.0; jobs];
+        let mut unattributed_j = 0.0;
+        for r in rows {
+            let link = (r.component == "link_port").then(|| &topo.channels[r.id as usize]);
+            let own = match (r.node, link.map(|c| c.dst)) {
+                (Some(n), _) | (_, Some(Device::Node(n))) => job_of_node(n),
+                _ => NO_JOB,
+            };
+            owner.push(own);
+            if own != NO_JOB {
+                job_j[own as usize] += r.energy_j;
+                continue;
+            }
+            let one = [r.id as usize];
+            let chans: &[usize] = match (link, r.switch) {
+                (Some(_), _) => &one,
+                (None, Some(s)) => &driven[s as usize],
+                (None, None) => &[],
+            };
+            let bytes: Vec<u64> = (0..jobs)
+                .map(|j| chans.iter().map(|c| job_bytes(*c, j)).sum())
+                .collect();
+            let total: u64 = bytes.iter().sum();
+            let busy: u64 = chans.iter().map(|c| links.busy_ps[*c]).sum();
+            let span = (chans.len() as u64 * end_ps) as f64;
+            let busy_share = if total > 0 && span > 0.0 {
+                (busy as f64 / span).min(1.0)
+            } else {
+                0.0
+            };
+            let shared_j = r.energy_j * busy_share;
+            for (j, b) in bytes.iter().enumerate() {
+                if total > 0 {
+                    job_j[j] += shared_j * *b as f64 / total as f64;
+                }
+            }
+            unattributed_j += r.energy_j - shared_j;
+        }
+        Self {
+            owner,
+            job_j,
+            unattributed_j,
+        }
+    }
+}
+
+/// `energy`: one row per component instance, the job owning it (empty if shared), and the time
+/// it spent in each state of any model (NaN where its kind has no such state).
+fn energy_table(rows: &[EnergyRow], shares: &JobShares, jobs: &[JobFacts], end_ps: u64) -> Table {
     let mut states: Vec<&'static str> = Vec::new();
     for r in rows {
         for (s, _) in &r.states {
@@ -354,6 +454,19 @@ fn energy_table(rows: &[EnergyRow], end_ps: u64) -> Table {
             Column::Str(rows.iter().map(|r| r.component.to_string()).collect()),
         ),
         ("id", Column::U64(rows.iter().map(|r| r.id).collect())),
+        (
+            "job",
+            Column::Str(
+                shares
+                    .owner
+                    .iter()
+                    .map(|j| {
+                        jobs.get(*j as usize)
+                            .map_or(String::new(), |f| f.name.clone())
+                    })
+                    .collect(),
+            ),
+        ),
         (
             "node",
             Column::OptU64(rows.iter().map(|r| r.node.map(u64::from)).collect()),

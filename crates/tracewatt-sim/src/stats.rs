@@ -3,7 +3,7 @@
 
 use tracewatt_core::{time::PS_PER_US, Ps};
 use tracewatt_net::fabric::LinkObserver;
-use tracewatt_net::ChannelId;
+use tracewatt_net::{ChannelId, NodeId};
 
 /// Per link direction: traffic, busy time and idle intervals. An idle interval is a maximal gap
 /// in [0, end of run] during which the link direction transmits nothing; the one before the first
@@ -35,6 +35,11 @@ pub struct LinkStats {
     /// `thresholds_ps[k]`, exact.
     pub over: Vec<(u64, Ps)>,
     pub bins_per_decade: u32,
+    /// With several jobs: the job of each node, and `[ch * jobs + job]` the bytes each job sent
+    /// over each channel (empty with one job: its bytes are `bytes`).
+    node_job: Vec<u32>,
+    jobs: usize,
+    pub job_bytes: Vec<u64>,
     chans: Vec<Chan>,
     cells: CellTable,
     /// Idle gaps not yet counted into `cells`, as (channel, fine bin, gap). Counting them a batch
@@ -231,6 +236,9 @@ impl LinkStats {
             hist: Vec::new(),
             over: Vec::new(),
             bins_per_decade,
+            node_job: Vec::new(),
+            jobs: 1,
+            job_bytes: Vec::new(),
             chans: vec![Chan::default(); channels],
             // Every channel gets at least its trailing interval; most a few more.
             cells: CellTable::with_capacity(4 * channels),
@@ -240,6 +248,14 @@ impl LinkStats {
             log_bin,
             exceeds,
         }
+    }
+
+    /// Counts each job's bytes per channel: `node_job[n]` is node `n`'s job, of `jobs`. Only
+    /// worth it with several jobs (with one, its bytes are `bytes`).
+    pub fn count_jobs(&mut self, node_job: Vec<u32>, jobs: usize) {
+        self.job_bytes = vec![0; self.chans.len() * jobs];
+        self.node_job = node_job;
+        self.jobs = jobs;
     }
 
     pub fn bins(&self) -> usize {
@@ -334,8 +350,12 @@ impl LinkStats {
 
 impl LinkObserver for LinkStats {
     #[inline]
-    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32) {
+    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId) {
         let ci = ch as usize;
+        if !self.node_job.is_empty() {
+            let j = self.node_job[src as usize] as usize;
+            self.job_bytes[ci * self.jobs + j] += bytes as u64;
+        }
         let c = &mut self.chans[ci];
         let gap = start - c.last_end;
         c.last_end = end;
@@ -436,9 +456,9 @@ mod tests {
     #[test]
     fn idle_intervals_include_leading_and_trailing_gaps() {
         let mut s = LinkStats::new(1, vec![50, 5, 50], 10);
-        s.on_transmit(0, 10, 20, 100);
-        s.on_transmit(0, 20, 30, 100); // back to back: no idle interval
-        s.on_transmit(0, 90, 100, 100);
+        s.on_transmit(0, 10, 20, 100, 0);
+        s.on_transmit(0, 20, 30, 100, 0); // back to back: no idle interval
+        s.on_transmit(0, 90, 100, 100, 0);
         s.finish(200);
         assert_eq!(s.idle_count[0], 3); // [0,10), [30,90), [100,200)
         assert_eq!(s.idle_ps[0], 10 + 60 + 100);
@@ -492,7 +512,7 @@ mod tests {
             let bits = rng.below(31) + 1;
             let gap = 1 + rng.below(1 << bits);
             let start = t[ch] + gap;
-            s.on_transmit(ch as ChannelId, start, start + 10, 1);
+            s.on_transmit(ch as ChannelId, start, start + 10, 1, 0);
             t[ch] = start + 10;
             for (k, thr) in [5_000, 1_000_000].into_iter().enumerate() {
                 if gap > thr {

@@ -199,3 +199,70 @@ fn ranks_signal_compute_mpi_wait_and_done_at_the_times_they_happen() {
     let end = makespan_ps(&r);
     assert_eq!(rank1, [(Activity::Wait, 0), (Activity::Done, end)]);
 }
+
+#[test]
+fn energy_is_split_by_job_owned_parts_whole_and_shared_parts_by_bytes() {
+    // Jobs a (nodes 0, 1) and b (nodes 2, 3) on one switch, links always on (3.44 W per port,
+    // 96 W backplane): a sends 1,000 bytes, b 3,000 (two packets of 1,500).
+    let text = r#"
+[machine]
+packet_bytes = 1500
+[machine.topology]
+kind = "single_switch"
+nodes = 4
+[machine.links]
+bandwidth_gbps = 1.0
+latency_ns = 0
+[mpi]
+send_overhead_ns = 0
+recv_overhead_ns = 0
+[power.links]
+policy = "always_on"
+[[jobs]]
+name = "a"
+ranks = 2
+allocation = "list"
+node_list = [0, 1]
+[jobs.workload]
+kind = "pingpong"
+[[jobs]]
+name = "b"
+ranks = 2
+allocation = "list"
+node_list = [2, 3]
+[jobs.workload]
+kind = "pingpong"
+"#;
+    let c = Config::parse(text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let one = |bytes| -> Box<dyn Workload> {
+        Box::new(Script(vec![vec![send(1, bytes)], vec![recv(0, bytes)]]))
+    };
+    let r = tracewatt_sim::simulate_with(&c, "t.toml", vec![one(1000), one(3000)], &mut |_| true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = r.summary["makespan_s"].as_f64().unwrap();
+    // Each job owns the four ports of its two node links. The backplane is shared: the share
+    // matching its four ports' busy time (8 + 24 us of 4 x t) is split 1:3 by bytes.
+    let owned = 4.0 * 3.44 * t;
+    let busy_share_j = 96.0 * t * (32e-6 / (4.0 * t));
+    let job_j = |i: usize| r.summary["jobs"][i]["energy_j"].as_f64().unwrap();
+    assert!(
+        (job_j(0) - (owned + 0.25 * busy_share_j)).abs() < 1e-12,
+        "{}",
+        job_j(0)
+    );
+    assert!(
+        (job_j(1) - (owned + 0.75 * busy_share_j)).abs() < 1e-12,
+        "{}",
+        job_j(1)
+    );
+    let unattributed = r.summary["energy_unattributed_j"].as_f64().unwrap();
+    assert!((unattributed - (96.0 * t - busy_share_j)).abs() < 1e-12);
+    let total = r.summary["energy_j"]["total"].as_f64().unwrap();
+    assert!((job_j(0) + job_j(1) + unattributed - total).abs() < 1e-12);
+    let tracewatt_sim::Column::Str(owner) = column(&r, "energy", "job") else {
+        panic!()
+    };
+    // 8 link ports (4 per job: both ends of two node links), and the backplane, shared.
+    assert_eq!(owner.iter().filter(|j| *j == "a").count(), 4);
+    assert_eq!(owner.iter().filter(|j| j.is_empty()).count(), 1);
+}
