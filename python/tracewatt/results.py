@@ -31,6 +31,7 @@ TABLES: tuple[str, ...] = (
     "timeline",
     "energy",
     "nics",
+    "cores",
 )
 
 _STRING_COLUMNS = frozenset({"src", "dst", "kind", "job", "port", "component"})
@@ -60,6 +61,7 @@ _INT_COLUMNS = frozenset(
         "rx_bytes",
         "tx_bytes",
         "messages",
+        "low_power_waits",
     }
 )
 
@@ -236,6 +238,13 @@ class Results:
         """Per node, with ``[power.nic] coalescing``: frames, interrupts, bytes, the delay
         coalescing added to deliveries and the NIC's energy above idle (docs/cli.md)."""
         return self._table("nics")
+
+    @property
+    def cores(self) -> pd.DataFrame:
+        """Per rank's core: ``job, rank, node``, the time computing, in MPI, spinning, blocked,
+        in mwait, entering or leaving low power and idle, its low-power waits, the delay its
+        wake-ups added and its energy (docs/cli.md)."""
+        return self._table("cores")
 
     @property
     def timeline(self) -> pd.DataFrame:

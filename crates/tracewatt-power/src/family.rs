@@ -18,6 +18,7 @@ pub struct Power {
     /// Indices of the other models that observe links, ranks, deliveries.
     links: Vec<usize>,
     ranks: Vec<usize>,
+    wakes: Vec<usize>,
     delivers: Option<usize>,
     timeline_bin_ps: Ps,
     max_bins: usize,
@@ -55,6 +56,7 @@ impl Power {
         };
         let links = with(|s| s.links);
         let ranks = with(|s| s.ranks);
+        let wakes = with(|s| s.wakes);
         let delivers = with(|s| s.deliveries);
         if delivers.len() > 1 {
             return Err(TwoDelayingModels);
@@ -63,6 +65,7 @@ impl Power {
             link_power,
             links,
             ranks,
+            wakes,
             delivers: delivers.first().copied(),
             timeline_bin_ps,
             max_bins,
@@ -82,6 +85,21 @@ impl Power {
         for &i in &self.ranks {
             self.models[i].on_rank(rank, node, activity, at);
         }
+    }
+
+    /// Whether a model may delay waiting ranks (then the engine asks `wake_at` as waits end).
+    #[inline]
+    pub fn delays_wakes(&self) -> bool {
+        !self.wakes.is_empty()
+    }
+
+    /// Rank `rank`'s wait is over at `now`: when does it go on?
+    pub fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
+        let mut t = now;
+        for &i in &self.wakes {
+            t = t.max(self.models[i].wake_at(rank, now));
+        }
+        t
     }
 
     /// The last frame of message `token` reached `node` at `now`: true if MPI may see it now,

@@ -5,8 +5,11 @@
 //! - [`link`]: the EEE / On-Off state machine of every link direction, and its ports' power;
 //! - [`switch`]: switch backplanes;
 //! - [`nic`]: NICs with interrupt coalescing (which delays receives);
+//! - [`core`]: cores by what their rank does, MPI wait policies (which delay wake-ups), and
+//!   each node's base power;
 //! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures.
 
+pub mod core;
 pub mod family;
 pub mod link;
 pub mod model;
@@ -15,6 +18,7 @@ pub mod phy;
 pub mod switch;
 pub mod timeline;
 
+pub use crate::core::{CoreOf, CoreParams, CorePower, NodeBase, WaitPolicy};
 pub use family::{Power, TwoDelayingModels};
 pub use link::{Control, LinkPower, LinkReport, LinkTiming, Policy, PortOwner, PortPower};
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};

@@ -19,8 +19,10 @@ pub struct Signals {
     pub links: bool,
     /// `on_rank`: ranks changing activity.
     pub ranks: bool,
-    /// `deliver` / `check`: the model may hold a message that reached a node's NIC.
+    /// `deliver` / `due` / `release`: the model may hold a message that reached a node's NIC.
     pub deliveries: bool,
+    /// `wake_at`: the model may delay a waiting rank's continuation.
+    pub wakes: bool,
 }
 
 /// What a rank is doing, as its core's power sees it.
@@ -32,8 +34,9 @@ pub enum Activity {
     Compute,
     /// Inside an MPI call doing work (the per-message send overhead).
     Mpi,
-    /// Inside an MPI call waiting for a message or a request to complete.
-    Wait,
+    /// Inside an MPI call waiting for a message or a request to complete; `sends_pending`: the
+    /// rank has sends not yet complete (a low-power wait would stall them).
+    Wait { sends_pending: bool },
     /// Finished (after finalize).
     Done,
 }
@@ -122,6 +125,11 @@ pub trait PowerModel: std::fmt::Debug + Send {
 
     /// Rank `rank` on `node` starts `activity` at `at`.
     fn on_rank(&mut self, _rank: u32, _node: u32, _activity: Activity, _at: Ps) {}
+
+    /// Rank `rank`'s wait is over at `now` (its messages are in): when does it go on (>= `now`)?
+    fn wake_at(&mut self, _rank: u32, now: Ps) -> Ps {
+        now
+    }
 
     /// The last frame of message `token` reached `node` at `now`. Returns true if MPI may see
     /// it now; false if the model holds it, to hand it back through `release`.

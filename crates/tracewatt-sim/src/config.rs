@@ -119,6 +119,9 @@ pub struct MpiSpec {
     /// `MPIR_CVAR_ALLTOALL_THROTTLE`; 0 posts them all at once.
     #[serde(default = "default_alltoall_throttle")]
     pub alltoall_throttle: u32,
+    /// How ranks wait (`[mpi.wait]`).
+    #[serde(default)]
+    pub wait: crate::power::WaitSpec,
 }
 
 impl Default for MpiSpec {
@@ -129,6 +132,7 @@ impl Default for MpiSpec {
             recv_overhead_ns: default_overhead_ns(),
             control_bytes: default_control_bytes(),
             alltoall_throttle: default_alltoall_throttle(),
+            wait: crate::power::WaitSpec::default(),
         }
     }
 }
@@ -350,15 +354,20 @@ impl Config {
         })?;
         config.validate(source)?;
         config.power.resolve(source)?;
+        config.mpi.wait.resolve(source)?;
         Ok(config)
     }
 
     /// The configuration with every default filled in, as JSON (written to `summary.json`).
     /// Optional fields left unset (meaning "inherit") are omitted, so the result parses back.
-    /// Every policy at its baseline, for `compare`: links always on. (The NIC's coalescing is
-    /// the machine's setting, not a low-power policy: it stays as configured.)
+    /// Every policy at its baseline, for `compare`: links always on, MPI waits spinning. (The
+    /// NIC's coalescing is the machine's setting, not a low-power policy: it stays as
+    /// configured.)
     pub fn set_baseline(&mut self) {
         self.power.set_always_on();
+        self.mpi.wait = crate::power::WaitSpec::default();
+        // Resolving a default cannot fail.
+        let _ = self.mpi.wait.resolve("");
     }
 
     pub fn resolved_json(&self) -> serde_json::Value {

@@ -62,6 +62,8 @@ enum RankState {
     /// In a timer sleep (`WaitUntil`): neither computing nor waiting in MPI.
     Sleeping,
     Blocked,
+    /// Its wait is over; its core is leaving a low-power wait (the power model's wake latency).
+    Waking,
     Done,
 }
 
@@ -113,6 +115,8 @@ struct RankRt {
     state: RankState,
     /// What the rank's core is doing, as power models see it.
     activity: Activity,
+    /// Sends not yet complete (a low-power wait would stall them).
+    open_sends: u32,
     /// Outstanding requests: program id -> request slot.
     reqs: ReqTable,
     matcher: Matcher<u32, u32>,
@@ -424,6 +428,7 @@ impl<'a> Engine<'a> {
                 coll: None,
                 state: RankState::NotStarted,
                 activity: Activity::Idle,
+                open_sends: 0,
                 reqs: ReqTable::default(),
                 matcher: Matcher::new(),
                 waiting: Vec::new(),
@@ -613,7 +618,8 @@ impl<'a> Engine<'a> {
             return;
         }
         let r = &mut self.ranks[rank as usize];
-        if r.activity != activity {
+        // Every wait is its own (its spin threshold starts afresh), even right after another.
+        if r.activity != activity || matches!(activity, Activity::Wait { .. }) {
             r.activity = activity;
             let node = r.node;
             self.links.power.on_rank(rank, node, activity, now);
@@ -895,6 +901,7 @@ impl<'a> Engine<'a> {
         self.reqs[req].msg = msg;
         let r = &mut self.ranks[rank as usize];
         r.sends += 1;
+        r.open_sends += 1;
         r.bytes_sent += bytes;
         let wake = self.costs.send_ps > 0;
         if wake {
@@ -963,6 +970,10 @@ impl<'a> Engine<'a> {
         let r = &mut self.reqs[req];
         r.done = true;
         r.done_ps = t;
+        if matches!(r.kind, ReqKind::Send) {
+            self.ranks[r.rank as usize].open_sends -= 1;
+        }
+        let r = &self.reqs[req];
         if !r.waited {
             return Ok(());
         }
@@ -985,8 +996,17 @@ impl<'a> Engine<'a> {
     /// The rank continues at `now`: it has started, finished computing or issuing a send, or
     /// its wait is over (accounted, and its requests freed).
     fn resume(&mut self, rank: u32, now: Ps) -> Result<(), SimError> {
+        if self.ranks[rank as usize].state == RankState::Blocked && self.links.power.delays_wakes()
+        {
+            let go_on = self.links.power.wake_at(rank, now);
+            if go_on > now {
+                self.ranks[rank as usize].state = RankState::Waking;
+                self.q.push(go_on, Ev::Wake { rank });
+                return Ok(());
+            }
+        }
         let rr = &mut self.ranks[rank as usize];
-        if rr.state == RankState::Blocked {
+        if matches!(rr.state, RankState::Blocked | RankState::Waking) {
             rr.wait_ps += now - rr.blocked_since;
             for slot in rr.waiting.drain(..) {
                 self.reqs.remove(slot);
@@ -1031,7 +1051,8 @@ impl<'a> Engine<'a> {
         if remaining == 0 {
             self.q.push(resume_ps, Ev::Wake { rank });
         }
-        self.set_activity(rank, Activity::Wait, now);
+        let sends_pending = self.ranks[rank as usize].open_sends > 0;
+        self.set_activity(rank, Activity::Wait { sends_pending }, now);
         true
     }
 

@@ -268,7 +268,24 @@ pub fn simulate_observed(
         switching: m.switching,
     };
     let channels = topo.channels.len();
-    let power = power::models(&config.power, &topo, extra_models, source)?;
+    let cores = programs
+        .iter()
+        .map(|(job, rank, node, _)| tracewatt_power::CoreOf {
+            job: *job,
+            rank: *rank,
+            node: *node,
+        })
+        .collect();
+    let job_names = job_states.iter().map(|j| j.name.clone()).collect();
+    let power = power::models(
+        &config.power,
+        &config.mpi.wait,
+        &topo,
+        cores,
+        job_names,
+        extra_models,
+        source,
+    )?;
     // Each node's job (nodes belong to one job at most), for attributing energy to jobs.
     let mut node_job = vec![results::NO_JOB; topo.num_nodes as usize];
     for (j, nodes) in placement.job_nodes.iter().enumerate() {

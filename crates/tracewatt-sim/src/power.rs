@@ -8,8 +8,8 @@ use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{
-    Backplanes, Control, LinkPower, LinkTiming, NicParams, NicPort, NicPower, Policy, PortOwner,
-    PortPower, Power, PowerModel, Timeline,
+    Backplanes, Control, CoreOf, CoreParams, CorePower, LinkPower, LinkTiming, NicParams, NicPort,
+    NicPower, NodeBase, Policy, PortOwner, PortPower, Power, PowerModel, Timeline, WaitPolicy,
 };
 
 /// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
@@ -47,6 +47,12 @@ pub struct PowerSpec {
     pub switch: SwitchPowerSpec,
     #[serde(default)]
     pub nic: NicPowerSpec,
+    /// Each rank's core, by what it does.
+    #[serde(default)]
+    pub cores: CoresSpec,
+    /// Each node's base power.
+    #[serde(default)]
+    pub nodes: NodesSpec,
     /// Power timeline bin width, us; 0 chooses it so the run fits in at most 2,048 bins.
     #[serde(default)]
     pub timeline_bin_us: f64,
@@ -65,6 +71,8 @@ impl Default for PowerSpec {
             node_links: Vec::new(),
             switch: SwitchPowerSpec::default(),
             nic: NicPowerSpec::default(),
+            cores: CoresSpec::default(),
+            nodes: NodesSpec::default(),
             timeline_bin_us: 0.0,
         }
     }
@@ -150,6 +158,78 @@ pub struct NicPowerSpec {
     /// Power per interrupt per second, W (the paper's regression: 1.56e-4).
     #[serde(default)]
     pub w_per_interrupt_per_s: Option<f64>,
+}
+
+/// `[power.cores]`: the power of the core each rank runs on, W, by what the rank does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoresSpec {
+    /// Computing, or working inside MPI (issuing sends, copying).
+    #[serde(default = "default_compute_w")]
+    pub compute_w: f64,
+    /// Polling for a message.
+    #[serde(default = "default_spin_w")]
+    pub spin_w: f64,
+    /// Blocked in a system call; the idle kernel puts the core in a deep C-state.
+    #[serde(default = "default_block_w")]
+    pub block_w: f64,
+    /// In monitor/mwait on a doorbell word (C1).
+    #[serde(default = "default_mwait_w")]
+    pub mwait_w: f64,
+    /// No rank work: before its job starts, in a timer sleep, after it finished.
+    #[serde(default = "default_idle_w")]
+    pub idle_w: f64,
+}
+
+/// Per-core figures of paper 4's Xeon X5560 (4 cores, 95 W TDP per socket); sources and the
+/// reasoning in docs/config.md.
+fn default_compute_w() -> f64 {
+    20.0
+}
+fn default_spin_w() -> f64 {
+    20.0
+}
+fn default_block_w() -> f64 {
+    2.0
+}
+fn default_mwait_w() -> f64 {
+    5.0
+}
+fn default_idle_w() -> f64 {
+    1.0
+}
+
+impl Default for CoresSpec {
+    fn default() -> Self {
+        Self {
+            compute_w: default_compute_w(),
+            spin_w: default_spin_w(),
+            block_w: default_block_w(),
+            mwait_w: default_mwait_w(),
+            idle_w: default_idle_w(),
+        }
+    }
+}
+
+/// `[power.nodes]`: each node's base power (everything but its cores and NIC), W.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodesSpec {
+    #[serde(default = "default_base_w")]
+    pub base_w: f64,
+}
+
+/// An assumption for a 2-socket Xeon 5500 server (docs/config.md).
+fn default_base_w() -> f64 {
+    90.0
+}
+
+impl Default for NodesSpec {
+    fn default() -> Self {
+        Self {
+            base_w: default_base_w(),
+        }
+    }
 }
 
 /// Tanaka et al.'s NIC (research.md section 3): tg3 driver, rx-usecs 18 us, at most 6 frames per
@@ -282,6 +362,19 @@ impl PowerSpec {
                 return err(field, format!("must be a non-negative number, got {v}"));
             }
         }
+        let c = &self.cores;
+        for (field, v) in [
+            ("power.cores.compute_w", c.compute_w),
+            ("power.cores.spin_w", c.spin_w),
+            ("power.cores.block_w", c.block_w),
+            ("power.cores.mwait_w", c.mwait_w),
+            ("power.cores.idle_w", c.idle_w),
+            ("power.nodes.base_w", self.nodes.base_w),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return err(field, format!("must be a non-negative number, got {v}"));
+            }
+        }
         if !(self.timeline_bin_us.is_finite() && self.timeline_bin_us >= 0.0) {
             return err(
                 "power.timeline_bin_us",
@@ -409,11 +502,121 @@ fn node_of(c: &Channel) -> Option<u32> {
     }
 }
 
+/// `[mpi.wait]`: how a rank waits for MPI (research.md section 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitSpec {
+    /// `spin` (the baseline), `block` or `mwait`.
+    #[serde(default)]
+    pub policy: WaitPolicyName,
+    /// Spin this long before a low-power wait; or give it in iterations.
+    #[serde(default)]
+    pub spin_threshold_us: Option<f64>,
+    #[serde(default)]
+    pub spin_threshold_iterations: Option<f64>,
+    /// Time of one polling iteration.
+    #[serde(default)]
+    pub spin_iteration_ns: Option<f64>,
+    /// Entering the low-power wait (at active power).
+    #[serde(default)]
+    pub enter_overhead_us: Option<f64>,
+    /// Leaving it (at active power), delaying the rank.
+    #[serde(default)]
+    pub wake_latency_us: Option<f64>,
+}
+
+/// `[mpi.wait] policy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitPolicyName {
+    #[default]
+    Spin,
+    Block,
+    Mwait,
+}
+
+impl Default for WaitSpec {
+    fn default() -> Self {
+        Self {
+            policy: WaitPolicyName::Spin,
+            spin_threshold_us: None,
+            spin_threshold_iterations: None,
+            spin_iteration_ns: None,
+            enter_overhead_us: None,
+            wake_latency_us: None,
+        }
+    }
+}
+
+/// The paper's recommended threshold (10^6 iterations) and an assumed 10 ns per polling
+/// iteration (a load of an L1-resident word and a branch, ~30 cycles at 2.8 GHz).
+const SPIN_THRESHOLD_ITERATIONS: f64 = 1e6;
+const SPIN_ITERATION_NS: f64 = 10.0;
+
+impl WaitSpec {
+    /// Fills the policy's defaults (docs/config.md has their sources) and checks ranges.
+    pub(crate) fn resolve(&mut self, source: &str) -> Result<(), SimError> {
+        let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
+        if self.spin_threshold_us.is_some() && self.spin_threshold_iterations.is_some() {
+            return err(
+                "mpi.wait.spin_threshold_us",
+                "give the threshold in us or in iterations, not both".into(),
+            );
+        }
+        if self.spin_threshold_us.is_none() {
+            self.spin_threshold_iterations
+                .get_or_insert(SPIN_THRESHOLD_ITERATIONS);
+            self.spin_iteration_ns.get_or_insert(SPIN_ITERATION_NS);
+        }
+        let (enter, wake) = match self.policy {
+            WaitPolicyName::Spin => (0.0, 0.0),
+            // The select() system call path; the scheduler's wake-up plus a C3 exit (20 us).
+            WaitPolicyName::Block => (5.0, 30.0),
+            // MONITOR/MWAIT from user level; a C1 exit (3 us).
+            WaitPolicyName::Mwait => (0.2, 3.0),
+        };
+        self.enter_overhead_us.get_or_insert(enter);
+        self.wake_latency_us.get_or_insert(wake);
+        for (field, v) in [
+            ("mpi.wait.spin_threshold_us", self.spin_threshold_us),
+            (
+                "mpi.wait.spin_threshold_iterations",
+                self.spin_threshold_iterations,
+            ),
+            ("mpi.wait.spin_iteration_ns", self.spin_iteration_ns),
+            ("mpi.wait.enter_overhead_us", self.enter_overhead_us),
+            ("mpi.wait.wake_latency_us", self.wake_latency_us),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v >= 0.0) {
+                    return err(field, format!("must be a non-negative number, got {v}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn threshold_ps(&self) -> Ps {
+        match self.spin_threshold_us {
+            Some(us) => us_to_ps(us),
+            None => us_to_ps(
+                self.spin_threshold_iterations
+                    .unwrap_or(SPIN_THRESHOLD_ITERATIONS)
+                    * self.spin_iteration_ns.unwrap_or(SPIN_ITERATION_NS)
+                    / 1e3,
+            ),
+        }
+    }
+}
+
 /// The power models `spec` asks for on `topo` — link ports, switch backplanes and, with
 /// `[power.nic] coalescing`, the NICs — followed by `extra` models of the caller's.
 pub(crate) fn models(
     spec: &PowerSpec,
+    wait: &WaitSpec,
     topo: &Topology,
+    ranks: Vec<CoreOf>,
+    job_names: Vec<String>,
     extra: Vec<Box<dyn PowerModel>>,
     source: &str,
 ) -> Result<Power, SimError> {
@@ -449,7 +652,33 @@ pub(crate) fn models(
         spec.switch.backplane_w.unwrap_or(0.0),
         timeline(1),
     );
-    let mut models: Vec<Box<dyn PowerModel>> = vec![Box::new(backplanes)];
+    let c = &spec.cores;
+    let (low_w, policy) = match wait.policy {
+        WaitPolicyName::Spin => (c.spin_w, WaitPolicy::Spin),
+        WaitPolicyName::Block => (c.block_w, WaitPolicy::Block),
+        WaitPolicyName::Mwait => (c.mwait_w, WaitPolicy::Mwait),
+    };
+    let cores = CorePower::new(
+        CoreParams {
+            policy,
+            threshold_ps: wait.threshold_ps(),
+            enter_ps: us_to_ps(wait.enter_overhead_us.unwrap_or(0.0)),
+            wake_ps: us_to_ps(wait.wake_latency_us.unwrap_or(0.0)),
+            compute_w: c.compute_w,
+            spin_w: c.spin_w,
+            low_w,
+            idle_w: c.idle_w,
+        },
+        ranks,
+        job_names,
+        timeline(1),
+    );
+    let nodes = NodeBase::new(
+        vec![spec.nodes.base_w; topo.num_nodes as usize],
+        timeline(1),
+    );
+    let mut models: Vec<Box<dyn PowerModel>> =
+        vec![Box::new(backplanes), Box::new(cores), Box::new(nodes)];
     let n = &spec.nic;
     if n.coalescing {
         let ports = ch

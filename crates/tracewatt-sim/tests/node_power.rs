@@ -197,7 +197,18 @@ fn ranks_signal_compute_mpi_wait_and_done_at_the_times_they_happen() {
         .map(|e| (e.1, e.2))
         .collect();
     let end = makespan_ps(&r);
-    assert_eq!(rank1, [(Activity::Wait, 0), (Activity::Done, end)]);
+    assert_eq!(
+        rank1,
+        [
+            (
+                Activity::Wait {
+                    sends_pending: false
+                },
+                0
+            ),
+            (Activity::Done, end)
+        ]
+    );
 }
 
 #[test]
@@ -240,29 +251,140 @@ kind = "pingpong"
     let r = tracewatt_sim::simulate_with(&c, "t.toml", vec![one(1000), one(3000)], &mut |_| true)
         .unwrap_or_else(|e| panic!("{e}"));
     let t = r.summary["makespan_s"].as_f64().unwrap();
-    // Each job owns the four ports of its two node links. The backplane is shared: the share
-    // matching its four ports' busy time (8 + 24 us of 4 x t) is split 1:3 by bytes.
-    let owned = 4.0 * 3.44 * t;
+    let tracewatt_sim::Column::Str(owner) = column(&r, "energy", "job") else {
+        panic!()
+    };
+    let tracewatt_sim::Column::Str(kind) = column(&r, "energy", "component") else {
+        panic!()
+    };
+    let tracewatt_sim::Column::F64(energy) = column(&r, "energy", "energy_j") else {
+        panic!()
+    };
+    let owned = |job: &str, component: &str| -> f64 {
+        (0..owner.len())
+            .filter(|i| owner[*i] == job && (component.is_empty() || kind[*i] == component))
+            .map(|i| energy[i])
+            .sum()
+    };
+    // Each job owns the four ports of its two node links (always on: 3.44 W), its nodes and
+    // their cores. The backplane is shared: the share matching its four ports' busy time
+    // (8 + 24 us of 4 x t) is split 1:3 by bytes.
+    for job in ["a", "b"] {
+        assert!((owned(job, "link_port") - 4.0 * 3.44 * t).abs() < 1e-12);
+    }
     let busy_share_j = 96.0 * t * (32e-6 / (4.0 * t));
     let job_j = |i: usize| r.summary["jobs"][i]["energy_j"].as_f64().unwrap();
+    let want_a = owned("a", "") + 0.25 * busy_share_j;
+    let want_b = owned("b", "") + 0.75 * busy_share_j;
     assert!(
-        (job_j(0) - (owned + 0.25 * busy_share_j)).abs() < 1e-12,
-        "{}",
+        (job_j(0) - want_a).abs() < 1e-12,
+        "{} vs {want_a}",
         job_j(0)
     );
     assert!(
-        (job_j(1) - (owned + 0.75 * busy_share_j)).abs() < 1e-12,
-        "{}",
+        (job_j(1) - want_b).abs() < 1e-12,
+        "{} vs {want_b}",
         job_j(1)
     );
     let unattributed = r.summary["energy_unattributed_j"].as_f64().unwrap();
     assert!((unattributed - (96.0 * t - busy_share_j)).abs() < 1e-12);
     let total = r.summary["energy_j"]["total"].as_f64().unwrap();
     assert!((job_j(0) + job_j(1) + unattributed - total).abs() < 1e-12);
-    let tracewatt_sim::Column::Str(owner) = column(&r, "energy", "job") else {
+    // Per job 4 link ports (both ends of two node links), 2 cores and 2 node bases; the
+    // backplane is shared.
+    assert_eq!(owner.iter().filter(|j| *j == "a").count(), 8);
+    assert_eq!(owner.iter().filter(|j| j.is_empty()).count(), 1);
+}
+
+/// Rank 0 computes 100 us and sends 1,000 bytes; rank 1 waits for them.
+fn late_message() -> Vec<Vec<Op>> {
+    vec![
+        vec![Op::Compute { ps: 100 * US }, send(1, 1000)],
+        vec![recv(0, 1000)],
+    ]
+}
+
+fn core_j(r: &Results, rank: usize) -> f64 {
+    let tracewatt_sim::Column::F64(e) = column(r, "cores", "energy_j") else {
         panic!()
     };
-    // 8 link ports (4 per job: both ends of two node links), and the backplane, shared.
-    assert_eq!(owner.iter().filter(|j| *j == "a").count(), 4);
-    assert_eq!(owner.iter().filter(|j| j.is_empty()).count(), 1);
+    e[rank]
+}
+
+#[test]
+fn a_blocking_wait_past_its_threshold_sleeps_and_pays_its_wake_latency() {
+    let spin = run(&config(""), late_message(), Vec::new());
+    let wait = "[mpi.wait]\npolicy = \"block\"\nspin_threshold_us = 10.0\n\
+                enter_overhead_us = 5.0\nwake_latency_us = 30.0";
+    let block = run(&config(wait), late_message(), Vec::new());
+    // The message arrives at some time a (the spinning run's end); rank 1 goes on 30 us later.
+    let a = makespan_ps(&spin);
+    assert_eq!(makespan_ps(&block), a + 30 * US);
+    let a_s = a as f64 * 1e-12;
+    // Spinning, rank 1's core draws 20 W until a, then 1 W (done) until the end (a).
+    assert!((core_j(&spin, 1) - 20.0 * a_s).abs() < 1e-12);
+    // Blocking: 10 us spinning and 5 us entering at 20 W, 2 W until a, 30 us waking at 20 W.
+    let want = 20.0 * 15e-6 + 2.0 * (a_s - 15e-6) + 20.0 * 30e-6;
+    assert!(
+        (core_j(&block, 1) - want).abs() < 1e-12,
+        "{}",
+        core_j(&block, 1)
+    );
+    // Rank 0 computes 100 us (20 W), then is done (1 W) until the end.
+    let end_s = makespan_ps(&block) as f64 * 1e-12;
+    let want0 = 20.0 * 100e-6 + 1.0 * (end_s - 100e-6);
+    assert!(
+        (core_j(&block, 0) - want0).abs() < 1e-12,
+        "{}",
+        core_j(&block, 0)
+    );
+    // The node base: 90 W per node for the run.
+    let base = block.summary["energy_j"]["node_base"].as_f64().unwrap();
+    assert!((base - 2.0 * 90.0 * end_s).abs() < 1e-12);
+}
+
+#[test]
+fn a_wait_shorter_than_the_threshold_or_with_a_send_pending_spins() {
+    let spin = run(&config(""), late_message(), Vec::new());
+    // 200 us of threshold: the 116 us wait never leaves the spin phase.
+    let long = "[mpi.wait]\npolicy = \"mwait\"\nspin_threshold_us = 200.0";
+    let r = run(&config(long), late_message(), Vec::new());
+    assert_eq!(makespan_ps(&r), makespan_ps(&spin));
+    // Rank 1 first starts a rendezvous send (above the eager limit) that rank 0 only receives
+    // after its message: the send is pending while rank 1 waits, so it must not sleep.
+    let big = 200_000;
+    let programs = |with_send: bool| {
+        let mut r1 = Vec::new();
+        if with_send {
+            r1.push(Op::Isend {
+                comm: WORLD,
+                dst: 0,
+                tag: 0,
+                bytes: big,
+                req: 7,
+            });
+        }
+        r1.push(recv(0, 1000));
+        if with_send {
+            r1.push(Op::Wait { req: 7 });
+        }
+        let mut r0 = vec![Op::Compute { ps: 100 * US }, send(1, 1000)];
+        if with_send {
+            r0.push(recv(1, big));
+        }
+        vec![r0, r1]
+    };
+    let short = "[mpi.wait]\npolicy = \"mwait\"\nspin_threshold_us = 1.0\nwake_latency_us = 3.0";
+    let base = run(&config(""), programs(true), Vec::new());
+    let r = run(&config(short), programs(true), Vec::new());
+    let tracewatt_sim::Column::U64(low) = column(&r, "cores", "low_power_waits") else {
+        panic!()
+    };
+    // Rank 1's waits spin: its send is pending in both. Rank 0, with nothing to send, sleeps
+    // through its 1.6 ms wait for the 200 kB and costs the run one 3 us wake.
+    assert_eq!(low.as_slice(), [1, 0]);
+    assert_eq!(makespan_ps(&r), makespan_ps(&base) + 3 * US);
+    let r = run(&config(short), programs(false), Vec::new());
+    let spin = run(&config(""), programs(false), Vec::new());
+    assert_eq!(makespan_ps(&r), makespan_ps(&spin) + 3 * US);
 }
