@@ -42,6 +42,8 @@ EXPECTED_MESSAGES: dict[str, dict[str, tuple[int, int]]] = {
     # trees: 3 messages each, of the call's buffer; the trace records 48 collective bytes =
     # 4 ranks x (bcast + reduce buffer), so 3 x 12 B).
     "trace-npb-cg.toml": {"npb-cg": (6720 + 8 + 3 + 3, 291_632 * 16 * 4 + 3 * 12)},
+    # The same trace, waiting in mwait: the same messages.
+    "mwait-trace-cg.toml": {"npb-cg": (6720 + 8 + 3 + 3, 291_632 * 16 * 4 + 3 * 12)},
     # 64 ranks on a 4 x 4 x 4 periodic grid: 6 neighbours, 3 iterations of 8 KiB. (The perm
     # job's random permutations: test_two_jobs_are_placed_apart.)
     "two-jobs.toml": {"halo": (64 * 6 * 3, 64 * 6 * 3 * 8192)},
@@ -102,3 +104,21 @@ def test_two_jobs_are_placed_apart() -> None:
     perm = res.ranks[res.ranks["job"] == "perm"]
     assert perm["sends"].max() <= 3
     assert perm["bytes_sent"].sum() == perm["sends"].sum() * 32768
+
+
+def test_mwait_trace_replay_pays_one_wake_per_low_power_wait() -> None:
+    """Replaying a DUMPI trace with mwait: every wait that went to low power delays its rank by
+    the 3 us wake (no message comes while entering: enter_overhead 0), and those delays are
+    what the run gains over spinning at most."""
+    path = EXAMPLES / "mwait-trace-cg.toml"
+    cfg = tracewatt.Config.load(path).with_overrides({"mpi.wait.enter_overhead_us": 0.0})
+    res = tracewatt.simulate(cfg)
+    spin = tracewatt.simulate(cfg.with_overrides({"mpi.wait.policy": "spin"}))
+    cores = res.cores
+    want = (cores["low_power_waits"] * 3e-6).tolist()
+    assert cores["wake_delay_s"].tolist() == pytest.approx(want, abs=1e-15)
+    # The cores' wait states add up to the time the engine counted each rank blocked in MPI.
+    waited = cores["spin_s"] + cores["mwait_s"] + cores["transition_s"]
+    assert waited.tolist() == pytest.approx(res.ranks["wait_s"].tolist(), abs=1e-12)
+    # Each wake delays its own rank; the run grows by at most all of them together.
+    assert 0.0 <= res.makespan_s - spin.makespan_s <= cores["wake_delay_s"].sum() + 1e-15
