@@ -1,6 +1,8 @@
 //! Power over time. Energy is added exactly (each interval split over the bins it overlaps); the
 //! bin width is fixed, or starts at 1 us and doubles (merging neighbours) whenever the run
-//! outgrows `max_bins`, so memory stays constant however long the run.
+//! outgrows `max_bins`, so memory stays constant however long the run. An interval costs the
+//! same whatever its length: the bins it covers whole get its power as a step in a difference
+//! array, summed into energy only when bins merge or are read.
 
 use tracewatt_core::time::PS_PER_US;
 use tracewatt_core::Ps;
@@ -13,6 +15,9 @@ pub struct Timeline {
     components: usize,
     /// Joules per (bin, component): `[bin * components + k]`.
     energy_j: Vec<f64>,
+    /// Power steps per (bin, component): a bin covered whole by an interval of `w` watts gets
+    /// `w x width` joules once the steps up to it are summed.
+    step_w: Vec<f64>,
 }
 
 impl Timeline {
@@ -24,6 +29,21 @@ impl Timeline {
             max_bins: max_bins.max(2),
             components,
             energy_j: Vec::new(),
+            step_w: Vec::new(),
+        }
+    }
+
+    /// Turns the power steps into energy.
+    fn settle(&mut self) {
+        let c = self.components;
+        let width_s = self.width_ps as f64 * 1e-12;
+        for k in 0..c {
+            let mut w = 0.0;
+            for b in 0..self.energy_j.len() / c.max(1) {
+                w += self.step_w[b * c + k];
+                self.step_w[b * c + k] = 0.0;
+                self.energy_j[b * c + k] += w * width_s;
+            }
         }
     }
 
@@ -38,6 +58,7 @@ impl Timeline {
     fn ensure(&mut self, end: Ps) {
         let mut need = end.div_ceil(self.width_ps) as usize;
         while self.auto && need > self.max_bins {
+            self.settle();
             let bins = self.energy_j.len() / self.components;
             let half = bins.div_ceil(2);
             let mut merged = vec![0.0; half * self.components];
@@ -47,11 +68,14 @@ impl Timeline {
                 }
             }
             self.energy_j = merged;
+            self.step_w = vec![0.0; self.energy_j.len()];
             self.width_ps *= 2;
             need = end.div_ceil(self.width_ps) as usize;
         }
         if need * self.components > self.energy_j.len() {
             self.energy_j.resize(need * self.components, 0.0);
+            // One more bin of steps: an interval ending on a bin edge steps down there.
+            self.step_w.resize((need + 1) * self.components, 0.0);
         }
     }
 
@@ -61,15 +85,17 @@ impl Timeline {
             return;
         }
         self.ensure(end);
-        let w = self.width_ps;
-        let mut t = start;
-        while t < end {
-            let b = (t / w) as usize;
-            let bin_end = ((b as Ps) + 1) * w;
-            let seg_end = end.min(bin_end);
-            self.energy_j[b * self.components + k] += watts * (seg_end - t) as f64 * 1e-12;
-            t = seg_end;
+        let (w, c) = (self.width_ps, self.components);
+        let (first, last) = ((start / w) as usize, ((end - 1) / w) as usize);
+        if first == last {
+            self.energy_j[first * c + k] += watts * (end - start) as f64 * 1e-12;
+            return;
         }
+        let first_end = (first as Ps + 1) * w;
+        self.energy_j[first * c + k] += watts * (first_end - start) as f64 * 1e-12;
+        self.energy_j[last * c + k] += watts * (end - last as Ps * w) as f64 * 1e-12;
+        self.step_w[(first + 1) * c + k] += watts;
+        self.step_w[last * c + k] -= watts;
     }
 
     /// Adds `joules` spent at the instant `at` (an interrupt, a transition) to component `k`.
@@ -88,6 +114,7 @@ impl Timeline {
         let end = end.max(1);
         self.ensure(end);
         other.ensure(end);
+        other.settle();
         debug_assert_eq!(self.width_ps, other.width_ps, "timelines drawn alike");
         let n = end.div_ceil(self.width_ps) as usize;
         for b in 0..n.min(other.energy_j.len() / other.components.max(1)) {
@@ -101,6 +128,7 @@ impl Timeline {
     /// Average power per bin and component up to `end`: (bin start, bin end, watts per component).
     pub fn bins(&mut self, end: Ps) -> Vec<(Ps, Ps, Vec<f64>)> {
         self.ensure(end.max(1));
+        self.settle();
         let n = end.div_ceil(self.width_ps) as usize;
         (0..n)
             .map(|b| {
@@ -139,6 +167,38 @@ mod tests {
         assert!((e0 - 6e-6).abs() < 1e-15, "{e0}");
         assert!((e1 - 20e-6).abs() < 1e-15, "{e1}");
         assert!((bins[0].2[0] - 1.5).abs() < 1e-9); // all 3 us of the 2 W interval fall in the first 4 us
+    }
+
+    #[test]
+    fn long_intervals_spread_over_the_bins_they_cover_as_a_bin_by_bin_split_does() {
+        // Against the definition: each interval's power times its overlap with each bin.
+        let intervals = [
+            (0, 10_500, 2.0),
+            (2_500, 2_700, 5.0),
+            (999, 7_001, 1.5),
+            (4_000, 4_000, 9.0),
+        ];
+        for auto in [false, true] {
+            let mut t = Timeline::new(1, if auto { 0 } else { 1_000 }, 4);
+            for (a, b, w) in intervals {
+                t.add(0, a * 1_000, b * 1_000, w);
+            }
+            let bins = t.bins(10_500_000);
+            for (lo, hi, got) in &bins {
+                let want_j: f64 = intervals
+                    .iter()
+                    .map(|(a, b, w)| {
+                        let overlap = (b * 1_000).min(*hi).saturating_sub((a * 1_000).max(*lo));
+                        w * overlap as f64 * 1e-12
+                    })
+                    .sum();
+                let got_j = got[0] * (hi - lo) as f64 * 1e-12;
+                assert!(
+                    (got_j - want_j).abs() < 1e-18,
+                    "{lo}..{hi}: {got_j} vs {want_j}"
+                );
+            }
+        }
     }
 
     #[test]
