@@ -28,6 +28,7 @@ from tracewatt.errors import (
     TracewattError,
     WorkloadError,
 )
+from tracewatt.joblog import JoblogError, analyze_joblog
 from tracewatt.results import Results
 
 __version__: str = _tracewatt.__version__
@@ -38,6 +39,7 @@ __all__ = [
     "ConfigLike",
     "DeadlockError",
     "InterruptedError",
+    "JoblogError",
     "ProgressCallback",
     "Results",
     "TopologyError",
@@ -45,6 +47,7 @@ __all__ = [
     "TracewattError",
     "WorkloadError",
     "__version__",
+    "analyze_joblog",
     "as_config",
     "machine",
     "presets",

@@ -408,6 +408,24 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_analyze_joblog(args: argparse.Namespace) -> int:
+    from tracewatt import joblog
+
+    given = {name: getattr(args, name) for name in joblog.JOBLOG_OPTIONS}
+    try:
+        settings = joblog.resolve_settings(
+            args.config, given, label=lambda name: "--" + name.replace("_", "-")
+        )
+        result = joblog.analyze(args.log, settings)
+    except joblog.JoblogError as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(joblog.format_text(result))
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- validate
 
 
@@ -571,6 +589,44 @@ def build_parser() -> argparse.ArgumentParser:
     ai.add_argument("--json", action="store_true", help="print the table as JSON")
     ai.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     ai.set_defaults(func=cmd_analyze_idle)
+    aj = asub.add_parser(
+        "joblog",
+        help="DIMM standby energy of the hotplug policies over a cluster job log (SWF)",
+        description="From a Standard Workload Format job log (plain or gzip): the share of "
+        "node-time whose memory fits the first DIMM of each channel, and the DIMM standby energy "
+        "of always_on, bandwidth_preserving and ideal. Settings not given come from --config, "
+        "else the paper's CX400 node. See docs/cli.md for the definitions.",
+    )
+    aj.add_argument("log", metavar="LOG", help="an SWF job log (.swf or .swf.gz)")
+    aj.add_argument(
+        "--config", metavar="FILE", help="a TOML file with a [joblog] table of these settings"
+    )
+    aj.add_argument("--channels", type=int, metavar="N", help="memory channels per node (8)")
+    aj.add_argument("--dimms-per-channel", type=int, metavar="N", help="DIMMs per channel (2)")
+    aj.add_argument("--dimm-gib", type=float, metavar="GIB", help="capacity of a DIMM (8)")
+    aj.add_argument(
+        "--dimm-standby-w", type=float, metavar="W", help="standby power of a DIMM that is on (0.9)"
+    )
+    aj.add_argument(
+        "--idle-node-gib", type=float, metavar="GIB", help="memory in use on an idle node (2)"
+    )
+    aj.add_argument(
+        "--cores-per-node",
+        type=int,
+        metavar="N",
+        help="processors per node (default: the header's MaxProcs / MaxNodes)",
+    )
+    aj.add_argument(
+        "--nodes", type=int, metavar="N", help="the machine's nodes (default: the header's)"
+    )
+    aj.add_argument(
+        "--assume-gib",
+        type=float,
+        metavar="GIB",
+        help="memory per node of jobs whose line gives none (default: skip them)",
+    )
+    aj.add_argument("--json", action="store_true", help="print the results as JSON")
+    aj.set_defaults(func=cmd_analyze_joblog)
 
     v = sub.add_parser(
         "validate",
