@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -332,9 +333,16 @@ def test_cli_errors_exit_2_naming_the_place(run_cli: Run, tmp_path: Path) -> Non
 
 # ----------------------------------------------------------------- the archive's logs (optional)
 
-needs_swf = pytest.mark.skipif(
-    not SWF_DIR.is_dir(), reason=f"needs the archive's SWF logs in {SWF_DIR} (optional data)"
-)
+
+def needs_swf(f: Any) -> Any:
+    """An optional test (run with ``-m optional``) that skips, saying why, without the logs."""
+    return pytest.mark.optional(
+        pytest.mark.skipif(
+            not SWF_DIR.is_dir(),
+            reason=f"needs the archive's SWF logs in {SWF_DIR} (optional data)",
+        )(f)
+    )
+
 
 # Job counts from ../shared/data/README.md.
 REAL_LOGS = {
