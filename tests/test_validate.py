@@ -9,7 +9,9 @@ import pytest
 from tracewatt import cli, validate
 
 
-@pytest.mark.parametrize("check_id", ["1", "2", "3", "4", "nic-coalescing", "mpi-wait"])
+@pytest.mark.parametrize(
+    "check_id", ["1", "2", "3", "4", "nic-coalescing", "mpi-wait", "whole-system"]
+)
 def test_validation_check_passes(check_id: str) -> None:
     c = validate.CHECKS[check_id]()
     assert c.id == check_id

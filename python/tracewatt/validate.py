@@ -11,6 +11,8 @@ simulated value. The test suite runs the same functions.
    Table 1) and the node power it costs.
 7. ``mpi-wait``: two-phase MPI wait policies on NPB-like class C skeletons, 8 ranks on one node
    (Kondo et al., Fig. 6-7).
+8. ``whole-system``: EEE's saving on the whole 16-node machine, nodes included (Miwa et al.,
+   Fig. 24-25).
 """
 
 from __future__ import annotations
@@ -657,6 +659,64 @@ def check_mpi_wait() -> Check:
     )
 
 
+#: Miwa et al. Fig. 24-25 (research.md section 1): EEE saved 93.7 W = 4.72 % of the system,
+#: 21.3-21.9 W per switch of its 3; run time 342.79 s -> 342.76 s.
+WHOLE_SYSTEM_SAVED_W, WHOLE_SYSTEM_PCT, WHOLE_SYSTEM_SWITCH_W = 93.7, 4.72, 3 * 21.6
+
+
+def check_whole_system() -> Check:
+    """EEE on the miwa2014 machine, nodes priced, light traffic (16 ranks computing 20 ms
+    between 64 KiB halo exchanges): the saving, its share of system power, and where it is."""
+    doc = {
+        "machine": {"preset": "miwa2014-16node"},
+        "jobs": [
+            {
+                "ranks": 16,
+                "workload": {
+                    "kind": "near_neighbor",
+                    "iterations": 20,
+                    "bytes": 65536,
+                    "compute_us": 20_000.0,
+                },
+            }
+        ],
+    }
+    pol = _run(doc)
+    base = _run(baseline_of(Config.from_dict(doc, "<validate>")).to_dict())
+    bw, pw = base.summary["avg_power_w"], pol.summary["avg_power_w"]
+    saved = bw["total"] - pw["total"]
+    switch_saved = bw["switch_ports"] - pw["switch_ports"]
+    pct = 100.0 * saved / bw["total"]
+    slow = pct_change(pol.makespan_s, base.makespan_s)
+    ok = (
+        abs(saved - WHOLE_SYSTEM_SAVED_W) / WHOLE_SYSTEM_SAVED_W <= 0.15
+        and abs(pct - WHOLE_SYSTEM_PCT) <= 1.0
+        and abs(switch_saved - WHOLE_SYSTEM_SWITCH_W) / WHOLE_SYSTEM_SWITCH_W <= 0.10
+        and switch_saved / saved >= 2 / 3
+        and abs(slow) <= 0.5
+    )
+    details = [
+        f"{k:18} always-on {bw[k]:8.2f} W, EEE {pw[k]:8.2f} W, saved {bw[k] - pw[k]:6.2f} W"
+        for k in bw
+    ]
+    details.append(
+        "paper: 1,985 W system, 93.7 W saved (4.72 %), 21.3-21.9 W per switch (64.8 W in all), "
+        "the rest in the nodes (their NICs); run time 342.79 -> 342.76 s. The node power is "
+        "the preset's, derived from that total (docs/config.md)"
+    )
+    return Check(
+        "whole-system",
+        "EEE on the whole 16-node 10GBASE-T machine with its nodes (Miwa et al. Fig. 24-25): "
+        "light traffic, 16 ranks",
+        "saving 93.7 W within 15 %, 4.72 % of system power within 1 point, switch ports' "
+        "64.8 W within 10 % and at least 2/3 of the saving; run time within 0.5 %",
+        f"{bw['total']:.0f} W system; saved {saved:.1f} W ({pct:.2f} %), switch ports "
+        f"{switch_saved:.1f} W ({100 * switch_saved / saved:.0f} %); run time {slow:+.3f} %",
+        ok,
+        details,
+    )
+
+
 CHECKS: dict[str, Callable[[], Check]] = {
     "1": check_pingpong,
     "2": check_reviriego,
@@ -665,6 +725,7 @@ CHECKS: dict[str, Callable[[], Check]] = {
     "5": check_sensitivity,
     "nic-coalescing": check_nic_coalescing,
     "mpi-wait": check_mpi_wait,
+    "whole-system": check_whole_system,
 }
 
 

@@ -1,6 +1,8 @@
 //! Named machines. A preset is a `[machine]` table kept as TOML next to this file; a user's
 //! `[machine]` table with `preset = "name"` is merged over it field by field, so any preset value
-//! can be overridden. Changing `topology.kind` replaces the preset's topology table whole.
+//! can be overridden. Changing `topology.kind` replaces the preset's topology table whole. A
+//! preset may also carry the machine's own power figures in a `[power]` table (its nodes'
+//! base and core power), under which the user's `[power]` table is merged the same way.
 
 /// (name, TOML text) of every preset.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -63,8 +65,15 @@ pub fn apply(mut config: toml::Value) -> Result<toml::Value, (String, String)> {
     if user_kind.is_some() && user_kind != base_kind {
         base.remove("topology");
     }
+    let base_power = base.remove("power");
     merge(&mut base, std::mem::take(machine));
     *machine = base;
+    if let (Some(toml::Value::Table(mut power)), Some(root)) = (base_power, config.as_table_mut()) {
+        if let Some(toml::Value::Table(user)) = root.remove("power") {
+            merge(&mut power, user);
+        }
+        root.insert("power".into(), toml::Value::Table(power));
+    }
     Ok(config)
 }
 
