@@ -32,6 +32,7 @@ TABLES: tuple[str, ...] = (
     "energy",
     "nics",
     "cores",
+    "dimms",
 )
 
 _STRING_COLUMNS = frozenset({"src", "dst", "kind", "job", "port", "component"})
@@ -62,6 +63,8 @@ _INT_COLUMNS = frozenset(
         "tx_bytes",
         "messages",
         "low_power_waits",
+        "dimms",
+        "transitions",
     }
 )
 
@@ -245,6 +248,12 @@ class Results:
         in mwait, entering or leaving low power and idle, its low-power waits, the delay its
         wake-ups added and its energy (docs/cli.md)."""
         return self._table("cores")
+
+    @property
+    def dimms(self) -> pd.DataFrame:
+        """Per node: ``node, dimms``, DIMM-seconds on and off, ``transitions``, the time with
+        fewer channels than the node has, channel-seconds lost and the DIMMs' energy."""
+        return self._table("dimms")
 
     @property
     def timeline(self) -> pd.DataFrame:

@@ -7,9 +7,11 @@
 //! - [`nic`]: NICs with interrupt coalescing (which delays receives);
 //! - [`core`]: cores by what their rank does, MPI wait policies (which delay wake-ups), and
 //!   each node's base power;
+//! - [`dimm`]: DIMMs under memory-hotplug policies (whose onlining stalls the ranks);
 //! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures.
 
 pub mod core;
+pub mod dimm;
 pub mod family;
 pub mod link;
 pub mod model;
@@ -19,6 +21,7 @@ pub mod switch;
 pub mod timeline;
 
 pub use crate::core::{CoreOf, CoreParams, CorePower, NodeBase, WaitPolicy};
+pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
 pub use link::{Control, LinkPower, LinkReport, LinkTiming, Policy, PortOwner, PortPower};
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};

@@ -21,7 +21,7 @@ pub struct Signals {
     pub ranks: bool,
     /// `deliver` / `due` / `release`: the model may hold a message that reached a node's NIC.
     pub deliveries: bool,
-    /// `wake_at`: the model may delay a waiting rank's continuation.
+    /// `wake_at`: the model may delay a rank's continuation.
     pub wakes: bool,
 }
 
@@ -126,7 +126,8 @@ pub trait PowerModel: std::fmt::Debug + Send {
     /// Rank `rank` on `node` starts `activity` at `at`.
     fn on_rank(&mut self, _rank: u32, _node: u32, _activity: Activity, _at: Ps) {}
 
-    /// Rank `rank`'s wait is over at `now` (its messages are in): when does it go on (>= `now`)?
+    /// Rank `rank` is about to continue at `now` (its compute is done, or its wait is over):
+    /// when does it go on (>= `now`)?
     fn wake_at(&mut self, _rank: u32, now: Ps) -> Ps {
         now
     }

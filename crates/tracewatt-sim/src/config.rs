@@ -168,6 +168,30 @@ pub struct JobSpec {
     /// A recorded MPI trace as the workload (`[jobs.trace]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSpec>,
+    /// Memory in use on each of the job's nodes, GiB, for the DIMM model: a constant...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gib: Option<f64>,
+    /// ... or a profile (`[[jobs.memory]]`: from `at_s` after the job's start, `gib` in use).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryPoint>,
+}
+
+/// `[[jobs.memory]]`: from `at_s` after the job's start, `gib` in use on each of its nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryPoint {
+    pub at_s: f64,
+    pub gib: f64,
+}
+
+impl JobSpec {
+    /// The job's memory profile per node: (time after its start, GiB in use from then).
+    pub(crate) fn memory_profile(&self) -> Vec<(f64, f64)> {
+        match self.memory_gib {
+            Some(g) => vec![(0.0, g)],
+            None => self.memory.iter().map(|p| (p.at_s, p.gib)).collect(),
+        }
+    }
 }
 
 /// `[jobs.trace]`: an MPI trace (SST-DUMPI, SimGrid time-independent or tracewatt's native
@@ -434,6 +458,19 @@ impl Config {
                 return err(&format!("jobs[{i}].ranks"), "must be at least 1".into());
             }
             non_negative(source, &format!("jobs[{i}].start_us"), j.start_us)?;
+            if j.memory_gib.is_some() && !j.memory.is_empty() {
+                return err(
+                    &format!("jobs[{i}].memory"),
+                    "give memory_gib or a [[jobs.memory]] profile, not both".into(),
+                );
+            }
+            if let Some(g) = j.memory_gib {
+                non_negative(source, &format!("jobs[{i}].memory_gib"), g)?;
+            }
+            for (k, p) in j.memory.iter().enumerate() {
+                non_negative(source, &format!("jobs[{i}].memory[{k}].at_s"), p.at_s)?;
+                non_negative(source, &format!("jobs[{i}].memory[{k}].gib"), p.gib)?;
+            }
             if j.allocation == Allocation::List && j.node_list.is_empty() {
                 return err(
                     &format!("jobs[{i}].node_list"),

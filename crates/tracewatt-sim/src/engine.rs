@@ -62,8 +62,11 @@ enum RankState {
     /// In a timer sleep (`WaitUntil`): neither computing nor waiting in MPI.
     Sleeping,
     Blocked,
-    /// Its wait is over; its core is leaving a low-power wait (the power model's wake latency).
-    Waking,
+    /// About to continue, held by a power model (a core leaving a low-power wait, DIMMs coming
+    /// online); `blocked`: it was waiting in MPI.
+    Waking {
+        blocked: bool,
+    },
     Done,
 }
 
@@ -996,17 +999,21 @@ impl<'a> Engine<'a> {
     /// The rank continues at `now`: it has started, finished computing or issuing a send, or
     /// its wait is over (accounted, and its requests freed).
     fn resume(&mut self, rank: u32, now: Ps) -> Result<(), SimError> {
-        if self.ranks[rank as usize].state == RankState::Blocked && self.links.power.delays_wakes()
-        {
+        let state = self.ranks[rank as usize].state;
+        if !matches!(state, RankState::Waking { .. }) && self.links.power.delays_wakes() {
             let go_on = self.links.power.wake_at(rank, now);
             if go_on > now {
-                self.ranks[rank as usize].state = RankState::Waking;
+                let blocked = state == RankState::Blocked;
+                self.ranks[rank as usize].state = RankState::Waking { blocked };
                 self.q.push(go_on, Ev::Wake { rank });
                 return Ok(());
             }
         }
         let rr = &mut self.ranks[rank as usize];
-        if matches!(rr.state, RankState::Blocked | RankState::Waking) {
+        if matches!(
+            rr.state,
+            RankState::Blocked | RankState::Waking { blocked: true }
+        ) {
             rr.wait_ps += now - rr.blocked_since;
             for slot in rr.waiting.drain(..) {
                 self.reqs.remove(slot);

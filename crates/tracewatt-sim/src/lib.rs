@@ -277,12 +277,33 @@ pub fn simulate_observed(
         })
         .collect();
     let job_names = job_states.iter().map(|j| j.name.clone()).collect();
+    // Each node's job, its memory profile and its ranks there, for the DIMM model.
+    let mut node_jobs: Vec<Option<tracewatt_power::NodeJob>> = vec![None; topo.num_nodes as usize];
+    for (i, job) in config.jobs.iter().enumerate() {
+        let profile: Vec<(u64, f64)> = job
+            .memory_profile()
+            .into_iter()
+            .map(|(at_s, gib)| (units::us_to_ps(at_s * 1e6), gib))
+            .collect();
+        for &node in &placement.rank_node[i] {
+            let slot = node_jobs[node as usize].get_or_insert_with(|| tracewatt_power::NodeJob {
+                start_ps: job_states[i].start_ps,
+                profile: profile.clone(),
+                ranks: 0,
+            });
+            slot.ranks += 1;
+        }
+    }
+    let occupancy = power::Occupancy {
+        ranks: cores,
+        job_names,
+        node_jobs,
+    };
     let power = power::models(
         &config.power,
         &config.mpi.wait,
         &topo,
-        cores,
-        job_names,
+        occupancy,
         extra_models,
         source,
     )?;

@@ -8,8 +8,9 @@ use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{
-    Backplanes, Control, CoreOf, CoreParams, CorePower, LinkPower, LinkTiming, NicParams, NicPort,
-    NicPower, NodeBase, Policy, PortOwner, PortPower, Power, PowerModel, Timeline, WaitPolicy,
+    Backplanes, Control, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower,
+    LinkPower, LinkTiming, NicParams, NicPort, NicPower, NodeBase, NodeJob, Policy, PortOwner,
+    PortPower, Power, PowerModel, Timeline, WaitPolicy,
 };
 
 /// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
@@ -53,6 +54,9 @@ pub struct PowerSpec {
     /// Each node's base power.
     #[serde(default)]
     pub nodes: NodesSpec,
+    /// Each node's DIMMs and the memory-hotplug policy.
+    #[serde(default)]
+    pub dimms: DimmsSpec,
     /// Power timeline bin width, us; 0 chooses it so the run fits in at most 2,048 bins.
     #[serde(default)]
     pub timeline_bin_us: f64,
@@ -73,6 +77,7 @@ impl Default for PowerSpec {
             nic: NicPowerSpec::default(),
             cores: CoresSpec::default(),
             nodes: NodesSpec::default(),
+            dimms: DimmsSpec::default(),
             timeline_bin_us: 0.0,
         }
     }
@@ -232,6 +237,88 @@ impl Default for NodesSpec {
     }
 }
 
+/// `[power.dimms]`: each node's DIMMs (research.md section 5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DimmsSpec {
+    /// `always_on` (the baseline), `bandwidth_preserving` or `ideal`.
+    #[serde(default)]
+    pub policy: DimmPolicyName,
+    #[serde(default = "default_channels")]
+    pub channels: u32,
+    #[serde(default = "default_dimms_per_channel")]
+    pub dimms_per_channel: u32,
+    #[serde(default = "default_dimm_gib")]
+    pub dimm_gib: f64,
+    /// Standby power of one DIMM while on, W.
+    #[serde(default = "default_dimm_standby_w")]
+    pub dimm_standby_w: f64,
+    /// `bandwidth_preserving`: the other DIMMs come on when the first DIMMs' free memory falls
+    /// to this, GiB.
+    #[serde(default = "default_online_threshold_gib")]
+    pub online_threshold_gib: f64,
+    /// ... and go off at the job's exit if the node's free memory is at least this, GiB.
+    #[serde(default = "default_offline_threshold_gib")]
+    pub offline_threshold_gib: f64,
+    /// Time a job's ranks each lose when the other DIMMs come on, s.
+    #[serde(default)]
+    pub transition_s: f64,
+    /// Memory in use on a node that runs no job, GiB.
+    #[serde(default = "default_idle_gib")]
+    pub idle_gib: f64,
+}
+
+/// `[power.dimms] policy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DimmPolicyName {
+    #[default]
+    AlwaysOn,
+    BandwidthPreserving,
+    Ideal,
+}
+
+/// Oe et al.'s test machine (8 x 4 GB DDR3-1333 in 4 channels), their 0.9 W per idle DIMM (8 GB
+/// DDR3-1600), their off threshold (24 GB) and on threshold (4 GB), and the job log's 2 GB per
+/// idle node.
+fn default_channels() -> u32 {
+    4
+}
+fn default_dimms_per_channel() -> u32 {
+    2
+}
+fn default_dimm_gib() -> f64 {
+    4.0
+}
+fn default_dimm_standby_w() -> f64 {
+    0.9
+}
+fn default_online_threshold_gib() -> f64 {
+    4.0
+}
+fn default_offline_threshold_gib() -> f64 {
+    24.0
+}
+fn default_idle_gib() -> f64 {
+    2.0
+}
+
+impl Default for DimmsSpec {
+    fn default() -> Self {
+        Self {
+            policy: DimmPolicyName::AlwaysOn,
+            channels: default_channels(),
+            dimms_per_channel: default_dimms_per_channel(),
+            dimm_gib: default_dimm_gib(),
+            dimm_standby_w: default_dimm_standby_w(),
+            online_threshold_gib: default_online_threshold_gib(),
+            offline_threshold_gib: default_offline_threshold_gib(),
+            transition_s: 0.0,
+            idle_gib: default_idle_gib(),
+        }
+    }
+}
+
 /// Tanaka et al.'s NIC (research.md section 3): tg3 driver, rx-usecs 18 us, at most 6 frames per
 /// interrupt; node power increase = 1.25e-2 W per Mb/s + 1.56e-4 W per interrupt per second.
 const NIC_RX_USECS: f64 = 18.0;
@@ -370,10 +457,31 @@ impl PowerSpec {
             ("power.cores.mwait_w", c.mwait_w),
             ("power.cores.idle_w", c.idle_w),
             ("power.nodes.base_w", self.nodes.base_w),
+            ("power.dimms.dimm_gib", self.dimms.dimm_gib),
+            ("power.dimms.dimm_standby_w", self.dimms.dimm_standby_w),
+            (
+                "power.dimms.online_threshold_gib",
+                self.dimms.online_threshold_gib,
+            ),
+            (
+                "power.dimms.offline_threshold_gib",
+                self.dimms.offline_threshold_gib,
+            ),
+            ("power.dimms.transition_s", self.dimms.transition_s),
+            ("power.dimms.idle_gib", self.dimms.idle_gib),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return err(field, format!("must be a non-negative number, got {v}"));
             }
+        }
+        if self.dimms.channels == 0
+            || self.dimms.dimms_per_channel == 0
+            || self.dimms.dimm_gib == 0.0
+        {
+            return err(
+                "power.dimms",
+                "channels, dimms_per_channel and dimm_gib must be positive".into(),
+            );
         }
         if !(self.timeline_bin_us.is_finite() && self.timeline_bin_us >= 0.0) {
             return err(
@@ -472,8 +580,9 @@ impl PowerSpec {
         self.timing(c.class, node_of(c))
     }
 
-    /// Forces every link class to always-on: the baseline of a comparison.
+    /// Forces every link class and the DIMMs to always-on: the baseline of a comparison.
     pub fn set_always_on(&mut self) {
+        self.dimms.policy = DimmPolicyName::AlwaysOn;
         for (_, s) in self.link_specs_mut() {
             s.policy = Some(Policy::AlwaysOn);
         }
@@ -609,17 +718,30 @@ impl WaitSpec {
     }
 }
 
+/// What runs where, for the node models: each global rank's place, the jobs' names, and each
+/// node's job (its start, memory profile and ranks there).
+#[derive(Debug)]
+pub(crate) struct Occupancy {
+    pub ranks: Vec<CoreOf>,
+    pub job_names: Vec<String>,
+    pub node_jobs: Vec<Option<NodeJob>>,
+}
+
 /// The power models `spec` asks for on `topo` — link ports, switch backplanes and, with
 /// `[power.nic] coalescing`, the NICs — followed by `extra` models of the caller's.
 pub(crate) fn models(
     spec: &PowerSpec,
     wait: &WaitSpec,
     topo: &Topology,
-    ranks: Vec<CoreOf>,
-    job_names: Vec<String>,
+    occupancy: Occupancy,
     extra: Vec<Box<dyn PowerModel>>,
     source: &str,
 ) -> Result<Power, SimError> {
+    let Occupancy {
+        ranks,
+        job_names,
+        node_jobs,
+    } = occupancy;
     let bin_ps = us_to_ps(spec.timeline_bin_us);
     let timeline = |series: usize| Timeline::new(series, bin_ps, TIMELINE_MAX_BINS);
     let ch = &topo.channels;
@@ -652,6 +774,7 @@ pub(crate) fn models(
         spec.switch.backplane_w.unwrap_or(0.0),
         timeline(1),
     );
+    let rank_node: Vec<u32> = ranks.iter().map(|r| r.node).collect();
     let c = &spec.cores;
     let (low_w, policy) = match wait.policy {
         WaitPolicyName::Spin => (c.spin_w, WaitPolicy::Spin),
@@ -677,8 +800,33 @@ pub(crate) fn models(
         vec![spec.nodes.base_w; topo.num_nodes as usize],
         timeline(1),
     );
-    let mut models: Vec<Box<dyn PowerModel>> =
-        vec![Box::new(backplanes), Box::new(cores), Box::new(nodes)];
+    let d = &spec.dimms;
+    let dimms = DimmPower::new(
+        DimmParams {
+            policy: match d.policy {
+                DimmPolicyName::AlwaysOn => DimmPolicy::AlwaysOn,
+                DimmPolicyName::BandwidthPreserving => DimmPolicy::BandwidthPreserving,
+                DimmPolicyName::Ideal => DimmPolicy::Ideal,
+            },
+            channels: d.channels,
+            dimms_per_channel: d.dimms_per_channel,
+            dimm_gib: d.dimm_gib,
+            standby_w: d.dimm_standby_w,
+            online_threshold_gib: d.online_threshold_gib,
+            offline_threshold_gib: d.offline_threshold_gib,
+            transition_ps: us_to_ps(d.transition_s * 1e6),
+            idle_gib: d.idle_gib,
+        },
+        node_jobs,
+        &rank_node,
+        timeline(1),
+    );
+    let mut models: Vec<Box<dyn PowerModel>> = vec![
+        Box::new(backplanes),
+        Box::new(cores),
+        Box::new(nodes),
+        Box::new(dimms),
+    ];
     let n = &spec.nic;
     if n.coalescing {
         let ports = ch

@@ -290,9 +290,9 @@ kind = "pingpong"
     assert!((unattributed - (96.0 * t - busy_share_j)).abs() < 1e-12);
     let total = r.summary["energy_j"]["total"].as_f64().unwrap();
     assert!((job_j(0) + job_j(1) + unattributed - total).abs() < 1e-12);
-    // Per job 4 link ports (both ends of two node links), 2 cores and 2 node bases; the
-    // backplane is shared.
-    assert_eq!(owner.iter().filter(|j| *j == "a").count(), 8);
+    // Per job 4 link ports (both ends of two node links), 2 cores, 2 node bases and 2 nodes'
+    // DIMMs; the backplane is shared.
+    assert_eq!(owner.iter().filter(|j| *j == "a").count(), 10);
     assert_eq!(owner.iter().filter(|j| j.is_empty()).count(), 1);
 }
 
@@ -430,4 +430,102 @@ interval_us = 3.0
     };
     // Every message crossed the network (one rank per node) and was handed over by a NIC.
     assert_eq!(delivered.iter().sum::<u64>(), 32 * 8);
+}
+
+/// One rank computing 100 us on node 0 of two (node 1 idle), 4 channels x 2 DIMMs of 4 GiB at
+/// 0.9 W; `memory` and `dimms` are appended.
+fn dimm_run(memory: &str, dimms: &str) -> Results {
+    let text = format!(
+        r#"
+[machine]
+[machine.topology]
+kind = "single_switch"
+nodes = 2
+[machine.links]
+bandwidth_gbps = 1.0
+latency_ns = 0
+[[jobs]]
+ranks = 1
+allocation = "list"
+node_list = [0]
+{memory}
+[jobs.workload]
+kind = "pingpong"
+[power.dimms]
+{dimms}
+"#
+    );
+    let c = Config::parse(&text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    simulate_observed(
+        &c,
+        "t.toml",
+        vec![Box::new(Script(vec![vec![Op::Compute { ps: 100 * US }]]))],
+        Vec::new(),
+        &mut |_| true,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn dimm_column(r: &Results, name: &str) -> Vec<f64> {
+    match column(r, "dimms", name) {
+        tracewatt_sim::Column::F64(v) => v.clone(),
+        tracewatt_sim::Column::U64(v) => v.iter().map(|x| *x as f64).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn bandwidth_preserving_halves_standby_power_while_the_job_fits_the_first_dimms() {
+    let on = dimm_run("memory_gib = 6.0", "policy = \"always_on\"");
+    let bp = dimm_run("memory_gib = 6.0", "policy = \"bandwidth_preserving\"");
+    assert_eq!(makespan_ps(&bp), 100 * US);
+    // Always on: 8 DIMMs x 0.9 W x 100 us per node; preserving: the 4 first DIMMs only (6 GiB
+    // leaves 10 GiB free in the first 16, above the 4 GiB online threshold).
+    let e_on = dimm_column(&on, "energy_j");
+    let e_bp = dimm_column(&bp, "energy_j");
+    assert!((e_on[0] - 8.0 * 0.9 * 100e-6).abs() < 1e-15);
+    assert!((e_bp[0] - 4.0 * 0.9 * 100e-6).abs() < 1e-15);
+    assert!(
+        (e_bp[1] - 4.0 * 0.9 * 100e-6).abs() < 1e-15,
+        "the idle node too"
+    );
+    assert!(dimm_column(&bp, "channels_lost_s")
+        .iter()
+        .all(|s| *s == 0.0));
+    assert!(
+        matches!(column(&bp, "dimms", "transitions"), tracewatt_sim::Column::U64(t) if t == &[0, 0])
+    );
+}
+
+#[test]
+fn the_other_dimms_come_on_at_the_online_threshold_and_cost_their_transition() {
+    // 6 GiB, then 13 GiB from 50 us: 3 GiB free in the first DIMMs (<= 4): all 8 come on at
+    // 50 us, and the rank, computing then, loses 10 us.
+    let memory =
+        "[[jobs.memory]]\nat_s = 0.0\ngib = 6.0\n[[jobs.memory]]\nat_s = 50e-6\ngib = 13.0";
+    let bp = dimm_run(
+        memory,
+        "policy = \"bandwidth_preserving\"\ntransition_s = 10e-6",
+    );
+    assert_eq!(makespan_ps(&bp), 110 * US);
+    let e = dimm_column(&bp, "energy_j");
+    // 4 DIMMs for 50 us, 8 for the 60 us until the job ends with the run.
+    assert!(
+        (e[0] - 0.9 * (4.0 * 50e-6 + 8.0 * 60e-6)).abs() < 1e-15,
+        "{e:?}"
+    );
+    let tracewatt_sim::Column::U64(transitions) = column(&bp, "dimms", "transitions") else {
+        panic!()
+    };
+    assert_eq!(transitions[0], 1);
+    // Ideal: ceil(6 / 4) = 2 DIMMs, then ceil(13 / 4) = 4: two channels lost for 50 us.
+    let ideal = dimm_run(memory, "policy = \"ideal\"");
+    let e = dimm_column(&ideal, "energy_j");
+    assert!(
+        (e[0] - 0.9 * (2.0 * 50e-6 + 4.0 * 50e-6)).abs() < 1e-15,
+        "{e:?}"
+    );
+    let lost = dimm_column(&ideal, "channels_lost_s");
+    assert!((lost[0] - 2.0 * 50e-6).abs() < 1e-15, "{lost:?}");
+    assert!((dimm_column(&ideal, "fewer_channels_s")[0] - 50e-6).abs() < 1e-15);
 }

@@ -1,0 +1,337 @@
+//! DIMMs under memory-hotplug policies (research.md section 5, Oe et al.): each node has
+//! `channels x dimms_per_channel` DIMMs drawing `standby_w` each while on. The memory a node
+//! uses over time comes from its job's profile (idle nodes use `idle_gib`).
+//!
+//! - `always_on`: every DIMM on (the baseline).
+//! - `bandwidth_preserving` (the paper's): the first DIMM of every channel is always on; the
+//!   others start off, all come on together when free memory in the first DIMMs falls to
+//!   `online_threshold` (and the node's ranks each stall `transition` once), and stay on until the
+//!   job exits; they go off again then if the free memory of the whole node is at least
+//!   `offline_threshold`. No channel is ever lost.
+//! - `ideal`: exactly the DIMMs the memory in use needs are on (at least one), whatever the
+//!   channels: the lower bound, losing channel bandwidth when fewer than `channels` are on.
+//!
+//! Transitions of `ideal` and the exit transition cost no time (the paper's policy pays only its
+//! online transition inside the job).
+
+use crate::model::{Account, Activity, EnergyRow, PowerModel, Signals};
+use crate::timeline::Timeline;
+use tracewatt_core::time::to_seconds;
+use tracewatt_core::{Column, Ps, Table};
+
+/// The DIMM policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DimmPolicy {
+    AlwaysOn,
+    BandwidthPreserving,
+    Ideal,
+}
+
+/// The memory layout, power and policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DimmParams {
+    pub policy: DimmPolicy,
+    pub channels: u32,
+    pub dimms_per_channel: u32,
+    pub dimm_gib: f64,
+    pub standby_w: f64,
+    pub online_threshold_gib: f64,
+    pub offline_threshold_gib: f64,
+    pub transition_ps: Ps,
+    /// Memory in use on a node that runs no job.
+    pub idle_gib: f64,
+}
+
+impl DimmParams {
+    fn total(&self) -> u32 {
+        self.channels * self.dimms_per_channel
+    }
+
+    /// DIMMs `ideal` keeps on for `gib` in use.
+    fn needed(&self, gib: f64) -> u32 {
+        ((gib / self.dimm_gib).ceil() as u32).clamp(1, self.total())
+    }
+}
+
+/// A node's job: when it starts, its memory profile (time after the start, GiB in use from
+/// then), and its ranks there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeJob {
+    pub start_ps: Ps,
+    pub profile: Vec<(Ps, f64)>,
+    pub ranks: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeDimms {
+    job: Option<NodeJob>,
+    /// Ranks of the job not finished yet.
+    running: u32,
+    /// When the job exited, once it has.
+    exit_ps: Option<Ps>,
+    /// When `bandwidth_preserving` brought the other DIMMs on during the job.
+    online_ps: Option<Ps>,
+    /// Ranks that have paid the online stall.
+    stalled: Vec<bool>,
+}
+
+/// The DIMMs of every node.
+#[derive(Debug)]
+pub struct DimmPower {
+    params: DimmParams,
+    nodes: Vec<NodeDimms>,
+    /// Each global rank's node and its index among the node's ranks.
+    rank_at: Vec<(u32, u32)>,
+    timeline: Timeline,
+    first_series: usize,
+}
+
+/// Per node results, filled at the end.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    /// DIMM-seconds on (as picosecond counts summed over DIMMs).
+    on_ps: u128,
+    transitions: u64,
+    /// Time with fewer channels than the node has.
+    fewer_channels_ps: Ps,
+    /// Channel-seconds lost.
+    channels_lost_ps: u128,
+}
+
+impl DimmPower {
+    /// `jobs[n]`: node `n`'s job, if any; `rank_node[r]`: global rank `r`'s node. The timeline
+    /// has one series.
+    pub fn new(
+        params: DimmParams,
+        jobs: Vec<Option<NodeJob>>,
+        rank_node: &[u32],
+        timeline: Timeline,
+    ) -> Self {
+        let mut nodes: Vec<NodeDimms> = jobs
+            .into_iter()
+            .map(|job| NodeDimms {
+                running: job.as_ref().map_or(0, |j| j.ranks),
+                stalled: vec![false; job.as_ref().map_or(0, |j| j.ranks as usize)],
+                job,
+                ..NodeDimms::default()
+            })
+            .collect();
+        let mut seen = vec![0u32; nodes.len()];
+        let rank_at = rank_node
+            .iter()
+            .map(|n| {
+                let k = seen[*n as usize];
+                seen[*n as usize] += 1;
+                (*n, k)
+            })
+            .collect();
+        for n in &mut nodes {
+            if let Some(j) = &mut n.job {
+                j.profile.sort_by_key(|p| p.0);
+            }
+        }
+        let mut model = Self {
+            params,
+            nodes,
+            rank_at,
+            timeline,
+            first_series: 0,
+        };
+        for i in 0..model.nodes.len() {
+            model.nodes[i].online_ps = model.online_time(i);
+        }
+        model
+    }
+
+    /// When `bandwidth_preserving` brings node `i`'s other DIMMs on: the first profile point at
+    /// which the first DIMMs' free memory is at most the online threshold.
+    fn online_time(&self, i: usize) -> Option<Ps> {
+        let p = &self.params;
+        if p.policy != DimmPolicy::BandwidthPreserving || p.dimms_per_channel < 2 {
+            return None;
+        }
+        let first = p.channels as f64 * p.dimm_gib;
+        let j = self.nodes[i].job.as_ref()?;
+        j.profile
+            .iter()
+            .find(|(_, gib)| first - gib <= p.online_threshold_gib)
+            .map(|(at, _)| j.start_ps + at)
+    }
+
+    /// Memory node `i` uses over [0, end): (from, to, GiB) pieces.
+    fn usage(&self, i: usize, end: Ps) -> Vec<(Ps, Ps, f64)> {
+        let idle = self.params.idle_gib;
+        let n = &self.nodes[i];
+        let Some(j) = &n.job else {
+            return vec![(0, end, idle)];
+        };
+        let exit = n.exit_ps.unwrap_or(end).min(end);
+        let mut out = vec![(0, j.start_ps.min(exit), idle)];
+        let mut t = j.start_ps.min(exit);
+        let mut gib = j
+            .profile
+            .first()
+            .map_or(idle, |p| if p.0 == 0 { p.1 } else { idle });
+        for (at, g) in &j.profile {
+            let at = (j.start_ps + at).min(exit);
+            out.push((t, at, gib));
+            t = at;
+            gib = *g;
+        }
+        out.push((t, exit, gib));
+        out.push((exit, end, idle));
+        out.retain(|p| p.1 > p.0);
+        out
+    }
+
+    fn tally(&mut self, i: usize, end: Ps) -> Tally {
+        let p = self.params;
+        let total = p.total();
+        let mut t = Tally::default();
+        let mut add = |timeline: &mut Timeline, from: Ps, to: Ps, on: u32| {
+            t.on_ps += (to - from) as u128 * on as u128;
+            if on < p.channels {
+                t.fewer_channels_ps += to - from;
+                t.channels_lost_ps += (to - from) as u128 * (p.channels - on) as u128;
+            }
+            timeline.add(0, from, to, on as f64 * p.standby_w);
+        };
+        match p.policy {
+            DimmPolicy::AlwaysOn => add(&mut self.timeline, 0, end, total),
+            DimmPolicy::Ideal => {
+                let mut last = None;
+                for (from, to, gib) in self.usage(i, end) {
+                    let on = p.needed(gib);
+                    if last.is_some_and(|l| l != on) {
+                        t.transitions += 1;
+                    }
+                    last = Some(on);
+                    add(&mut self.timeline, from, to, on);
+                }
+            }
+            DimmPolicy::BandwidthPreserving => {
+                let n = &self.nodes[i];
+                let first = p.channels;
+                match n.online_ps.filter(|t| *t < end) {
+                    None => add(&mut self.timeline, 0, end, first),
+                    Some(on_at) => {
+                        // On from the online time until the job exits; off again then if the
+                        // node's free memory allows (the idle node's use).
+                        let exit = n.exit_ps.unwrap_or(end).min(end);
+                        let free = total as f64 * p.dimm_gib - p.idle_gib;
+                        let off = (free >= p.offline_threshold_gib && exit < end).then_some(exit);
+                        add(&mut self.timeline, 0, on_at, first);
+                        add(&mut self.timeline, on_at, off.unwrap_or(end), total);
+                        t.transitions += 1;
+                        if let Some(off) = off {
+                            add(&mut self.timeline, off, end, first);
+                            t.transitions += 1;
+                        }
+                    }
+                }
+            }
+        }
+        t
+    }
+}
+
+impl PowerModel for DimmPower {
+    fn signals(&self) -> Signals {
+        Signals {
+            ranks: true,
+            wakes: self.params.policy == DimmPolicy::BandwidthPreserving
+                && self.params.transition_ps > 0,
+            ..Signals::default()
+        }
+    }
+
+    fn series(&self) -> &'static [&'static str] {
+        &["dimms_w"]
+    }
+
+    fn set_series(&mut self, first: usize) {
+        self.first_series = first;
+    }
+
+    fn on_rank(&mut self, _rank: u32, node: u32, activity: Activity, at: Ps) {
+        if activity == Activity::Done {
+            let n = &mut self.nodes[node as usize];
+            n.running = n.running.saturating_sub(1);
+            if n.running == 0 {
+                n.exit_ps = Some(at);
+            }
+        }
+    }
+
+    fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
+        let (node, k) = self.rank_at[rank as usize];
+        let n = &mut self.nodes[node as usize];
+        match n.online_ps {
+            Some(t) if t <= now && !n.stalled[k as usize] => {
+                n.stalled[k as usize] = true;
+                now + self.params.transition_ps
+            }
+            _ => now,
+        }
+    }
+
+    fn finish(mut self: Box<Self>, end: Ps, account: &mut Account) {
+        let p = self.params;
+        let tallies: Vec<Tally> = (0..self.nodes.len()).map(|i| self.tally(i, end)).collect();
+        let energy = |t: &Tally| p.standby_w * t.on_ps as f64 * 1e-12;
+        let total = p.total() as u128;
+        for (i, t) in tallies.iter().enumerate() {
+            let on = (t.on_ps / total.max(1)) as Ps;
+            account.rows.push(EnergyRow {
+                component: "dimms",
+                group: "dimms",
+                id: i as u64,
+                node: Some(i as u32),
+                switch: None,
+                energy_j: energy(t),
+                states: vec![("dimm_on_s", on), ("dimm_off_s", end.saturating_sub(on))],
+            });
+        }
+        let ts = &tallies;
+        let end_s = to_seconds(end);
+        account.tables.push(Table {
+            name: "dimms",
+            columns: vec![
+                ("node", Column::U64((0..ts.len() as u64).collect())),
+                ("dimms", Column::U64(vec![total as u64; ts.len()])),
+                (
+                    "dimm_on_s",
+                    Column::F64(ts.iter().map(|t| t.on_ps as f64 * 1e-12).collect()),
+                ),
+                (
+                    "dimm_off_s",
+                    Column::F64(
+                        ts.iter()
+                            .map(|t| total as f64 * end_s - t.on_ps as f64 * 1e-12)
+                            .collect(),
+                    ),
+                ),
+                (
+                    "transitions",
+                    Column::U64(ts.iter().map(|t| t.transitions).collect()),
+                ),
+                (
+                    "fewer_channels_s",
+                    Column::F64(ts.iter().map(|t| to_seconds(t.fewer_channels_ps)).collect()),
+                ),
+                (
+                    "channels_lost_s",
+                    Column::F64(
+                        ts.iter()
+                            .map(|t| t.channels_lost_ps as f64 * 1e-12)
+                            .collect(),
+                    ),
+                ),
+                ("energy_j", Column::F64(ts.iter().map(energy).collect())),
+            ],
+        });
+        account
+            .timeline
+            .absorb(self.first_series, self.timeline, end);
+    }
+}
