@@ -10,7 +10,7 @@ from tracewatt import cli, validate
 
 
 @pytest.mark.parametrize(
-    "check_id", ["1", "2", "3", "4", "nic-coalescing", "mpi-wait", "whole-system"]
+    "check_id", ["1", "2", "3", "4", "nic-coalescing", "mpi-wait", "whole-system", "dimm-hotplug"]
 )
 def test_validation_check_passes(check_id: str) -> None:
     c = validate.CHECKS[check_id]()
