@@ -224,6 +224,12 @@ def _link_saving_pct(r: Mapping[str, Results]) -> float:
     return c.link_saving_pct if c else float("nan")
 
 
+def _machine_saving_pct(r: Mapping[str, Results]) -> float:
+    """Energy saved over everything priced: links, switches, NIC ports, cores, nodes, DIMMs."""
+    c = _comparison(r)
+    return c.saving_pct if c else float("nan")
+
+
 def _slowdown_pct(r: Mapping[str, Results]) -> float:
     c = _comparison(r)
     return c.slowdown_pct if c else float("nan")
@@ -251,6 +257,7 @@ COLUMNS: list[Metric] = [
     Metric("link_busy_max_pct", lambda r: _busy_pct(_base(r), "max"), _f(1)),
     Metric("lpi_fraction", lambda r: float(_base(r).summary["links"]["lpi_fraction"]), _f(3)),
     Metric("link_saving_pct", _link_saving_pct, _f(1)),
+    Metric("machine_saving_pct", _machine_saving_pct, _f(2)),
     Metric("slowdown_pct", _slowdown_pct, _f(2)),
 ]
 
@@ -261,6 +268,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "mean_hops",
     "link_busy_mean_pct",
     "link_saving_pct",
+    "machine_saving_pct",
     "slowdown_pct",
 )
 
