@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -181,10 +182,51 @@ def test_exception_hierarchy() -> None:
     assert issubclass(tracewatt.TracewattError, Exception)
 
 
-def test_workload_error_names_field() -> None:
+def test_workload_field_error_is_a_config_error_naming_the_field(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    # A generator's parameter out of range is a configuration error (exit 2), like any other
+    # field; it used to be a WorkloadError (exit 3).
     cfg = _set(PINGPONG, "jobs[0].workload.iterations", 0)
-    with pytest.raises(tracewatt.WorkloadError, match=r"jobs\[0\]\.workload.*iterations"):
+    with pytest.raises(tracewatt.ConfigError) as e:
+        tracewatt.simulate(Config.from_dict(cfg, source="bad.json"))
+    assert str(e.value) == "bad.json: jobs[0].workload.iterations: must be >= 1"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(cfg))
+    r = run_cli("run", path)
+    assert r.code == 2, r.err
+    assert r.err == f"tracewatt: error: {path}: jobs[0].workload.iterations: must be >= 1\n"
+
+
+def test_a_rank_count_the_generator_cannot_use_is_a_workload_error() -> None:
+    cfg = _set(PINGPONG, "jobs[0].ranks", 1)
+    with pytest.raises(tracewatt.WorkloadError, match=r"pingpong needs at least 2 ranks, got 1"):
         tracewatt.simulate(cfg)
+
+
+def test_time_fields_name_the_field_and_the_maximum(run_cli: Run, tmp_path: Path) -> None:
+    # The three values: each used to wrap to 0 and run silently.
+    for field, value in (
+        ("power.links.idle_timeout_us", 1.9e13),
+        ("jobs[0].start_us", 1e14),
+        ("power.links.wake_time_us", 1e14),
+    ):
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps(_set(PINGPONG, field, value)))
+        r = run_cli("run", path)
+        assert r.code == 2, r.err
+        assert r.err.startswith(f"tracewatt: error: {path}: {field}: must be at most 1e12 us")
+
+
+def test_too_small_bandwidth_is_a_config_error_not_a_panic(run_cli: Run, tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_set(PINGPONG, "machine.links.bandwidth_gbps", 1e-12)))
+    r = run_cli("run", path)
+    assert r.code == 2, r.err
+    assert r.err == (
+        f"tracewatt: error: {path}: machine.links.bandwidth_gbps: must be at least 1e-9 "
+        "(1 bit/s), got 0.000000000001\n"
+    )
 
 
 # A workload that cannot finish (a receive with no matching send) needs a hand-written rank

@@ -113,7 +113,7 @@ pub struct LinkReport {
 pub struct LinkPower {
     /// The distinct timings (a machine has a few link classes), and each unit's.
     timings: Vec<LinkTiming>,
-    timing_of: Vec<u8>,
+    timing_of: Vec<u32>,
     busy: Vec<Busy>,
     units: Vec<UnitState>,
     /// Channels of each unit (one, or a link's two directions).
@@ -168,7 +168,8 @@ impl LinkPower {
                     timings.len() - 1
                 }
             };
-            timing_of.push(u8::try_from(k).expect("at most 256 distinct link timings"));
+            // Fewer distinct timings than channels, whose ids are u32.
+            timing_of.push(k as u32);
         }
         if members.iter().all(|m| m[1] == NONE) {
             // Every channel is its own unit, numbered as the channel: skip the lookup.

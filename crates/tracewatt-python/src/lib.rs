@@ -66,7 +66,10 @@ fn to_py(e: SimError) -> PyErr {
         SimError::Config { .. } => ConfigError::new_err(msg),
         SimError::Topology { .. } => TopologyError::new_err(msg),
         SimError::Trace { .. } => TraceError::new_err(msg),
-        SimError::Workload { .. } | SimError::Program(_) => WorkloadError::new_err(msg),
+        // A run past the longest simulated time could not complete, as a bad workload cannot.
+        SimError::Workload { .. } | SimError::Program(_) | SimError::TimeLimit { .. } => {
+            WorkloadError::new_err(msg)
+        }
         SimError::Deadlock { .. } => DeadlockError::new_err(msg),
         SimError::Interrupted { .. } => InterruptedError::new_err(msg),
         _ => TracewattError::new_err(msg),

@@ -5,7 +5,7 @@
 use crate::error::SimError;
 use crate::presets;
 use serde::{Deserialize, Serialize};
-use tracewatt_core::time::{from_units, PS_PER_NS, PS_PER_US};
+use tracewatt_core::time::{self, Unit, MAX_DURATION_PS, NS, US};
 use tracewatt_core::Ps;
 use tracewatt_net::fabric::Switching;
 use tracewatt_net::topology::LinkParams;
@@ -377,22 +377,19 @@ impl Config {
         if m.ranks_per_node == 0 {
             return err("machine.ranks_per_node", "must be at least 1".into());
         }
-        positive(
-            source,
-            "machine.links.bandwidth_gbps",
-            m.links.bandwidth_gbps,
-        )?;
-        non_negative(source, "machine.links.latency_ns", m.links.latency_ns)?;
-        non_negative(source, "machine.switch_latency_ns", m.switch_latency_ns)?;
-        positive(
-            source,
+        let bandwidth = |field: &str, gbps: f64| bandwidth(source, field, gbps, m.packet_bytes);
+        bandwidth("machine.links.bandwidth_gbps", m.links.bandwidth_gbps)?;
+        time_field(source, "machine.links.latency_ns", m.links.latency_ns, NS)?;
+        time_field(source, "machine.switch_latency_ns", m.switch_latency_ns, NS)?;
+        bandwidth(
             "machine.intra_node_bandwidth_gbps",
             m.intra_node_bandwidth_gbps,
         )?;
-        non_negative(
+        time_field(
             source,
             "machine.intra_node_latency_ns",
             m.intra_node_latency_ns,
+            NS,
         )?;
         let overrides = [
             ("node", &m.links.node),
@@ -401,17 +398,37 @@ impl Config {
         ];
         for (name, o) in overrides {
             if let Some(o) = o {
-                check_override(source, &format!("machine.links.{name}"), o)?;
+                check_override(source, &format!("machine.links.{name}"), o, m.packet_bytes)?;
             }
         }
         for (i, o) in m.links.tree.iter().enumerate() {
-            check_override(source, &format!("machine.links.tree[{i}]"), o)?;
+            check_override(
+                source,
+                &format!("machine.links.tree[{i}]"),
+                o,
+                m.packet_bytes,
+            )?;
         }
         for (i, o) in m.links.torus.iter().enumerate() {
-            check_override(source, &format!("machine.links.torus[{i}]"), o)?;
+            check_override(
+                source,
+                &format!("machine.links.torus[{i}]"),
+                o,
+                m.packet_bytes,
+            )?;
         }
-        non_negative(source, "mpi.send_overhead_ns", self.mpi.send_overhead_ns)?;
-        non_negative(source, "mpi.recv_overhead_ns", self.mpi.recv_overhead_ns)?;
+        time_field(
+            source,
+            "mpi.send_overhead_ns",
+            self.mpi.send_overhead_ns,
+            NS,
+        )?;
+        time_field(
+            source,
+            "mpi.recv_overhead_ns",
+            self.mpi.recv_overhead_ns,
+            NS,
+        )?;
         if self.jobs.is_empty() {
             return err("jobs", "at least one [[jobs]] entry is required".into());
         }
@@ -419,7 +436,7 @@ impl Config {
             if j.ranks == 0 {
                 return err(&format!("jobs[{i}].ranks"), "must be at least 1".into());
             }
-            non_negative(source, &format!("jobs[{i}].start_us"), j.start_us)?;
+            time_field(source, &format!("jobs[{i}].start_us"), j.start_us, US)?;
             if j.allocation == Allocation::List && j.node_list.is_empty() {
                 return err(
                     &format!("jobs[{i}].node_list"),
@@ -480,7 +497,7 @@ impl Config {
             }
         }
         for (i, t) in self.output.idle_thresholds_us.iter().enumerate() {
-            non_negative(source, &format!("output.idle_thresholds_us[{i}]"), *t)?;
+            time_field(source, &format!("output.idle_thresholds_us[{i}]"), *t, US)?;
         }
         if self.output.idle_bins_per_decade == 0 {
             return err("output.idle_bins_per_decade", "must be at least 1".into());
@@ -515,14 +532,50 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Nanoseconds (validated non-negative) to picoseconds.
+/// Nanoseconds to picoseconds, for a field `Config::parse` has checked with [`time_field`].
 pub(crate) fn ns_to_ps(ns: f64) -> Ps {
-    from_units(ns, PS_PER_NS).unwrap_or(0)
+    time::saturating_duration(ns, NS)
 }
 
-/// Microseconds (validated non-negative) to picoseconds.
+/// Microseconds to picoseconds, for a field `Config::parse` has checked with [`time_field`].
 pub(crate) fn us_to_ps(us: f64) -> Ps {
-    from_units(us, PS_PER_US).unwrap_or(0)
+    time::saturating_duration(us, US)
+}
+
+/// Checks a time field written in `unit`: non-negative and at most
+/// [`MAX_DURATION_PS`](tracewatt_core::time::MAX_DURATION_PS).
+pub(crate) fn time_field(source: &str, field: &str, v: f64, unit: Unit) -> Result<Ps, SimError> {
+    time::duration(v, unit).map_err(|e| SimError::config(source, field, e.to_string(), None))
+}
+
+/// Checks a bandwidth: at least 1 bit/s (bandwidths are whole bits per second, and a zero one
+/// would never send), and fast enough that a packet of `packet_bytes` takes at most the longest
+/// duration.
+fn bandwidth(source: &str, field: &str, gbps: f64, packet_bytes: u32) -> Result<(), SimError> {
+    const BIT_PER_S_GBPS: f64 = 1e-9;
+    let packet_gbps = f64::from(packet_bytes) * 8.0 / time::to_seconds(MAX_DURATION_PS) * 1e-9;
+    let (min, why) = if packet_gbps > BIT_PER_S_GBPS {
+        (
+            packet_gbps,
+            format!(
+                "so that a packet of machine.packet_bytes = {packet_bytes} takes at most {:e} s, \
+                 the longest duration",
+                time::to_seconds(MAX_DURATION_PS)
+            ),
+        )
+    } else {
+        (BIT_PER_S_GBPS, "1 bit/s".to_string())
+    };
+    if gbps.is_finite() && gbps >= min {
+        Ok(())
+    } else {
+        Err(SimError::config(
+            source,
+            field,
+            format!("must be at least {min:e} ({why}), got {gbps}"),
+            None,
+        ))
+    }
 }
 
 fn positive(source: &str, field: &str, v: f64) -> Result<(), SimError> {
@@ -551,12 +604,17 @@ fn non_negative(source: &str, field: &str, v: f64) -> Result<(), SimError> {
     }
 }
 
-fn check_override(source: &str, field: &str, o: &LinkOverride) -> Result<(), SimError> {
+fn check_override(
+    source: &str,
+    field: &str,
+    o: &LinkOverride,
+    packet_bytes: u32,
+) -> Result<(), SimError> {
     if let Some(b) = o.bandwidth_gbps {
-        positive(source, &format!("{field}.bandwidth_gbps"), b)?;
+        bandwidth(source, &format!("{field}.bandwidth_gbps"), b, packet_bytes)?;
     }
     if let Some(l) = o.latency_ns {
-        non_negative(source, &format!("{field}.latency_ns"), l)?;
+        time_field(source, &format!("{field}.latency_ns"), l, NS)?;
     }
     Ok(())
 }

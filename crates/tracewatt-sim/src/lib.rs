@@ -24,6 +24,7 @@ pub use results::{Column, Results, Table};
 
 use engine::{Comm, Engine, JobState};
 use serde_json::json;
+use tracewatt_core::time::{to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::Rng;
 use tracewatt_net::fabric::{Fabric, FabricParams};
 use tracewatt_net::Topology;
@@ -138,10 +139,22 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
                 ));
             };
             let seed = Rng::fork(config.seed, STREAM_WORKLOAD + i as u64).next_u64();
-            generators::build(spec, job.ranks, seed).map_err(|e| SimError::Workload {
-                source_name: source.to_string(),
-                job: i,
-                message: e.to_string(),
+            generators::build(spec, job.ranks, seed).map_err(|e| {
+                if e.field == "ranks" {
+                    // The job's rank count does not suit the generator: the run cannot go on.
+                    SimError::Workload {
+                        source_name: source.to_string(),
+                        job: i,
+                        message: e.to_string(),
+                    }
+                } else {
+                    SimError::config(
+                        source,
+                        &format!("jobs[{i}].workload.{}", e.field),
+                        e.expected,
+                        None,
+                    )
+                }
             })
         })
         .collect()
@@ -274,7 +287,7 @@ pub fn simulate_with(
         programs,
         source,
     );
-    let (out, fabric, obs) = engine.run(progress)?;
+    let (out, fabric, obs) = run_within_time_limit(engine, progress)?;
     let (link_power, timeline) = obs.power.finish(out.makespan_ps);
     Ok(results::build(
         config,
@@ -287,4 +300,29 @@ pub fn simulate_with(
         fabric.stats(),
         machine,
     ))
+}
+
+/// Runs the engine, stopping it with [`SimError::TimeLimit`] once simulated time passes
+/// [`MAX_SIMULATED_PS`]. The engine reports progress every 65,536 events and at the end, so the
+/// limit is checked then: a run whose events each advance time by less than about 150 s (every
+/// realistic one) cannot get from the limit past the end of 64-bit picoseconds in between.
+fn run_within_time_limit(
+    engine: Engine,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<(engine::RunOutput, Fabric, engine::Observers), SimError> {
+    let limit_s = to_seconds(MAX_SIMULATED_PS);
+    let mut passed_at = None;
+    let mut guarded = |p: Progress| {
+        if p.sim_time_s > limit_s {
+            passed_at = Some(p.sim_time_s);
+            return false;
+        }
+        progress(p)
+    };
+    let result = engine.run(&mut guarded);
+    // The last report (the makespan) may pass the limit on a run that otherwise completed.
+    match passed_at {
+        Some(time_s) => Err(SimError::TimeLimit { time_s, limit_s }),
+        None => result,
+    }
 }

@@ -1,9 +1,10 @@
 //! `[power]`: the link low-power policy and the switch / NIC port power, resolved per link
 //! direction into the state machines of `tracewatt-power`.
 
-use crate::config::{us_to_ps, Config};
+use crate::config::{time_field, us_to_ps, Config};
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
+use tracewatt_core::time::US;
 use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
@@ -183,12 +184,7 @@ impl PowerSpec {
                 ("refresh_time_us", s.refresh_time_us),
             ] {
                 if let Some(v) = v {
-                    if !(v.is_finite() && v >= 0.0) {
-                        return err(
-                            &format!("{field}.{k}"),
-                            format!("must be a non-negative number, got {v}"),
-                        );
-                    }
+                    time_field(source, &format!("{field}.{k}"), v, US)?;
                 }
             }
         }
@@ -229,15 +225,7 @@ impl PowerSpec {
                 );
             }
         }
-        if !(self.timeline_bin_us.is_finite() && self.timeline_bin_us >= 0.0) {
-            return err(
-                "power.timeline_bin_us",
-                format!(
-                    "must be a non-negative number, got {}",
-                    self.timeline_bin_us
-                ),
-            );
-        }
+        time_field(source, "power.timeline_bin_us", self.timeline_bin_us, US)?;
         Ok(())
     }
 
