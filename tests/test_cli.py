@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -243,3 +244,78 @@ workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
     assert out == ""
     assert err.startswith("tracewatt: error: ")
     assert "interrupted" in err
+
+
+# --------------------------------------------------------------------------- output directory
+
+# About a minute of simulation on one core.
+LONG_RUN = """
+[machine]
+preset = "bench-dragonfly-1056"
+
+[[jobs]]
+ranks = 1056
+workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_unwritable_output_dir_fails_before_simulating(
+    command: str, run_cli: Run, tmp_path: Path
+) -> None:
+    # A file where the directory should go: refused at once with the full path, before the
+    # simulation (a config that would run for minutes shows that nothing ran).
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(LONG_RUN)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    t0 = time.monotonic()
+    r = run_cli(command, cfg, "-o", blocker / "out")
+    assert r.code == 2, r.err
+    assert time.monotonic() - t0 < 5
+    assert r.out == ""
+    assert r.err.startswith(f"tracewatt: error: {blocker / 'out'}: cannot write the results")
+
+
+def test_relative_output_dir_is_named_in_full(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "old.txt").write_text("x")
+    r = run_cli("run", pingpong_toml, "-o", "res")
+    assert r.code == 2
+    assert r.err == (
+        f"tracewatt: error: {tmp_path / 'res'}: the output directory is not empty; "
+        "use --force to replace its contents\n"
+    )
+    assert (tmp_path / "res" / "old.txt").read_text() == "x"  # untouched
+
+
+def test_compare_force_clears_stale_results(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "res"
+    (out / "baseline" / "old").mkdir(parents=True)
+    (out / "notes.txt").write_text("stale")
+    assert run_cli("compare", pingpong_toml, "-o", out, "-q").code == 2
+    r = run_cli("compare", pingpong_toml, "-o", out, "-q", "--force")
+    assert r.code == 0, r.err
+    assert not (out / "notes.txt").exists()
+    assert not (out / "baseline" / "old").exists()
+    assert (out / "summary.json").is_file() and (out / "baseline" / "summary.json").is_file()
+    # An existing empty directory is fine without --force.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_cli("run", pingpong_toml, "-o", empty, "-q").code == 0
+    assert (empty / "summary.json").is_file()
+
+
+def test_study_refuses_a_non_empty_output_dir(run_cli: Run, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study.csv").write_text("old")
+    r = run_cli("study", "-o", out, "-q")
+    assert r.code == 2
+    assert "the output directory is not empty" in r.err
+    assert (out / "study.csv").read_text() == "old"
