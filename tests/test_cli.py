@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -215,31 +217,10 @@ def test_progress_on_a_terminal(pingpong_toml: Path) -> None:
 
 
 def test_interrupt_exits_130(tmp_path: Path) -> None:
-    import signal
-    import sys
-    import time
-
     cfg = tmp_path / "long.toml"
-    cfg.write_text(
-        """
-[machine]
-preset = "bench-dragonfly-1056"
-
-[[jobs]]
-ranks = 1056
-workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
-"""
-    )
-    p = subprocess.Popen(
-        [sys.executable, "-m", "tracewatt", "run", str(cfg)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(3.0)
-    assert p.poll() is None, "the long simulation finished before it could be interrupted"
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    cfg.write_text(LONG_RUN)
+    p = _start(["run", str(cfg)], 3.0)
+    _, out, err = _interrupt(p)
     assert p.returncode == 130, err
     assert out == ""
     assert err.startswith("tracewatt: error: ")
@@ -319,3 +300,96 @@ def test_study_refuses_a_non_empty_output_dir(run_cli: Run, tmp_path: Path) -> N
     assert r.code == 2
     assert "the output directory is not empty" in r.err
     assert (out / "study.csv").read_text() == "old"
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start(args: list[str], after_s: float) -> subprocess.Popen[str]:
+    """``python -m tracewatt ARGS``, still running ``after_s`` seconds later."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tracewatt", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(after_s)
+    assert p.poll() is None, "the run finished before it could be interrupted"
+    return p
+
+
+def _interrupt(p: subprocess.Popen[str]) -> tuple[float, str, str]:
+    """Sends SIGINT to ``p`` alone (as ``kill -INT`` does); returns the seconds it took to exit,
+    its stdout and its stderr."""
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return time.monotonic() - t0, out, err
+
+
+def test_interrupted_compare_stops_both_runs(tmp_path: Path) -> None:
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(LONG_RUN)
+    out = tmp_path / "res"
+    p = _start(["compare", str(cfg), "-o", str(out)], 3.0)
+    took, stdout, err = _interrupt(p)
+    assert p.returncode == 130, err
+    assert took < 3.0, f"compare took {took:.1f} s to stop"
+    assert stdout == ""
+    assert err == "tracewatt: error: interrupted\n"
+    assert list(out.iterdir()) == []  # created by the check, nothing written
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_interrupted_study_terminates_its_workers(tmp_path: Path) -> None:
+    study = tmp_path / "long.toml"
+    study.write_text(
+        """
+name = "long"
+[[topologies]]
+name = "df"
+preset = "bench-dragonfly-1056"
+[[workloads]]
+name = "ur1"
+ranks = 1056
+workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+[[workloads]]
+name = "ur2"
+ranks = 1056
+workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+"""
+    )
+    out = tmp_path / "res"
+    p = _start(["study", "--study", str(study), "-o", str(out)], 4.0)
+    workers = [
+        k for k in _children(p.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()
+    ]
+    assert len(workers) == 2
+    took, stdout, err = _interrupt(p)
+    assert p.returncode == 130, err
+    assert took < 3.0, f"study took {took:.1f} s to stop"
+    assert stdout == ""
+    assert err.endswith("tracewatt: error: interrupted\n"), err
+    assert not [w for w in workers if _alive(w)]
+    assert not (out / "study.csv").exists()

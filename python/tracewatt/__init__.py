@@ -56,7 +56,8 @@ __all__ = [
 ConfigLike = Config | Mapping[str, Any] | str | os.PathLike[str]
 
 #: Called about five times a second with ``{"sim_time_s", "events", "ranks_done",
-#: "ranks_total"}``; an exception raised by it stops the run and propagates.
+#: "ranks_total"}``; returning ``False`` stops the run with :class:`InterruptedError`, and an
+#: exception raised by it stops the run and propagates.
 ProgressCallback = Callable[[dict[str, Any]], object]
 
 

@@ -121,8 +121,8 @@ fn presets() -> Vec<&'static str> {
 }
 
 /// Runs a simulation with the GIL released. `progress(dict)` is called about five times a second
-/// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; Ctrl-C interrupts the run. Returns
-/// `{"summary": <json str>, "tables": {name: {column: list}}}`.
+/// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; its returning `False`, or Ctrl-C,
+/// interrupts the run. Returns `{"summary": <json str>, "tables": {name: {column: list}}}`.
 #[pyfunction]
 #[pyo3(signature = (text, format, source, progress=None))]
 fn simulate<'py>(
@@ -156,9 +156,16 @@ fn simulate<'py>(
                         .and_then(|_| d.set_item("ranks_done", p.ranks_done))
                         .and_then(|_| d.set_item("ranks_total", p.ranks_total))
                         .and_then(|_| cb.call1(py, (d,)));
-                    if let Err(e) = r {
-                        callback_error = Some(e);
-                        return false;
+                    match r {
+                        Err(e) => {
+                            callback_error = Some(e);
+                            return false;
+                        }
+                        // `False` (exactly) asks the run to stop.
+                        Ok(v) if v.bind(py).is(&*pyo3::types::PyBool::new(py, false)) => {
+                            return false
+                        }
+                        Ok(_) => {}
                     }
                 }
                 true
