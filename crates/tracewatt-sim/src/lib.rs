@@ -64,7 +64,7 @@ pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, 
     let topo = build_topology(config, source)?;
     let router = build_router(config, &topo, source)?;
     let mut info = describe(&topo, router.num_vcs(), config);
-    // All-pairs BFS over switches: worth it for `tracewatt machine`, not for every run.
+    // A search over the switches: reported by `tracewatt machine`, not in every run's summary.
     info["diameter_hops"] = topo.diameter_hops().into();
     Ok(info)
 }
