@@ -232,3 +232,30 @@ def test_too_small_bandwidth_is_a_config_error_not_a_panic(run_cli: Run, tmp_pat
 # A workload that cannot finish (a receive with no matching send) needs a hand-written rank
 # program or trace; no built-in generator can express one. That test (DeadlockError, exit code 3,
 # the message naming the waiting ranks) is left to the trace-format work.
+
+
+HUGE = {
+    "machine": {
+        "topology": {"kind": "torus", "dims": [4000, 2500]},
+        "links": {"bandwidth_gbps": 10.0},
+        "ranks_per_node": 400,
+    },
+    "jobs": [{"ranks": 4_000_000_000, "workload": {"kind": "pingpong"}}],
+}
+
+
+def test_a_run_larger_than_memory_is_refused_at_once(run_cli: Run, tmp_path: Path) -> None:
+    # 10^7 nodes, 4 x 10^9 ranks: terabytes. Refused before anything is built (this used to
+    # abort the process with "memory allocation failed"), with exit code 2.
+    assert issubclass(tracewatt.MemoryLimitError, tracewatt.ConfigError)
+    with pytest.raises(
+        tracewatt.MemoryLimitError, match=r"^huge\.json: the run needs an estimated"
+    ):
+        tracewatt.simulate(Config.from_dict(HUGE, source="huge.json"))
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(HUGE))
+    for command in ("run", "compare"):
+        r = run_cli(command, path)
+        assert r.code == 2, r.err
+        assert "(60,000,000 link directions and 4,000,000,000 ranks" in r.err
+        assert "MemAvailable" in r.err

@@ -94,6 +94,8 @@ def compare(config: Config, *, progress: Any = None) -> Comparison:
     from tracewatt import simulate
 
     base = baseline_of(config)
+    # The two runs together must fit in memory (each alone is checked as it starts).
+    _tracewatt.check_memory(config.text, config.format, config.source, 2)
     stop = threading.Event()
 
     def until_stopped(report: Callable[[dict[str, Any]], object] | None) -> Any:

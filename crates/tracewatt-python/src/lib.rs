@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::time::{Duration, Instant};
-use tracewatt_sim::{Column, Config, Format, Progress, SimError};
+use tracewatt_sim::{memory, Column, Config, Format, Progress, SimError};
 
 /// Large runs are bound by memory latency over hundreds of MB of scattered records (requests,
 /// messages, packets, per-rank matching tables). mimalloc backs them with transparent huge pages
@@ -34,6 +34,12 @@ create_exception!(
     TopologyError,
     ConfigError,
     "A topology cannot be built or routed as configured."
+);
+create_exception!(
+    _tracewatt,
+    MemoryLimitError,
+    ConfigError,
+    "The run would need more memory than this computer has available."
 );
 create_exception!(
     _tracewatt,
@@ -65,6 +71,7 @@ fn to_py(e: SimError) -> PyErr {
     match e {
         SimError::Config { .. } => ConfigError::new_err(msg),
         SimError::Topology { .. } => TopologyError::new_err(msg),
+        SimError::Memory { .. } => MemoryLimitError::new_err(msg),
         SimError::Trace { .. } => TraceError::new_err(msg),
         // A run past the longest simulated time could not complete, as a bad workload cannot.
         SimError::Workload { .. } | SimError::Program(_) | SimError::TimeLimit { .. } => {
@@ -104,6 +111,14 @@ fn baseline_config(text: &str, format: &str, source: &str) -> PyResult<String> {
     Ok(config.resolved_json().to_string())
 }
 
+/// Raises `MemoryLimitError` if `runs` simulations of the configuration at once (through Python,
+/// which holds their results again) would need more memory than is available.
+#[pyfunction]
+fn check_memory(text: &str, format: &str, source: &str, runs: u64) -> PyResult<()> {
+    let config = parse(text, format, source)?;
+    memory::check(&config, source, &memory::THROUGH_PYTHON, runs).map_err(to_py)
+}
+
 /// Describes the configured machine (JSON).
 #[pyfunction]
 fn machine_info(py: Python<'_>, text: &str, format: &str, source: &str) -> PyResult<String> {
@@ -133,6 +148,7 @@ fn simulate<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let config = parse(text, format, source)?;
+    memory::check(&config, source, &memory::THROUGH_PYTHON, 1).map_err(to_py)?;
     let src = source.to_string();
     let mut callback_error: Option<PyErr> = None;
     let results = py.detach(|| {
@@ -290,6 +306,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(check_memory, m)?)?;
     m.add_function(wrap_pyfunction!(baseline_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
@@ -298,6 +315,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TopologyError", py.get_type::<TopologyError>())?;
+    m.add("MemoryLimitError", py.get_type::<MemoryLimitError>())?;
     m.add("WorkloadError", py.get_type::<WorkloadError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("DeadlockError", py.get_type::<DeadlockError>())?;

@@ -12,6 +12,7 @@ pub mod config;
 mod engine;
 pub mod error;
 pub mod jobs;
+pub mod memory;
 pub mod power;
 pub mod presets;
 pub mod results;
@@ -161,18 +162,31 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
 }
 
 /// Runs one simulation. `progress` is called periodically; returning `false` interrupts the run.
+/// A run that would not fit in the memory available is refused before anything is built.
 pub fn simulate(
     config: &Config,
     source: &str,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
+    memory::check(config, source, &memory::NATIVE, 1)?;
     let workloads = build_workloads(config, source)?;
-    simulate_with(config, source, workloads, progress)
+    run(config, source, workloads, progress)
 }
 
 /// Runs one simulation with the given workloads, one per job in `config.jobs` (whose `workload`
-/// tables are then not used): the entry point for programmatic and trace workloads.
+/// tables are then not used): the entry point for programmatic and trace workloads. Refuses a
+/// run too large for the memory available, as [`simulate`] does.
 pub fn simulate_with(
+    config: &Config,
+    source: &str,
+    workloads: Vec<Box<dyn Workload>>,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Results, SimError> {
+    memory::check(config, source, &memory::NATIVE, 1)?;
+    run(config, source, workloads, progress)
+}
+
+fn run(
     config: &Config,
     source: &str,
     workloads: Vec<Box<dyn Workload>>,

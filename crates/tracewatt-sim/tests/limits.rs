@@ -255,3 +255,43 @@ fn a_trace_compute_period_beyond_the_limit_is_an_error() {
     assert!(e.contains("ti.txt: rank 0: a compute period"), "{e}");
     assert!(e.contains("must be at most 1e18 ps (1e6 s"), "{e}");
 }
+
+/// A 10^7-node torus with 4 x 10^9 ranks would need terabytes: refused at once, before anything
+/// is allocated (it used to abort the process with "memory allocation failed"), with the
+/// estimate and what it counts. The same machine shape at 4 x 4 runs.
+#[test]
+fn a_run_larger_than_memory_is_refused_before_allocating() {
+    let text = |dims: &str, ranks: u64| {
+        format!(
+            "[machine]\ntopology = {{ kind = \"torus\", dims = [{dims}] }}\n\
+             links = {{ bandwidth_gbps = 10.0 }}\nranks_per_node = 400\n\
+             [[jobs]]\nranks = {ranks}\nworkload = {{ kind = \"pingpong\" }}\n"
+        )
+    };
+    let c = parse(&text("4000, 2500", 4_000_000_000)).unwrap();
+    let t0 = std::time::Instant::now();
+    let e = simulate(&c, "t.toml", &mut |_| true).unwrap_err();
+    assert!(t0.elapsed().as_secs_f64() < 5.0, "{:?}", t0.elapsed());
+    let SimError::Memory {
+        needed_bytes,
+        available_bytes,
+        ..
+    } = &e
+    else {
+        panic!("expected a memory error, got {e}");
+    };
+    // 10^7 node links + 2 x 10^7 torus links = 6 x 10^7 channels at 1,000 B + 12 thresholds x
+    // 44 B, and 4 x 10^9 ranks at 380 B.
+    assert_eq!(*needed_bytes, 60_000_000 * 1_528 + 4_000_000_000 * 380);
+    assert!(available_bytes < needed_bytes);
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(
+            "t.toml: the run needs an estimated 1611.7 GB of memory (60,000,000 link directions \
+             and 4,000,000,000 ranks), more than the "
+        ),
+        "{msg}"
+    );
+    let small = parse(&text("4, 4", 2)).unwrap();
+    assert!(simulate(&small, "t.toml", &mut |_| true).is_ok());
+}

@@ -156,6 +156,30 @@ use crate::spec::TopologySpec;
 /// enough that a typo in a spec fails fast instead of exhausting memory.
 pub const MAX_DEVICES: u64 = 1 << 24;
 
+/// How big a topology is: known from its spec before it is built (see [`size`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    pub nodes: u32,
+    pub switches: u32,
+    /// Physical links, node links included (each is two channels).
+    pub links: u64,
+}
+
+/// The size of the topology `spec` describes, with every check [`build`] makes, but without
+/// building it: a run can refuse a machine too large for memory before allocating it.
+pub fn size(spec: &TopologySpec) -> Result<Size, TopologyError> {
+    let layout = match spec {
+        TopologySpec::SingleSwitch { nodes } => single_switch::layout(*nodes)?,
+        TopologySpec::FatTree { .. } => fat_tree::plan(spec)?.layout,
+        TopologySpec::Torus {
+            dims,
+            nodes_per_switch,
+        } => torus::layout(dims, *nodes_per_switch)?,
+        TopologySpec::Dragonfly { .. } => dragonfly::layout(&dragonfly::Params::of(spec)?)?,
+    };
+    Ok(layout.size())
+}
+
 /// Builds the topology described by `spec`, asking `link` for the parameters of each link class.
 ///
 /// Construction is deterministic: the same spec always yields the same channel ids. In every
@@ -173,22 +197,7 @@ pub fn build(
             dims,
             nodes_per_switch,
         } => torus::build(dims, *nodes_per_switch, link),
-        TopologySpec::Dragonfly {
-            groups,
-            routers_per_group,
-            nodes_per_router,
-            global_links_per_router,
-            arrangement,
-        } => dragonfly::build(
-            &dragonfly::Params {
-                groups: *groups,
-                routers_per_group: *routers_per_group,
-                nodes_per_router: *nodes_per_router,
-                global_links_per_router: *global_links_per_router,
-                arrangement: *arrangement,
-            },
-            link,
-        ),
+        TopologySpec::Dragonfly { .. } => dragonfly::build(&dragonfly::Params::of(spec)?, link),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::common::*;
 use proptest::prelude::*;
-use tracewatt_net::topology::build;
+use tracewatt_net::topology::{build, size, Size};
 use tracewatt_net::{Device, DragonflyArrangement, LinkClass, Shape, Topology, TopologySpec};
 
 /// Invariants every built topology must satisfy, whatever the family.
@@ -508,6 +508,9 @@ proptest! {
     fn random_specs_build_consistently(spec in any_small_spec()) {
         let t = build_ok(&spec);
         check_consistent(&t);
+        // The size known before building is the built one's.
+        let want = Size { nodes: t.num_nodes, switches: t.num_switches, links: t.num_links() as u64 };
+        prop_assert_eq!(size(&spec), Ok(want));
         match &spec {
             TopologySpec::Torus { dims, nodes_per_switch } => {
                 let switches: u32 = dims.iter().product();
