@@ -259,3 +259,40 @@ def test_a_run_larger_than_memory_is_refused_at_once(run_cli: Run, tmp_path: Pat
         assert r.code == 2, r.err
         assert "(60,000,000 link directions and 4,000,000,000 ranks" in r.err
         assert "MemAvailable" in r.err
+
+
+def test_nan_from_python_names_the_field(run_cli: Run, pingpong_toml: Path) -> None:
+    # It used to be "Out of range float values are not JSON compliant", with no field.
+    cfg = _set(PINGPONG, "jobs[0].workload.interval_us", float("nan"))
+    with pytest.raises(tracewatt.ConfigError) as e:
+        tracewatt.simulate(cfg)
+    assert str(e.value) == "<dict>: jobs[0].workload.interval_us: must be a finite number, got nan"
+    r = run_cli("run", pingpong_toml, "--set", "power.links.wake_time_us=inf")
+    assert r.code == 2
+    assert r.err == (
+        f"tracewatt: error: {pingpong_toml}: power.links.wake_time_us: "
+        "must be a finite number, got inf\n"
+    )
+    with pytest.raises(tracewatt.ConfigError, match=r"^<dict>: jobs\[0\]\.nodes: expected a table"):
+        tracewatt.simulate(_set(PINGPONG, "jobs[0].nodes", {1, 2}))
+
+
+def test_errors_inside_workload_and_topology_tables_name_the_field(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    cases = [
+        (
+            _set(PINGPONG, "jobs[0].workload.iterations", -1),
+            "jobs[0].workload.iterations: expected a non-negative integer, got -1",
+        ),
+        (
+            _set(PINGPONG, "machine.topology.nodes", "two"),
+            'machine.topology.nodes: expected a non-negative integer, got "two"',
+        ),
+    ]
+    for cfg, want in cases:
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(cfg))
+        r = run_cli("run", path)
+        assert r.code == 2, r.err
+        assert r.err == f"tracewatt: error: {path}: {want}\n"
