@@ -30,8 +30,9 @@ pub const US: Unit = Unit {
 pub const MAX_DURATION_PS: Ps = 1_000_000 * PS_PER_S;
 
 /// The latest simulated time a run may reach: 8 x 10^6 s (about 93 days). With every configured
-/// duration at most [`MAX_DURATION_PS`], any simulated time plus ten of them stays below
-/// `u64::MAX` picoseconds (about 213 days), so no sum of times the engine forms can overflow.
+/// duration at most [`MAX_DURATION_PS`], a simulated time within it plus ten of them stays below
+/// `u64::MAX` picoseconds (about 213 days), so the sums of times the engine forms cannot
+/// overflow while the run keeps within it.
 pub const MAX_SIMULATED_PS: Ps = 8 * MAX_DURATION_PS;
 
 /// Why a value is not a valid duration.
