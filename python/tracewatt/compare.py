@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,10 +112,12 @@ def compare(config: Config, *, progress: Any = None) -> Comparison:
         fp = pool.submit(simulate, config, progress=until_stopped(progress))
         fb = pool.submit(simulate, base, progress=until_stopped(None))
         try:
-            return Comparison(policy=fp.result(), baseline=fb.result())
+            for f in as_completed([fp, fb]):
+                f.result()  # the first failure, as soon as it happens
         except BaseException:
             stop.set()
             raise
+        return Comparison(policy=fp.result(), baseline=fb.result())
 
 
 def comparison_json(c: Comparison) -> str:
