@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,6 +102,23 @@ def test_machine(run_cli: Run) -> None:
     assert info["nodes"] == 288
     assert info["preset"] == "tracerp-fattree-288"
     assert {"switches", "links", "diameter_hops", "link_classes"} <= set(info)
+
+
+def test_machine_on_a_100k_node_torus_is_fast(run_cli: Run, tmp_path: Path) -> None:
+    # The diameter used to be an all-pairs search: more than 90 s here. By the torus's symmetry
+    # one search gives it: half of each ring, 25 + 25 + 20 switch hops, plus the 2 node links.
+    cfg = tmp_path / "torus.toml"
+    cfg.write_text(
+        '[machine]\ntopology = { kind = "torus", dims = [50, 50, 40] }\n'
+        "links = { bandwidth_gbps = 10.0 }\n"
+        '[[jobs]]\nranks = 2\nworkload = { kind = "pingpong" }\n'
+    )
+    t0 = time.monotonic()
+    r = run_cli("machine", cfg, "--json")
+    assert r.code == 0, r.err
+    assert time.monotonic() - t0 < 10
+    info = json.loads(r.out)
+    assert (info["nodes"], info["diameter_hops"]) == (100_000, 72)
 
 
 def test_presets(run_cli: Run) -> None:
@@ -214,13 +234,20 @@ def test_progress_on_a_terminal(pingpong_toml: Path) -> None:
 
 
 def test_interrupt_exits_130(tmp_path: Path) -> None:
-    import signal
-    import sys
-    import time
-
     cfg = tmp_path / "long.toml"
-    cfg.write_text(
-        """
+    cfg.write_text(LONG_RUN)
+    p = _start(["run", str(cfg)], 3.0)
+    _, out, err = _interrupt(p)
+    assert p.returncode == 130, err
+    assert out == ""
+    assert err.startswith("tracewatt: error: ")
+    assert "interrupted" in err
+
+
+# --------------------------------------------------------------------------- output directory
+
+# About a minute of simulation on one core.
+LONG_RUN = """
 [machine]
 preset = "bench-dragonfly-1056"
 
@@ -228,18 +255,158 @@ preset = "bench-dragonfly-1056"
 ranks = 1056
 workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
 """
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_unwritable_output_dir_fails_before_simulating(
+    command: str, run_cli: Run, tmp_path: Path
+) -> None:
+    # A file where the directory should go: refused at once with the full path, before the
+    # simulation (a config that would run for minutes shows that nothing ran).
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(LONG_RUN)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    t0 = time.monotonic()
+    r = run_cli(command, cfg, "-o", blocker / "out")
+    assert r.code == 2, r.err
+    assert time.monotonic() - t0 < 5
+    assert r.out == ""
+    assert r.err.startswith(f"tracewatt: error: {blocker / 'out'}: cannot write the results")
+
+
+def test_relative_output_dir_is_named_in_full(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "old.txt").write_text("x")
+    r = run_cli("run", pingpong_toml, "-o", "res")
+    assert r.code == 2
+    assert r.err == (
+        f"tracewatt: error: {tmp_path / 'res'}: the output directory is not empty; "
+        "use --force to replace its contents\n"
     )
+    assert (tmp_path / "res" / "old.txt").read_text() == "x"  # untouched
+
+
+def test_compare_force_clears_stale_results(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "res"
+    (out / "baseline" / "old").mkdir(parents=True)
+    (out / "notes.txt").write_text("stale")
+    assert run_cli("compare", pingpong_toml, "-o", out, "-q").code == 2
+    r = run_cli("compare", pingpong_toml, "-o", out, "-q", "--force")
+    assert r.code == 0, r.err
+    assert not (out / "notes.txt").exists()
+    assert not (out / "baseline" / "old").exists()
+    assert (out / "summary.json").is_file() and (out / "baseline" / "summary.json").is_file()
+    # An existing empty directory is fine without --force.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_cli("run", pingpong_toml, "-o", empty, "-q").code == 0
+    assert (empty / "summary.json").is_file()
+
+
+def test_study_refuses_a_non_empty_output_dir(run_cli: Run, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study.csv").write_text("old")
+    r = run_cli("study", "-o", out, "-q")
+    assert r.code == 2
+    assert "the output directory is not empty" in r.err
+    assert (out / "study.csv").read_text() == "old"
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start(args: list[str], after_s: float) -> subprocess.Popen[str]:
+    """``python -m tracewatt ARGS``, still running ``after_s`` seconds later."""
     p = subprocess.Popen(
-        [sys.executable, "-m", "tracewatt", "run", str(cfg)],
+        [sys.executable, "-m", "tracewatt", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3.0)
-    assert p.poll() is None, "the long simulation finished before it could be interrupted"
+    time.sleep(after_s)
+    assert p.poll() is None, "the run finished before it could be interrupted"
+    return p
+
+
+def _interrupt(p: subprocess.Popen[str]) -> tuple[float, str, str]:
+    """Sends SIGINT to ``p`` alone (as ``kill -INT`` does); returns the seconds it took to exit,
+    its stdout and its stderr."""
+    t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
+    return time.monotonic() - t0, out, err
+
+
+def test_interrupted_compare_stops_both_runs(tmp_path: Path) -> None:
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(LONG_RUN)
+    out = tmp_path / "res"
+    p = _start(["compare", str(cfg), "-o", str(out)], 3.0)
+    took, stdout, err = _interrupt(p)
     assert p.returncode == 130, err
-    assert out == ""
-    assert err.startswith("tracewatt: error: ")
-    assert "interrupted" in err
+    assert took < 3.0, f"compare took {took:.1f} s to stop"
+    assert stdout == ""
+    assert err == "tracewatt: error: interrupted\n"
+    assert list(out.iterdir()) == []  # created by the check, nothing written
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_interrupted_study_terminates_its_workers(tmp_path: Path) -> None:
+    study = tmp_path / "long.toml"
+    study.write_text(
+        """
+name = "long"
+[[topologies]]
+name = "df"
+preset = "bench-dragonfly-1056"
+[[workloads]]
+name = "ur1"
+ranks = 1056
+workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+[[workloads]]
+name = "ur2"
+ranks = 1056
+workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+"""
+    )
+    out = tmp_path / "res"
+    p = _start(["study", "--study", str(study), "-o", str(out)], 4.0)
+    workers = [
+        k for k in _children(p.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()
+    ]
+    assert len(workers) == 2
+    took, stdout, err = _interrupt(p)
+    assert p.returncode == 130, err
+    assert took < 3.0, f"study took {took:.1f} s to stop"
+    assert stdout == ""
+    assert err.endswith("tracewatt: error: interrupted\n"), err
+    assert not [w for w in workers if _alive(w)]
+    assert not (out / "study.csv").exists()

@@ -23,6 +23,7 @@ from tracewatt.errors import (
     ConfigError,
     DeadlockError,
     InterruptedError,
+    MemoryLimitError,
     TopologyError,
     TraceError,
     TracewattError,
@@ -40,6 +41,7 @@ __all__ = [
     "DeadlockError",
     "InterruptedError",
     "JoblogError",
+    "MemoryLimitError",
     "ProgressCallback",
     "Results",
     "TopologyError",
@@ -59,7 +61,8 @@ __all__ = [
 ConfigLike = Config | Mapping[str, Any] | str | os.PathLike[str]
 
 #: Called about five times a second with ``{"sim_time_s", "events", "ranks_done",
-#: "ranks_total"}``; an exception raised by it stops the run and propagates.
+#: "ranks_total"}``; returning ``False`` stops the run with :class:`InterruptedError`, and an
+#: exception raised by it stops the run and propagates.
 ProgressCallback = Callable[[dict[str, Any]], object]
 
 

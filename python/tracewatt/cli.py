@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Sequence
@@ -121,6 +123,38 @@ def _load_config(args: argparse.Namespace) -> Config:
     return cfg.with_overrides(overrides) if overrides else cfg
 
 
+# --------------------------------------------------------------------------- output
+
+
+def _output_dir(args: argparse.Namespace) -> Path | None:
+    """Checks ``-o DIR`` before anything is simulated, so a long run's results are not lost to a
+    typo: DIR is created if missing and must be writable; an existing non-empty DIR is refused
+    unless ``--force``, which empties it (no stale results, e.g. a ``baseline/``, stay beside
+    the new ones). Returns DIR as an absolute path, which errors name."""
+    if args.output is None:
+        return None
+    out = Path(args.output).absolute()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory; give a directory for -o")
+    if out.is_dir() and any(out.iterdir()):
+        if not args.force:
+            raise UsageError(
+                f"{out}: the output directory is not empty; use --force to replace its contents"
+            )
+        for child in out.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write the results there: {e.strerror or e}") from e
+    return out
+
+
 # --------------------------------------------------------------------------- run
 
 
@@ -179,20 +213,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tracewatt import simulate
 
     cfg = _load_config(args)
+    out = _output_dir(args)
     bar = ProgressLine(sys.stderr) if _show_progress(args) else None
     try:
         res = simulate(cfg, progress=bar.sim if bar else None)
     finally:
         if bar:
             bar.clear()
-    if args.output is not None:
-        res.write(args.output)
+    if out is not None:
+        res.write(out)
     if args.json:
         sys.stdout.write(summary_json(res.summary))
     elif not args.quiet:
         sys.stdout.write(summary_text(res.summary))
-        if args.output is not None:
-            sys.stdout.write(f"results written to {args.output}\n")
+        if out is not None:
+            sys.stdout.write(f"results written to {out}\n")
     return EXIT_OK
 
 
@@ -259,6 +294,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     from tracewatt import study
 
     spec = study.StudySpec.load(args.study)
+    out = _output_dir(args)
     total = len(spec.cells)
     bar = ProgressLine(sys.stderr) if _show_progress(args) else None
     if not args.quiet:
@@ -278,7 +314,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             bar.draw(f"runs done {done}/{total} (last: {c.topology}/{c.workload})")
 
     try:
-        cells = study.run_study(spec, args.output, workers=args.workers, on_done=on_done)
+        cells = study.run_study(spec, out, workers=args.workers, on_done=on_done)
     finally:
         if bar:
             bar.clear()
@@ -287,10 +323,8 @@ def cmd_study(args: argparse.Namespace) -> int:
         sys.stdout.write(frame.to_json(orient="records", indent=2) + "\n")
     elif not args.quiet:
         sys.stdout.write(study.format_table(cells))
-        if args.output is not None:
-            sys.stdout.write(
-                f"results written to {args.output}/ (study.csv, <topology>/<workload>/)\n"
-            )
+        if out is not None:
+            sys.stdout.write(f"results written to {out}/ (study.csv, <topology>/<workload>/)\n")
     codes = [
         EXIT_USAGE if c.error[0] in ("ConfigError", "TopologyError") else EXIT_RUN
         for c in cells
@@ -320,14 +354,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tracewatt.compare import compare, comparison_json
 
     cfg = _load_config(args)
+    out = _output_dir(args)
     bar = ProgressLine(sys.stderr) if _show_progress(args) else None
     try:
         c = compare(cfg, progress=bar.sim if bar else None)
     finally:
         if bar:
             bar.clear()
-    if args.output is not None:
-        out = Path(args.output)
+    if out is not None:
         c.baseline.write(out / "baseline")
         c.policy.write(out)
         # The policy's summary, extended with the baseline and the savings, replaces its own.
@@ -479,6 +513,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
+    def add_force(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--force",
+            action="store_true",
+            help="empty a non-empty output directory first (without it, one is refused)",
+        )
+
     def add_set(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(
             "--set",
@@ -497,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write summary.json and the Parquet tables to DIR (default: write nothing)",
     )
+    add_force(r)
     r.add_argument(
         "--json", action="store_true", help="print summary.json to stdout instead of the table"
     )
@@ -526,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "-o", "--output", metavar="DIR", help="write DIR/study.csv and DIR/<topology>/<workload>/"
     )
+    add_force(s)
     s.add_argument(
         "--study",
         metavar="FILE",
@@ -556,6 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the policy's results to DIR (summary.json gains baseline, saving_pct, "
         "slowdown_pct) and the baseline's to DIR/baseline",
     )
+    add_force(c)
     c.add_argument("--json", action="store_true", help="print the comparison summary as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no table")
     c.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")

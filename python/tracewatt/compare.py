@@ -8,7 +8,9 @@ simulations release the GIL.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,13 +104,34 @@ class Comparison:
 
 
 def compare(config: Config, *, progress: Any = None) -> Comparison:
-    """Runs ``config`` and its always-on baseline concurrently."""
+    """Runs ``config`` and its always-on baseline concurrently. If either run fails or the
+    caller is interrupted (Ctrl-C), the other run is stopped too before the error propagates."""
     from tracewatt import simulate
 
     base = baseline_of(config)
+    # The two runs together must fit in memory (each alone is checked as it starts).
+    _tracewatt.check_memory(config.text, config.format, config.source, 2)
+    stop = threading.Event()
+
+    def until_stopped(report: Callable[[dict[str, Any]], object] | None) -> Any:
+        # Only the main thread sees Ctrl-C; the runs on the pool's threads stop when their
+        # progress callback returns False.
+        def check(p: dict[str, Any]) -> object:
+            if stop.is_set():
+                return False
+            return report(p) if report is not None else None
+
+        return check
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        fp = pool.submit(simulate, config, progress=progress)
-        fb = pool.submit(simulate, base)
+        fp = pool.submit(simulate, config, progress=until_stopped(progress))
+        fb = pool.submit(simulate, base, progress=until_stopped(None))
+        try:
+            for f in as_completed([fp, fb]):
+                f.result()  # the first failure, as soon as it happens
+        except BaseException:
+            stop.set()
+            raise
         return Comparison(policy=fp.result(), baseline=fb.result())
 
 

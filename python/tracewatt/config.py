@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import re
 import tomllib
@@ -69,11 +70,8 @@ class Config:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], source: str = "<dict>") -> Config:
         """A configuration from nested dicts/lists of plain values (the TOML document's shape)."""
-        try:
-            text = json.dumps(d, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"{source}: the configuration is not plain data: {e}") from e
-        return cls(text, "json", source)
+        _check_plain(d, [], source)
+        return cls(json.dumps(d), "json", source)
 
     # ---------------------------------------------------------------- views
 
@@ -163,6 +161,27 @@ def set_path(d: dict[str, Any], path: str, value: Any, *, source: str = "<dict>"
                 node = node[key]
         else:
             raise ConfigError(f"{source}: {path}: {where} is a value, not a table or list")
+
+
+def _check_plain(value: Any, path: list[str | int], source: str) -> None:
+    """Raises :class:`ConfigError` naming the first value JSON cannot carry: a NaN or infinite
+    float, or anything but a dict, list, str, int, float or bool (e.g. a set)."""
+    where = _render(path) or "the configuration"
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{source}: {where}: keys must be strings, got {k!r}")
+            _check_plain(v, [*path, k], source)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_plain(v, [*path, i], source)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{source}: {where}: must be a finite number, got {value}")
+    elif value is not None and not isinstance(value, str | int | float):
+        raise ConfigError(
+            f"{source}: {where}: expected a table, array, string, number or boolean, "
+            f"got {type(value).__name__}"
+        )
 
 
 def _render(parts: list[str | int]) -> str:

@@ -4,7 +4,8 @@
 
     TracewattError                 every error tracewatt raises on purpose
     ├── ConfigError                malformed or impossible configuration (names file and field)
-    │   └── TopologyError          the topology cannot be built or routed as configured
+    │   ├── TopologyError          the topology cannot be built or routed as configured
+    │   └── MemoryLimitError       the run would need more memory than is available
     ├── WorkloadError              a workload, generator or trace is invalid
     │   └── TraceError             a trace cannot be read (names file, rank, byte offset or line)
     ├── DeadlockError              the workload cannot finish (names the waiting ranks)
@@ -17,6 +18,7 @@ from tracewatt._tracewatt import (
     ConfigError,
     DeadlockError,
     InterruptedError,
+    MemoryLimitError,
     TopologyError,
     TraceError,
     TracewattError,
@@ -27,6 +29,7 @@ __all__ = [
     "ConfigError",
     "DeadlockError",
     "InterruptedError",
+    "MemoryLimitError",
     "TopologyError",
     "TraceError",
     "TracewattError",

@@ -29,10 +29,10 @@ same cell, a :class:`Variant`.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import copy
 import multiprocessing
 import os
+import signal
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -312,6 +312,17 @@ def _run_cell(cell: Cell, out_dir: str | None, multi: bool) -> CellResult:
     return CellResult(cell.topology, cell.workload, cell.ranks, row, None, time.perf_counter() - t0)
 
 
+def _ignore_sigint() -> None:
+    # Workers leave Ctrl-C to the parent, which terminates them: no worker tracebacks, and a
+    # SIGINT sent to the parent alone stops them too.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_indexed(args: tuple[int, Cell, str | None, bool]) -> tuple[int, CellResult]:
+    i, cell, out_dir, multi = args
+    return i, _run_cell(cell, out_dir, multi)
+
+
 def run_study(
     spec: StudySpec,
     out_dir: str | os.PathLike[str] | None,
@@ -320,7 +331,8 @@ def run_study(
     on_done: Callable[[CellResult, int, int], None] | None = None,
 ) -> list[CellResult]:
     """Runs every cell on a process pool of ``workers`` (default ``os.cpu_count()``) processes;
-    returns results in study order and writes ``study.csv`` when ``out_dir`` is given."""
+    returns results in study order and writes ``study.csv`` when ``out_dir`` is given. If
+    interrupted (Ctrl-C) the workers are terminated at once and ``study.csv`` is not written."""
     n = workers or os.cpu_count() or 1
     n = max(1, min(n, len(spec.cells)))
     out = str(out_dir) if out_dir is not None else None
@@ -329,17 +341,13 @@ def run_study(
     multi = len(spec.variants) > 1
     done: dict[int, CellResult] = {}
     ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        futures = {pool.submit(_run_cell, c, out, multi): i for i, c in enumerate(spec.cells)}
-        try:
-            for fut in cf.as_completed(futures):
-                i = futures[fut]
-                done[i] = fut.result()
-                if on_done is not None:
-                    on_done(done[i], len(done), len(spec.cells))
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    # Leaving the `with` block (normally or by an exception) terminates the workers.
+    with ctx.Pool(n, initializer=_ignore_sigint) as pool:
+        jobs = [(i, c, out, multi) for i, c in enumerate(spec.cells)]
+        for i, result in pool.imap_unordered(_run_indexed, jobs):
+            done[i] = result
+            if on_done is not None:
+                on_done(result, len(done), len(spec.cells))
     ordered = [done[i] for i in range(len(spec.cells))]
     if out is not None:
         write_csv(ordered, Path(out) / "study.csv")

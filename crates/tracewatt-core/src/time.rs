@@ -8,17 +8,74 @@ pub const PS_PER_US: Ps = 1_000_000;
 pub const PS_PER_MS: Ps = 1_000_000_000;
 pub const PS_PER_S: Ps = 1_000_000_000_000;
 
-/// Converts a non-negative duration in `unit_ps` units (e.g. `PS_PER_US`) to picoseconds,
-/// rounding to the nearest picosecond. Returns `None` for negative, NaN or overflowing values.
-pub fn from_units(value: f64, unit_ps: Ps) -> Option<Ps> {
+/// A unit configuration writes times in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    pub ps: Ps,
+    /// Suffix of the fields written in it (`ns` for `latency_ns`).
+    pub name: &'static str,
+}
+
+pub const PS: Unit = Unit { ps: 1, name: "ps" };
+pub const NS: Unit = Unit {
+    ps: PS_PER_NS,
+    name: "ns",
+};
+pub const US: Unit = Unit {
+    ps: PS_PER_US,
+    name: "us",
+};
+pub const S: Unit = Unit {
+    ps: PS_PER_S,
+    name: "s",
+};
+
+/// The longest time one configured value may give: 10^6 s (about 11.6 days).
+pub const MAX_DURATION_PS: Ps = 1_000_000 * PS_PER_S;
+
+/// The latest simulated time a run may reach: 8 x 10^6 s (about 93 days). With every configured
+/// duration at most [`MAX_DURATION_PS`], a simulated time within it plus ten of them stays below
+/// `u64::MAX` picoseconds (about 213 days), so the sums of times the engine forms cannot
+/// overflow while the run keeps within it.
+pub const MAX_SIMULATED_PS: Ps = 8 * MAX_DURATION_PS;
+
+/// Why a value is not a valid duration.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum TimeError {
+    #[error("must be a non-negative number, got {0}")]
+    Invalid(f64),
+    #[error(
+        "must be at most {max:e} {} ({max_s:e} s, about 11.6 days: the longest time one value \
+         may give, so that sums of simulated times fit in 64-bit picoseconds), got {value}",
+        unit.name,
+        max = MAX_DURATION_PS as f64 / unit.ps as f64,
+        max_s = to_seconds(MAX_DURATION_PS)
+    )]
+    TooLong { value: f64, unit: Unit },
+}
+
+/// Converts a duration written in `unit` to picoseconds, rounding to the nearest picosecond: the
+/// one check every configured time goes through. Negative, NaN and infinite values are errors,
+/// and so is anything longer than [`MAX_DURATION_PS`].
+pub fn duration(value: f64, unit: Unit) -> Result<Ps, TimeError> {
     if !value.is_finite() || value < 0.0 {
-        return None;
+        return Err(TimeError::Invalid(value));
     }
-    let ps = (value * unit_ps as f64).round();
-    if ps >= u64::MAX as f64 {
-        None
-    } else {
-        Some(ps as Ps)
+    let ps = (value * unit.ps as f64).round();
+    if ps > MAX_DURATION_PS as f64 {
+        return Err(TimeError::TooLong { value, unit });
+    }
+    Ok(ps as Ps)
+}
+
+/// [`duration`] for a value that has already passed it (e.g. a field of a parsed
+/// configuration): out-of-range values, possible only without that check, saturate to the
+/// nearest bound instead of wrapping.
+pub fn saturating_duration(value: f64, unit: Unit) -> Ps {
+    match duration(value, unit) {
+        Ok(ps) => ps,
+        Err(TimeError::TooLong { .. }) => MAX_DURATION_PS,
+        Err(TimeError::Invalid(_)) => 0,
     }
 }
 
@@ -50,9 +107,38 @@ mod tests {
     }
 
     #[test]
-    fn from_units_rejects_negative_and_nan() {
-        assert_eq!(from_units(-1.0, PS_PER_US), None);
-        assert_eq!(from_units(f64::NAN, PS_PER_US), None);
-        assert_eq!(from_units(1.5, PS_PER_US), Some(1_500_000));
+    fn duration_rejects_negative_nan_and_infinite() {
+        for v in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(duration(v, US), Err(TimeError::Invalid(_))), "{v}");
+        }
+        assert_eq!(duration(1.5, US), Ok(1_500_000));
+    }
+
+    #[test]
+    fn duration_stops_at_a_million_seconds() {
+        // 10^12 us = 10^18 ps is the largest; one picosecond more is refused, in any unit.
+        assert_eq!(duration(1e12, US), Ok(1_000_000_000_000_000_000));
+        assert_eq!(duration(1e15, NS), Ok(MAX_DURATION_PS));
+        let e = duration(1e14, US).unwrap_err();
+        assert_eq!(
+            e,
+            TimeError::TooLong {
+                value: 1e14,
+                unit: US
+            }
+        );
+        let msg = e.to_string();
+        assert!(msg.starts_with("must be at most 1e12 us (1e6 s"), "{msg}");
+        assert!(msg.ends_with("got 100000000000000"), "{msg}");
+        // The values the issue reported as silently wrapping.
+        assert!(duration(1.9e13, US).is_err());
+        assert_eq!(saturating_duration(1e14, US), MAX_DURATION_PS);
+        assert_eq!(saturating_duration(-1.0, US), 0);
+    }
+
+    #[test]
+    fn a_simulated_time_plus_ten_durations_fits() {
+        let sum = (MAX_SIMULATED_PS as u128) + 10 * (MAX_DURATION_PS as u128);
+        assert!(sum <= u64::MAX as u128);
     }
 }

@@ -190,6 +190,7 @@ impl LinkPower {
                     timings.len() - 1
                 }
             };
+            // Fewer distinct timings than channels, whose ids are u32.
             timing_of.push(k as u32);
         }
         if members.iter().all(|m| m[1] == NONE) {

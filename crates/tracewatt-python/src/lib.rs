@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::time::{Duration, Instant};
-use tracewatt_sim::{Column, Config, Format, Progress, SimError};
+use tracewatt_sim::{memory, Column, Config, Format, Progress, SimError};
 
 /// Large runs are bound by memory latency over hundreds of MB of scattered records (requests,
 /// messages, packets, per-rank matching tables). mimalloc backs them with transparent huge pages
@@ -34,6 +34,12 @@ create_exception!(
     TopologyError,
     ConfigError,
     "A topology cannot be built or routed as configured."
+);
+create_exception!(
+    _tracewatt,
+    MemoryLimitError,
+    ConfigError,
+    "The run would need more memory than this computer has available."
 );
 create_exception!(
     _tracewatt,
@@ -65,8 +71,12 @@ fn to_py(e: SimError) -> PyErr {
     match e {
         SimError::Config { .. } => ConfigError::new_err(msg),
         SimError::Topology { .. } => TopologyError::new_err(msg),
+        SimError::Memory { .. } => MemoryLimitError::new_err(msg),
         SimError::Trace { .. } => TraceError::new_err(msg),
-        SimError::Workload { .. } | SimError::Program(_) => WorkloadError::new_err(msg),
+        // A run past the longest simulated time could not complete, as a bad workload cannot.
+        SimError::Workload { .. } | SimError::Program(_) | SimError::TimeLimit { .. } => {
+            WorkloadError::new_err(msg)
+        }
         SimError::Deadlock { .. } => DeadlockError::new_err(msg),
         SimError::Interrupted { .. } => InterruptedError::new_err(msg),
         _ => TracewattError::new_err(msg),
@@ -101,6 +111,14 @@ fn baseline_config(text: &str, format: &str, source: &str) -> PyResult<String> {
     Ok(config.resolved_json().to_string())
 }
 
+/// Raises `MemoryLimitError` if `runs` simulations of the configuration at once (through Python,
+/// which holds their results again) would need more memory than is available.
+#[pyfunction]
+fn check_memory(text: &str, format: &str, source: &str, runs: u64) -> PyResult<()> {
+    let config = parse(text, format, source)?;
+    memory::check(&config, source, &memory::THROUGH_PYTHON, runs).map_err(to_py)
+}
+
 /// Describes the configured machine (JSON).
 #[pyfunction]
 fn machine_info(py: Python<'_>, text: &str, format: &str, source: &str) -> PyResult<String> {
@@ -118,8 +136,8 @@ fn presets() -> Vec<&'static str> {
 }
 
 /// Runs a simulation with the GIL released. `progress(dict)` is called about five times a second
-/// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; Ctrl-C interrupts the run. Returns
-/// `{"summary": <json str>, "tables": {name: {column: list}}}`.
+/// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; its returning `False`, or Ctrl-C,
+/// interrupts the run. Returns `{"summary": <json str>, "tables": {name: {column: list}}}`.
 #[pyfunction]
 #[pyo3(signature = (text, format, source, progress=None))]
 fn simulate<'py>(
@@ -130,6 +148,7 @@ fn simulate<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let config = parse(text, format, source)?;
+    memory::check(&config, source, &memory::THROUGH_PYTHON, 1).map_err(to_py)?;
     let src = source.to_string();
     let mut callback_error: Option<PyErr> = None;
     let results = py.detach(|| {
@@ -153,9 +172,16 @@ fn simulate<'py>(
                         .and_then(|_| d.set_item("ranks_done", p.ranks_done))
                         .and_then(|_| d.set_item("ranks_total", p.ranks_total))
                         .and_then(|_| cb.call1(py, (d,)));
-                    if let Err(e) = r {
-                        callback_error = Some(e);
-                        return false;
+                    match r {
+                        Err(e) => {
+                            callback_error = Some(e);
+                            return false;
+                        }
+                        // `False` (exactly) asks the run to stop.
+                        Ok(v) if v.bind(py).is(&*pyo3::types::PyBool::new(py, false)) => {
+                            return false
+                        }
+                        Ok(_) => {}
                     }
                 }
                 true
@@ -281,6 +307,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(check_memory, m)?)?;
     m.add_function(wrap_pyfunction!(baseline_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
@@ -289,6 +316,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TopologyError", py.get_type::<TopologyError>())?;
+    m.add("MemoryLimitError", py.get_type::<MemoryLimitError>())?;
     m.add("WorkloadError", py.get_type::<WorkloadError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("DeadlockError", py.get_type::<DeadlockError>())?;

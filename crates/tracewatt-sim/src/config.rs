@@ -4,8 +4,9 @@
 
 use crate::error::SimError;
 use crate::presets;
-use crate::units::ns_to_ps;
+use crate::units::{ns_to_ps, time_field};
 use serde::{Deserialize, Serialize};
+use tracewatt_core::time::{self, MAX_DURATION_PS, NS, S, US};
 use tracewatt_net::fabric::Switching;
 use tracewatt_net::topology::LinkParams;
 use tracewatt_net::{LinkClass, RoutingSpec, TopologySpec};
@@ -367,14 +368,13 @@ impl Config {
         };
         let value = presets::apply(value)
             .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?;
-        let mut config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
             let path = e.path().to_string();
-            SimError::config(
-                source,
-                if path == "." { "" } else { &path },
-                e.inner().message().to_string(),
-                None,
-            )
+            let path = if path == "." { String::new() } else { path };
+            let (field, message) = field_in_tagged_table(&value, &path)
+                .unwrap_or_else(|| (path, e.inner().message().to_string()));
+            let message = in_config_terms(&message, lookup(&value, &field));
+            SimError::config(source, &field, message, None)
         })?;
         config.validate(source)?;
         config.power.resolve(source)?;
@@ -415,22 +415,19 @@ impl Config {
         if m.ranks_per_node == 0 {
             return err("machine.ranks_per_node", "must be at least 1".into());
         }
-        positive(
-            source,
-            "machine.links.bandwidth_gbps",
-            m.links.bandwidth_gbps,
-        )?;
-        non_negative(source, "machine.links.latency_ns", m.links.latency_ns)?;
-        non_negative(source, "machine.switch_latency_ns", m.switch_latency_ns)?;
-        positive(
-            source,
+        let bandwidth = |field: &str, gbps: f64| bandwidth(source, field, gbps, m.packet_bytes);
+        bandwidth("machine.links.bandwidth_gbps", m.links.bandwidth_gbps)?;
+        time_field(source, "machine.links.latency_ns", m.links.latency_ns, NS)?;
+        time_field(source, "machine.switch_latency_ns", m.switch_latency_ns, NS)?;
+        bandwidth(
             "machine.intra_node_bandwidth_gbps",
             m.intra_node_bandwidth_gbps,
         )?;
-        non_negative(
+        time_field(
             source,
             "machine.intra_node_latency_ns",
             m.intra_node_latency_ns,
+            NS,
         )?;
         let overrides = [
             ("node", &m.links.node),
@@ -439,17 +436,37 @@ impl Config {
         ];
         for (name, o) in overrides {
             if let Some(o) = o {
-                check_override(source, &format!("machine.links.{name}"), o)?;
+                check_override(source, &format!("machine.links.{name}"), o, m.packet_bytes)?;
             }
         }
         for (i, o) in m.links.tree.iter().enumerate() {
-            check_override(source, &format!("machine.links.tree[{i}]"), o)?;
+            check_override(
+                source,
+                &format!("machine.links.tree[{i}]"),
+                o,
+                m.packet_bytes,
+            )?;
         }
         for (i, o) in m.links.torus.iter().enumerate() {
-            check_override(source, &format!("machine.links.torus[{i}]"), o)?;
+            check_override(
+                source,
+                &format!("machine.links.torus[{i}]"),
+                o,
+                m.packet_bytes,
+            )?;
         }
-        non_negative(source, "mpi.send_overhead_ns", self.mpi.send_overhead_ns)?;
-        non_negative(source, "mpi.recv_overhead_ns", self.mpi.recv_overhead_ns)?;
+        time_field(
+            source,
+            "mpi.send_overhead_ns",
+            self.mpi.send_overhead_ns,
+            NS,
+        )?;
+        time_field(
+            source,
+            "mpi.recv_overhead_ns",
+            self.mpi.recv_overhead_ns,
+            NS,
+        )?;
         if self.jobs.is_empty() {
             return err("jobs", "at least one [[jobs]] entry is required".into());
         }
@@ -457,7 +474,7 @@ impl Config {
             if j.ranks == 0 {
                 return err(&format!("jobs[{i}].ranks"), "must be at least 1".into());
             }
-            non_negative(source, &format!("jobs[{i}].start_us"), j.start_us)?;
+            time_field(source, &format!("jobs[{i}].start_us"), j.start_us, US)?;
             if j.memory_gib.is_some() && !j.memory.is_empty() {
                 return err(
                     &format!("jobs[{i}].memory"),
@@ -468,7 +485,7 @@ impl Config {
                 non_negative(source, &format!("jobs[{i}].memory_gib"), g)?;
             }
             for (k, p) in j.memory.iter().enumerate() {
-                non_negative(source, &format!("jobs[{i}].memory[{k}].at_s"), p.at_s)?;
+                time_field(source, &format!("jobs[{i}].memory[{k}].at_s"), p.at_s, S)?;
                 non_negative(source, &format!("jobs[{i}].memory[{k}].gib"), p.gib)?;
             }
             if j.allocation == Allocation::List && j.node_list.is_empty() {
@@ -531,7 +548,7 @@ impl Config {
             }
         }
         for (i, t) in self.output.idle_thresholds_us.iter().enumerate() {
-            non_negative(source, &format!("output.idle_thresholds_us[{i}]"), *t)?;
+            time_field(source, &format!("output.idle_thresholds_us[{i}]"), *t, US)?;
         }
         if self.output.idle_bins_per_decade == 0 {
             return err("output.idle_bins_per_decade", "must be at least 1".into());
@@ -558,12 +575,144 @@ impl Config {
     }
 }
 
+/// serde reads a table selected by `kind` (`machine.topology`, `jobs[i].workload`) whole, and
+/// its error names the table but not the field at fault. This finds the field: the one whose
+/// value, alone beside `kind`, fails as a value (`kind` itself when it fails alone). Returns
+/// that field's path and error.
+fn field_in_tagged_table(root: &toml::Value, path: &str) -> Option<(String, String)> {
+    type Probe = fn(toml::Value) -> Result<(), toml::de::Error>;
+    let (table, probe): (_, Probe) = if path == "machine.topology" {
+        (root.get("machine")?.get("topology")?, |v| {
+            TopologySpec::deserialize(v).map(drop)
+        })
+    } else {
+        let job: usize = path
+            .strip_prefix("jobs[")?
+            .strip_suffix("].workload")?
+            .parse()
+            .ok()?;
+        (root.get("jobs")?.get(job)?.get("workload")?, |v| {
+            WorkloadSpec::deserialize(v).map(drop)
+        })
+    };
+    let table = table.as_table()?;
+    let kind = table.get("kind")?;
+    let fails_as_a_value = |fields: &[(&String, &toml::Value)]| {
+        let mut t = toml::Table::new();
+        t.insert("kind".into(), kind.clone());
+        for (k, v) in fields {
+            t.insert((*k).clone(), (*v).clone());
+        }
+        let message = probe(toml::Value::Table(t)).err()?.message().to_string();
+        let by_value = message.starts_with("invalid ") || message.starts_with("unknown variant");
+        by_value.then_some(message)
+    };
+    if let Some(message) = fails_as_a_value(&[]) {
+        return Some((format!("{path}.kind"), message));
+    }
+    table
+        .iter()
+        .filter(|(k, _)| *k != "kind")
+        .find_map(|f| Some((format!("{path}.{}", f.0), fails_as_a_value(&[f])?)))
+}
+
+/// The value at a dotted path like `jobs[0].workload.algo`.
+fn lookup<'a>(root: &'a toml::Value, path: &str) -> Option<&'a toml::Value> {
+    path.split('.').try_fold(root, |v, segment| {
+        let mut parts = segment.split('[');
+        let mut v = v.get(parts.next()?)?;
+        for index in parts {
+            v = v.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        }
+        Some(v)
+    })
+}
+
+/// serde's "invalid type/value" messages, which speak Rust (`invalid value: integer `-1`,
+/// expected u32`), in the configuration's terms (`expected a non-negative integer, got -1`).
+/// `actual` is the value at the field, for messages that do not show it.
+fn in_config_terms(message: &str, actual: Option<&toml::Value>) -> String {
+    let Some((got, expected)) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|m| m.rsplit_once(", expected "))
+    else {
+        return message.to_string();
+    };
+    let max = match expected {
+        "u8" => Some(u64::from(u8::MAX)),
+        "u16" => Some(u64::from(u16::MAX)),
+        "u32" => Some(u64::from(u32::MAX)),
+        "u64" => Some(u64::MAX),
+        _ => None,
+    };
+    let too_large = got.starts_with("integer `") && !got.starts_with("integer `-");
+    let expected = match (expected, max) {
+        (_, Some(max)) if too_large => format!("a non-negative integer of at most {max}"),
+        (_, Some(_)) => "a non-negative integer".into(),
+        ("i8" | "i16" | "i32" | "i64", _) => "an integer".into(),
+        ("f32" | "f64", _) => "a number".into(),
+        ("a sequence", _) => "an array".into(),
+        // How the TOML reader names an enum written as a name (or a name or a table).
+        ("string only", _) => "a name".into(),
+        ("string or map", _) => "a name or a table".into(),
+        (e, _) if e.starts_with("struct ") || e.contains("enum ") || e == "a map" => {
+            "a table".into()
+        }
+        (e, _) => e.to_string(),
+    };
+    let literal = ["integer `", "floating point `", "boolean `"]
+        .iter()
+        .find_map(|p| got.strip_prefix(p))
+        .map(|v| v.trim_end_matches('`').to_string())
+        .or_else(|| got.strip_prefix("string ").map(str::to_string));
+    let got = match (literal, got, actual) {
+        (Some(v), ..) => v,
+        (None, "sequence", _) => "an array".into(),
+        (None, "map", _) => "a table".into(),
+        // e.g. "unit variant" for a number where a name belongs: show the number.
+        (None, _, Some(v)) if !v.is_table() && !v.is_array() => v.to_string(),
+        (None, other, _) => other.to_string(),
+    };
+    format!("expected {expected}, got {got}")
+}
+
 /// 1-based line and column of a byte offset.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
+}
+
+/// Checks a bandwidth: at least 1 bit/s (bandwidths are whole bits per second, and a zero one
+/// would never send), and fast enough that a packet of `packet_bytes` takes at most the longest
+/// duration.
+fn bandwidth(source: &str, field: &str, gbps: f64, packet_bytes: u32) -> Result<(), SimError> {
+    const BIT_PER_S_GBPS: f64 = 1e-9;
+    let packet_gbps = f64::from(packet_bytes) * 8.0 / time::to_seconds(MAX_DURATION_PS) * 1e-9;
+    let (min, why) = if packet_gbps > BIT_PER_S_GBPS {
+        (
+            packet_gbps,
+            format!(
+                "so that a packet of machine.packet_bytes = {packet_bytes} takes at most {:e} s, \
+                 the longest duration",
+                time::to_seconds(MAX_DURATION_PS)
+            ),
+        )
+    } else {
+        (BIT_PER_S_GBPS, "1 bit/s".to_string())
+    };
+    if gbps.is_finite() && gbps >= min {
+        Ok(())
+    } else {
+        Err(SimError::config(
+            source,
+            field,
+            format!("must be at least {min:e} ({why}), got {gbps}"),
+            None,
+        ))
+    }
 }
 
 fn positive(source: &str, field: &str, v: f64) -> Result<(), SimError> {
@@ -592,12 +741,17 @@ fn non_negative(source: &str, field: &str, v: f64) -> Result<(), SimError> {
     }
 }
 
-fn check_override(source: &str, field: &str, o: &LinkOverride) -> Result<(), SimError> {
+fn check_override(
+    source: &str,
+    field: &str,
+    o: &LinkOverride,
+    packet_bytes: u32,
+) -> Result<(), SimError> {
     if let Some(b) = o.bandwidth_gbps {
-        positive(source, &format!("{field}.bandwidth_gbps"), b)?;
+        bandwidth(source, &format!("{field}.bandwidth_gbps"), b, packet_bytes)?;
     }
     if let Some(l) = o.latency_ns {
-        non_negative(source, &format!("{field}.latency_ns"), l)?;
+        time_field(source, &format!("{field}.latency_ns"), l, NS)?;
     }
     Ok(())
 }
@@ -651,4 +805,120 @@ fn json_to_toml(j: &serde_json::Value, path: &str) -> Result<toml::Value, (Strin
             toml::Value::Table(t)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[machine]` lines, `[machine.topology]` lines and `[jobs.workload]` lines of a config.
+    fn error(machine: &str, topology: &str, workload: &str) -> String {
+        let text = format!(
+            "[machine]\n{machine}\n[machine.topology]\n{topology}\n\
+             [machine.links]\nbandwidth_gbps = 10.0\n\
+             [[jobs]]\nranks = 2\n[jobs.workload]\n{workload}\n"
+        );
+        Config::parse(&text, Format::Toml, "t.toml")
+            .expect_err("an invalid configuration")
+            .to_string()
+    }
+
+    const SWITCH: &str = "kind = \"single_switch\"\nnodes = 2";
+    const PING: &str = "kind = \"pingpong\"";
+
+    /// Errors inside a table selected by `kind` name the field, in the configuration's terms
+    /// (they used to name only the table, and say e.g. "expected u32").
+    #[test]
+    fn errors_in_tagged_tables_name_the_field() {
+        let cases = [
+            (
+                error("", SWITCH, "kind = \"pingpong\"\niterations = -1"),
+                "t.toml: jobs[0].workload.iterations: expected a non-negative integer, got -1",
+            ),
+            (
+                error("", SWITCH, "kind = \"pingpong\"\niterations = 5000000000"),
+                "t.toml: jobs[0].workload.iterations: expected a non-negative integer of at most \
+                 4294967295, got 5000000000",
+            ),
+            (
+                error(
+                    "",
+                    SWITCH,
+                    "kind = \"uniform_random\"\ninterval_us = \"fast\"",
+                ),
+                "t.toml: jobs[0].workload.interval_us: expected a number, got \"fast\"",
+            ),
+            (
+                error(
+                    "",
+                    "kind = \"torus\"\ndims = [4, 4]\nnodes_per_switch = 2.5",
+                    PING,
+                ),
+                "t.toml: machine.topology.nodes_per_switch: expected a non-negative integer, \
+                 got 2.5",
+            ),
+            (
+                error("", "kind = \"fat_tree\"\nlevels = 300\nradix = 8", PING),
+                "t.toml: machine.topology.levels: expected a non-negative integer of at most 255, \
+                 got 300",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+        let e = error("", SWITCH, "kind = \"ft\"\nclass = \"Z\"");
+        assert!(
+            e.starts_with("t.toml: jobs[0].workload.class: unknown variant `Z`"),
+            "{e}"
+        );
+        // A bad kind is the kind's fault, not another field's.
+        let e = error("", SWITCH, "kind = \"bogus\"\niterations = 3");
+        assert!(
+            e.starts_with("t.toml: jobs[0].workload.kind: unknown variant `bogus`"),
+            "{e}"
+        );
+        // Errors that already name the field keep the table's path.
+        let e = error("", SWITCH, "kind = \"pingpong\"\nsize = 3");
+        assert!(
+            e.starts_with("t.toml: jobs[0].workload: unknown field `size`"),
+            "{e}"
+        );
+        let e = error("", "kind = \"fat_tree\"", PING);
+        assert_eq!(e, "t.toml: machine.topology: missing field `radix`");
+    }
+
+    #[test]
+    fn type_errors_elsewhere_are_in_the_configurations_terms() {
+        let cases = [
+            (
+                error("ranks_per_node = 2.5", SWITCH, PING),
+                "t.toml: machine.ranks_per_node: expected a non-negative integer, got 2.5",
+            ),
+            (
+                error("switching = 3", SWITCH, PING),
+                "t.toml: machine.switching: expected a name, got 3",
+            ),
+            (
+                error("switch_latency_ns = true", SWITCH, PING),
+                "t.toml: machine.switch_latency_ns: expected a number, got true",
+            ),
+            (
+                error("", "kind = \"torus\"\ndims = 4", PING),
+                "t.toml: machine.topology.dims: expected an array, got 4",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn lookup_follows_dotted_paths_and_indices() {
+        let v: toml::Value = toml::from_str("a = { b = [1, { c = 2 }] }\n[[jobs]]\nx = 3").unwrap();
+        assert_eq!(lookup(&v, "a.b[0]"), Some(&toml::Value::Integer(1)));
+        assert_eq!(lookup(&v, "a.b[1].c"), Some(&toml::Value::Integer(2)));
+        assert_eq!(lookup(&v, "jobs[0].x"), Some(&toml::Value::Integer(3)));
+        assert_eq!(lookup(&v, "a.b[2]"), None);
+        assert_eq!(lookup(&v, "nope"), None);
+    }
 }

@@ -24,6 +24,21 @@ pub enum SimError {
         #[source]
         error: tracewatt_net::TopologyError,
     },
+    /// The run would need more memory than is available (see [`crate::memory`]). Fatal before
+    /// the run starts.
+    #[error(
+        "{source_name}: the run needs an estimated {} of memory ({what}), more than the {} \
+         available (MemAvailable in /proc/meminfo); simulate a smaller machine or fewer ranks",
+        gigabytes(*needed_bytes),
+        gigabytes(*available_bytes)
+    )]
+    Memory {
+        source_name: String,
+        needed_bytes: u64,
+        available_bytes: u64,
+        /// What the estimate counts, e.g. `8,000,000 link directions and 2 ranks`.
+        what: String,
+    },
     /// A workload generator rejected its parameters.
     #[error("{source_name}: jobs[{job}].workload: {message}")]
     Workload {
@@ -51,9 +66,20 @@ pub enum SimError {
         blocked: usize,
         details: String,
     },
+    /// The run went past the longest simulated time,
+    /// [`MAX_SIMULATED_PS`](tracewatt_core::time::MAX_SIMULATED_PS).
+    #[error(
+        "the simulation reached t = {time_s} s, past the longest simulated time of {limit_s:e} s \
+         (about 93 days: simulated time is 64-bit picoseconds, with headroom for sums)"
+    )]
+    TimeLimit { time_s: f64, limit_s: f64 },
     /// The caller asked the run to stop (e.g. Ctrl-C).
     #[error("the simulation was interrupted at t = {time_s} s")]
     Interrupted { time_s: f64 },
+}
+
+fn gigabytes(bytes: u64) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
 }
 
 fn location(field: &str, line_col: &Option<(usize, usize)>) -> String {

@@ -12,6 +12,7 @@ pub mod config;
 mod engine;
 pub mod error;
 pub mod jobs;
+pub mod memory;
 pub mod power;
 pub mod presets;
 pub mod results;
@@ -25,6 +26,7 @@ pub use results::{Column, Results, Table};
 
 use engine::{Comm, Engine, JobState};
 use serde_json::json;
+use tracewatt_core::time::{to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::Rng;
 use tracewatt_net::fabric::{Fabric, FabricParams};
 use tracewatt_net::Topology;
@@ -64,7 +66,7 @@ pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, 
     let topo = build_topology(config, source)?;
     let router = build_router(config, &topo, source)?;
     let mut info = describe(&topo, router.num_vcs(), config);
-    // All-pairs BFS over switches: worth it for `tracewatt machine`, not for every run.
+    // A search over the switches: reported by `tracewatt machine`, not in every run's summary.
     info["diameter_hops"] = topo.diameter_hops().into();
     Ok(info)
 }
@@ -139,39 +141,66 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
                 ));
             };
             let seed = Rng::fork(config.seed, STREAM_WORKLOAD + i as u64).next_u64();
-            generators::build(spec, job.ranks, seed).map_err(|e| SimError::Workload {
-                source_name: source.to_string(),
-                job: i,
-                message: e.to_string(),
+            generators::build(spec, job.ranks, seed).map_err(|e| {
+                if e.field == "ranks" {
+                    // The job's rank count does not suit the generator: the run cannot go on.
+                    SimError::Workload {
+                        source_name: source.to_string(),
+                        job: i,
+                        message: e.to_string(),
+                    }
+                } else {
+                    SimError::config(
+                        source,
+                        &format!("jobs[{i}].workload.{}", e.field),
+                        e.expected,
+                        None,
+                    )
+                }
             })
         })
         .collect()
 }
 
 /// Runs one simulation. `progress` is called periodically; returning `false` interrupts the run.
+/// A run that would not fit in the memory available is refused before anything is built.
 pub fn simulate(
     config: &Config,
     source: &str,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
+    memory::check(config, source, &memory::NATIVE, 1)?;
     let workloads = build_workloads(config, source)?;
-    simulate_with(config, source, workloads, progress)
+    run(config, source, workloads, Vec::new(), progress)
 }
 
 /// Runs one simulation with the given workloads, one per job in `config.jobs` (whose `workload`
-/// tables are then not used): the entry point for programmatic and trace workloads.
+/// tables are then not used): the entry point for programmatic and trace workloads. Refuses a
+/// run too large for the memory available, as [`simulate`] does.
 pub fn simulate_with(
     config: &Config,
     source: &str,
     workloads: Vec<Box<dyn Workload>>,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
-    simulate_observed(config, source, workloads, Vec::new(), progress)
+    memory::check(config, source, &memory::NATIVE, 1)?;
+    run(config, source, workloads, Vec::new(), progress)
 }
 
 /// [`simulate_with`], with power models of the caller's own observing the run beside those the
 /// configuration asks for; they report into the same energy account and tables.
 pub fn simulate_observed(
+    config: &Config,
+    source: &str,
+    workloads: Vec<Box<dyn Workload>>,
+    extra_models: Vec<Box<dyn tracewatt_power::PowerModel>>,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Results, SimError> {
+    memory::check(config, source, &memory::NATIVE, 1)?;
+    run(config, source, workloads, extra_models, progress)
+}
+
+fn run(
     config: &Config,
     source: &str,
     workloads: Vec<Box<dyn Workload>>,
@@ -337,7 +366,7 @@ pub fn simulate_observed(
         programs,
         source,
     );
-    let (out, fabric, obs) = engine.run(progress)?;
+    let (out, fabric, obs) = run_within_time_limit(engine, progress)?;
     let account = obs.power.finish(out.makespan_ps);
     Ok(results::build(
         config,
@@ -350,4 +379,31 @@ pub fn simulate_observed(
         fabric.stats(),
         machine,
     ))
+}
+
+/// Runs the engine, stopping it with [`SimError::TimeLimit`] once simulated time passes
+/// [`MAX_SIMULATED_PS`]. The engine reports progress every 65,536 events and at the end, so the
+/// limit is checked then. Unless those events advance time by more than 100 s each on average
+/// (no realistic run comes close), the clock is below 1.5 x 10^7 s when checked, where adding a
+/// configured duration still fits in 64-bit picoseconds (1.8 x 10^7 s). A check at every event
+/// would make this exact; it belongs in the engine's loop.
+fn run_within_time_limit(
+    engine: Engine,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<(engine::RunOutput, Fabric, engine::Observers), SimError> {
+    let limit_s = to_seconds(MAX_SIMULATED_PS);
+    let mut passed_at = None;
+    let mut guarded = |p: Progress| {
+        if p.sim_time_s > limit_s {
+            passed_at = Some(p.sim_time_s);
+            return false;
+        }
+        progress(p)
+    };
+    let result = engine.run(&mut guarded);
+    // The last report (the makespan) may pass the limit on a run that otherwise completed.
+    match passed_at {
+        Some(time_s) => Err(SimError::TimeLimit { time_s, limit_s }),
+        None => result,
+    }
 }

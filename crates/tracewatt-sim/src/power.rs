@@ -2,8 +2,9 @@
 //! power models of `tracewatt-power` that observe a run.
 
 use crate::error::SimError;
-use crate::units::us_to_ps;
+use crate::units::{time_field, us_to_ps};
 use serde::{Deserialize, Serialize};
+use tracewatt_core::time::{S, US};
 use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
@@ -384,12 +385,7 @@ impl PowerSpec {
                 ("refresh_time_us", s.refresh_time_us),
             ] {
                 if let Some(v) = v {
-                    if !(v.is_finite() && v >= 0.0) {
-                        return err(
-                            &format!("{field}.{k}"),
-                            format!("must be a non-negative number, got {v}"),
-                        );
-                    }
+                    time_field(source, &format!("{field}.{k}"), v, US)?;
                 }
             }
         }
@@ -436,8 +432,6 @@ impl PowerSpec {
             ("power.switch.port_lpi_w", self.switch.port_lpi_w),
             ("power.nic.port_active_w", self.nic.port_active_w),
             ("power.nic.port_lpi_w", self.nic.port_lpi_w),
-            ("power.nic.rx_usecs", self.nic.rx_usecs),
-            ("power.nic.tx_usecs", self.nic.tx_usecs),
             ("power.nic.w_per_mbps", self.nic.w_per_mbps),
             (
                 "power.nic.w_per_interrupt_per_s",
@@ -467,7 +461,6 @@ impl PowerSpec {
                 "power.dimms.offline_threshold_gib",
                 self.dimms.offline_threshold_gib,
             ),
-            ("power.dimms.transition_s", self.dimms.transition_s),
             ("power.dimms.idle_gib", self.dimms.idle_gib),
         ] {
             if !(v.is_finite() && v >= 0.0) {
@@ -483,15 +476,21 @@ impl PowerSpec {
                 "channels, dimms_per_channel and dimm_gib must be positive".into(),
             );
         }
-        if !(self.timeline_bin_us.is_finite() && self.timeline_bin_us >= 0.0) {
-            return err(
-                "power.timeline_bin_us",
-                format!(
-                    "must be a non-negative number, got {}",
-                    self.timeline_bin_us
-                ),
-            );
+        time_field(source, "power.timeline_bin_us", self.timeline_bin_us, US)?;
+        for (field, v) in [
+            ("power.nic.rx_usecs", self.nic.rx_usecs),
+            ("power.nic.tx_usecs", self.nic.tx_usecs),
+        ] {
+            if let Some(v) = v {
+                time_field(source, field, v, US)?;
+            }
         }
+        time_field(
+            source,
+            "power.dimms.transition_s",
+            self.dimms.transition_s,
+            S,
+        )?;
         Ok(())
     }
 
@@ -688,19 +687,35 @@ impl WaitSpec {
         self.wake_latency_us.get_or_insert(wake);
         for (field, v) in [
             ("mpi.wait.spin_threshold_us", self.spin_threshold_us),
+            ("mpi.wait.enter_overhead_us", self.enter_overhead_us),
+            ("mpi.wait.wake_latency_us", self.wake_latency_us),
+        ] {
+            if let Some(v) = v {
+                time_field(source, field, v, US)?;
+            }
+        }
+        for (field, v) in [
             (
                 "mpi.wait.spin_threshold_iterations",
                 self.spin_threshold_iterations,
             ),
             ("mpi.wait.spin_iteration_ns", self.spin_iteration_ns),
-            ("mpi.wait.enter_overhead_us", self.enter_overhead_us),
-            ("mpi.wait.wake_latency_us", self.wake_latency_us),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v >= 0.0) {
                     return err(field, format!("must be a non-negative number, got {v}"));
                 }
             }
+        }
+        if self.spin_threshold_us.is_none() {
+            let iterations = self.spin_threshold_iterations.unwrap_or(0.0);
+            let ns = self.spin_iteration_ns.unwrap_or(0.0);
+            time_field(
+                source,
+                "mpi.wait.spin_threshold_iterations",
+                iterations * ns / 1e3,
+                US,
+            )?;
         }
         Ok(())
     }

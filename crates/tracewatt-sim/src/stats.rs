@@ -1,7 +1,7 @@
 //! Statistics gathered while the simulation runs: per-link traffic and idle intervals (an
 //! observer of the fabric), and a compact latency histogram.
 
-use tracewatt_core::{time::PS_PER_US, Ps};
+use tracewatt_core::Ps;
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::{ChannelId, NodeId};
 
@@ -442,11 +442,9 @@ impl LatencyHist {
     }
 }
 
-/// Microseconds to picoseconds for thresholds (validated non-negative by the config).
+/// Microseconds to picoseconds for thresholds (checked by the configuration).
 pub fn thresholds_ps(us: &[f64]) -> Vec<Ps> {
-    us.iter()
-        .map(|u| (u * PS_PER_US as f64).round() as Ps)
-        .collect()
+    us.iter().map(|&u| crate::units::us_to_ps(u)).collect()
 }
 
 #[cfg(test)]

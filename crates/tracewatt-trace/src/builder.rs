@@ -15,6 +15,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 
+use tracewatt_core::time;
+
 use tracewatt_workload::{CollAlgo, CollKind, CommId, Op, Rank, ReqId, SrcSel, TagSel, WORLD};
 
 use crate::call::{
@@ -102,6 +104,24 @@ impl OpBuilder {
         Ok(())
     }
 
+    /// A compute period of `ps` picoseconds (already scaled), checked as every configured time
+    /// is: a large `compute_scale` (or a small SimGrid `flops_per_s`) must not wrap the clock.
+    fn compute(&mut self, ps: f64) -> Result<(), TraceError> {
+        if ps < 1.0 {
+            return Ok(()); // shorter than the clock's resolution
+        }
+        let ps = time::duration(ps, time::PS).map_err(|e| TraceError::Time {
+            at: Location {
+                file: self.file.clone(),
+                rank: Some(self.rank),
+                ..Default::default()
+            },
+            what: format!("a compute period (the trace's time x compute_scale) {e}"),
+        })?;
+        self.out.push_back(Op::Compute { ps });
+        Ok(())
+    }
+
     fn alloc(&mut self) -> ReqId {
         if let Some(id) = self.free_ids.pop() {
             return id;
@@ -163,12 +183,7 @@ impl OpBuilder {
         if call.start_ns != 0 || call.end_ns != 0 {
             if let Some(prev) = self.prev_end {
                 if call.start_ns > prev {
-                    let ps = (call.start_ns - prev) as f64 * 1000.0 * self.compute_scale;
-                    if ps >= 1.0 && ps.is_finite() {
-                        self.out.push_back(Op::Compute {
-                            ps: ps.round() as u64,
-                        });
-                    }
+                    self.compute((call.start_ns - prev) as f64 * 1000.0 * self.compute_scale)?;
                 }
             }
             self.prev_end = Some(self.prev_end.map_or(call.end_ns, |p| p.max(call.end_ns)));
@@ -182,12 +197,7 @@ impl OpBuilder {
         match call.kind {
             CallKind::Local | CallKind::Init => {}
             CallKind::Unsupported { name } => self.unsupported(&name)?,
-            CallKind::Compute { ps } => {
-                let ps = (ps as f64 * self.compute_scale).round();
-                if ps >= 1.0 && ps.is_finite() {
-                    self.out.push_back(Op::Compute { ps: ps as u64 });
-                }
-            }
+            CallKind::Compute { ps } => self.compute(ps as f64 * self.compute_scale)?,
             CallKind::Finalize => {
                 self.finish();
                 self.finalized = true;

@@ -71,6 +71,9 @@ pub enum TraceError {
     /// `strict` and the trace uses a call the readers cannot simulate.
     #[error("{at}: unsupported call `{call}` (strict mode)")]
     Unsupported { at: Location, call: String },
+    /// A time the trace gives is longer than a simulation can hold (`what` says which and why).
+    #[error("{at}: {what}")]
+    Time { at: Location, what: String },
     /// The path is not a trace of any known format.
     #[error("{}: not a trace tracewatt can read ({why})", path.display())]
     UnknownFormat { path: PathBuf, why: String },
@@ -96,9 +99,9 @@ impl TraceError {
             TraceError::Io { path, .. } | TraceError::UnknownFormat { path, .. } => {
                 (path.display().to_string(), None, None)
             }
-            TraceError::Format { at, .. } | TraceError::Unsupported { at, .. } => {
-                (at.file.display().to_string(), at.rank, at.offset)
-            }
+            TraceError::Format { at, .. }
+            | TraceError::Unsupported { at, .. }
+            | TraceError::Time { at, .. } => (at.file.display().to_string(), at.rank, at.offset),
         };
         let message = match self {
             TraceError::Format { at, expected } => match at.line {
@@ -108,6 +111,7 @@ impl TraceError {
             TraceError::Unsupported { call, .. } => {
                 format!("unsupported call `{call}` (strict mode)")
             }
+            TraceError::Time { what, .. } => what.clone(),
             TraceError::Io { source, .. } => source.to_string(),
             TraceError::UnknownFormat { why, .. } => why.clone(),
         };

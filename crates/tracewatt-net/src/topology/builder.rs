@@ -2,7 +2,7 @@
 //! every port got wired, so each family module only states its wiring rule.
 
 use super::{
-    Channel, ChannelId, Device, LinkClass, LinkParams, NodeId, Shape, SwitchId, Topology,
+    Channel, ChannelId, Device, LinkClass, LinkParams, NodeId, Shape, Size, SwitchId, Topology,
     TopologyError, MAX_DEVICES,
 };
 
@@ -50,32 +50,56 @@ pub(crate) fn check_ports(ports: u64, field: &str) -> Result<u16, TopologyError>
     })
 }
 
-impl<'a> Builder<'a> {
-    /// `ports[s]` is the number of ports switch `s` will have; every one must be wired.
-    pub(crate) fn new(
-        num_nodes: u32,
-        ports: &[u16],
-        link: &'a dyn Fn(LinkClass) -> LinkParams,
-    ) -> Result<Self, TopologyError> {
-        let num_links: u64 =
-            ports.iter().map(|&p| u64::from(p)).sum::<u64>() / 2 + u64::from(num_nodes);
-        if 2 * num_links > MAX_CHANNELS {
+/// A topology's nodes and each switch's port count: what a family works out (and checks) from
+/// its spec before any channel exists, so that its size is known without building it.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    pub nodes: u32,
+    /// `ports[s]` is the number of ports switch `s` has; every one must be wired.
+    pub ports: Vec<u16>,
+}
+
+impl Layout {
+    pub(crate) fn new(nodes: u32, ports: Vec<u16>) -> Result<Self, TopologyError> {
+        let layout = Layout { nodes, ports };
+        let links = layout.size().links;
+        if 2 * links > MAX_CHANNELS {
             return Err(TopologyError::new(
                 "machine.topology",
                 format!(
-                    "{num_links} links is more than the supported {}",
+                    "{links} links is more than the supported {}",
                     MAX_CHANNELS / 2
                 ),
             ));
         }
-        let num_links = num_links as usize;
-        Ok(Self {
+        Ok(layout)
+    }
+
+    pub(crate) fn size(&self) -> Size {
+        // Every node link takes one switch port, every switch-to-switch link two.
+        let switch_ports: u64 = self.ports.iter().map(|&p| u64::from(p)).sum();
+        Size {
+            nodes: self.nodes,
+            switches: self.ports.len() as u32,
+            links: (switch_ports + u64::from(self.nodes)) / 2,
+        }
+    }
+}
+
+impl<'a> Builder<'a> {
+    pub(crate) fn new(layout: &Layout, link: &'a dyn Fn(LinkClass) -> LinkParams) -> Self {
+        let nodes = layout.nodes as usize;
+        Self {
             link,
-            channels: Vec::with_capacity(2 * num_links),
-            node_injection: vec![UNSET; num_nodes as usize],
-            node_ejection: vec![UNSET; num_nodes as usize],
-            switch_out: ports.iter().map(|&p| vec![UNSET; p as usize]).collect(),
-        })
+            channels: Vec::with_capacity(2 * layout.size().links as usize),
+            node_injection: vec![UNSET; nodes],
+            node_ejection: vec![UNSET; nodes],
+            switch_out: layout
+                .ports
+                .iter()
+                .map(|&p| vec![UNSET; p as usize])
+                .collect(),
+        }
     }
 
     fn push_pair(

@@ -21,9 +21,9 @@
 //!   lexicographically), then global links (group `G` ascending, its port `j` ascending, created
 //!   from the lower-numbered group of each pair).
 
-use super::builder::{check_count, check_ports, Builder};
+use super::builder::{check_count, check_ports, Builder, Layout};
 use super::{LinkClass, LinkParams, Shape, Topology, TopologyError};
-use crate::spec::DragonflyArrangement;
+use crate::spec::{DragonflyArrangement, TopologySpec};
 
 pub(crate) struct Params {
     pub groups: u32,
@@ -31,6 +31,30 @@ pub(crate) struct Params {
     pub nodes_per_router: u32,
     pub global_links_per_router: u32,
     pub arrangement: DragonflyArrangement,
+}
+
+impl Params {
+    pub(crate) fn of(spec: &TopologySpec) -> Result<Self, TopologyError> {
+        match *spec {
+            TopologySpec::Dragonfly {
+                groups,
+                routers_per_group,
+                nodes_per_router,
+                global_links_per_router,
+                arrangement,
+            } => Ok(Params {
+                groups,
+                routers_per_group,
+                nodes_per_router,
+                global_links_per_router,
+                arrangement,
+            }),
+            _ => Err(TopologyError::new(
+                "machine.topology.kind",
+                "expected dragonfly",
+            )),
+        }
+    }
 }
 
 const GROUPS: &str = "machine.topology.groups";
@@ -70,16 +94,14 @@ fn partner_port(arr: DragonflyArrangement, g: u32, from: u32, to: u32, j: u32) -
     round * (g - 1) + q
 }
 
-pub(crate) fn build(
-    params: &Params,
-    link: &dyn Fn(LinkClass) -> LinkParams,
-) -> Result<Topology, TopologyError> {
+/// Checks the parameters and works out the layout (without building anything).
+pub(crate) fn layout(params: &Params) -> Result<Layout, TopologyError> {
     let &Params {
         groups: g,
         routers_per_group: a,
         nodes_per_router: p,
         global_links_per_router: h,
-        arrangement: arr,
+        ..
     } = params;
     check_count(u64::from(g), GROUPS, "groups")?;
     check_count(u64::from(a), ROUTERS, "routers per group")?;
@@ -116,9 +138,23 @@ pub(crate) fn build(
             ),
         ));
     }
+    Layout::new(nodes, vec![ports; switches as usize])
+}
 
-    let mut b = Builder::new(nodes, &vec![ports; switches as usize], link)?;
-    for n in 0..nodes {
+pub(crate) fn build(
+    params: &Params,
+    link: &dyn Fn(LinkClass) -> LinkParams,
+) -> Result<Topology, TopologyError> {
+    let layout = layout(params)?;
+    let &Params {
+        groups: g,
+        routers_per_group: a,
+        nodes_per_router: p,
+        global_links_per_router: h,
+        arrangement: arr,
+    } = params;
+    let mut b = Builder::new(&layout, link);
+    for n in 0..layout.nodes {
         b.node_link(n, n / p, (n % p) as u16);
     }
     let local_port = |r: u32, other: u32| (p + if other < r { other } else { other - 1 }) as u16;

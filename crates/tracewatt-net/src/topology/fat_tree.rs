@@ -30,7 +30,7 @@
 //! nodes_per_leaf 12, pods 2, leaves_per_pod 12 (12 aggregation switches per pod with 12 uplinks;
 //! 12 cores, each linked once to all 24 aggregation switches).
 
-use super::builder::{check_count, check_ports, Builder};
+use super::builder::{check_count, check_ports, Builder, Layout};
 use super::{LinkClass, LinkParams, Shape, Topology, TopologyError};
 use crate::spec::TopologySpec;
 
@@ -57,10 +57,50 @@ fn max_share(total: u64, count: u64) -> u64 {
     ceil_div(total, count)
 }
 
+/// A fat-tree's switch counts, checked, with its layout: everything but the wiring.
+pub(crate) struct Plan {
+    /// Nodes and uplinks per leaf.
+    n: u64,
+    u: u64,
+    /// Leaves, then (2 levels) spines or (3 levels) aggregation and core switches.
+    levels: Levels,
+    pub(crate) layout: Layout,
+}
+
+enum Levels {
+    Two {
+        leaves: u32,
+        spines: u32,
+    },
+    Three {
+        /// Leaves per pod.
+        l: u64,
+        pods: u64,
+        leaves: u32,
+        aggs: u32,
+        cores: u32,
+    },
+}
+
 pub(crate) fn build(
     spec: &TopologySpec,
     link: &dyn Fn(LinkClass) -> LinkParams,
 ) -> Result<Topology, TopologyError> {
+    let p = plan(spec)?;
+    match p.levels {
+        Levels::Two { leaves, spines } => two_level(&p, leaves, spines, link),
+        Levels::Three {
+            l,
+            pods,
+            leaves,
+            aggs,
+            cores,
+        } => three_level(&p, l, pods, [leaves, aggs, cores], link),
+    }
+}
+
+/// Checks `spec` and works out its switch counts and ports (without building anything).
+pub(crate) fn plan(spec: &TopologySpec) -> Result<Plan, TopologyError> {
     let &TopologySpec::FatTree {
         levels,
         radix,
@@ -115,21 +155,20 @@ pub(crate) fn build(
                 let field = if pods.is_some() { PODS } else { LPP };
                 return Err(err(field, "only applies to levels = 3".into()));
             }
-            two_level(k, n, u, leaves, spines, link)
+            two_level_plan(k, n, u, leaves, spines)
         }
-        3 => three_level(k, n, u, leaves, pods, leaves_per_pod, spines, link),
+        3 => three_level_plan(k, n, u, leaves, pods, leaves_per_pod, spines),
         _ => Err(err(LEVELS, format!("expected 2 or 3, got {levels}"))),
     }
 }
 
-fn two_level(
+fn two_level_plan(
     k: u64,
     n: u64,
     u: u64,
     leaves: Option<u32>,
     spines: Option<u32>,
-    link: &dyn Fn(LinkClass) -> LinkParams,
-) -> Result<Topology, TopologyError> {
+) -> Result<Plan, TopologyError> {
     if let Some(s) = spines {
         if s == 0 || u64::from(s) > u {
             return Err(err(
@@ -178,9 +217,27 @@ fn two_level(
         let count = total / spines + u64::from(s < total % spines);
         ports.push(count as u16);
     }
-    let mut b = Builder::new(nodes, &ports, link)?;
+    Ok(Plan {
+        n,
+        u,
+        levels: Levels::Two {
+            leaves: num_leaves,
+            spines: num_spines,
+        },
+        layout: Layout::new(nodes, ports)?,
+    })
+}
+
+fn two_level(
+    p: &Plan,
+    num_leaves: u32,
+    num_spines: u32,
+    link: &dyn Fn(LinkClass) -> LinkParams,
+) -> Result<Topology, TopologyError> {
+    let (n, u, spines) = (p.n, p.u, u64::from(num_spines));
+    let mut b = Builder::new(&p.layout, link);
     let n32 = n as u32;
-    for node in 0..nodes {
+    for node in 0..p.layout.nodes {
         b.node_link(node, node / n32, (node % n32) as u16);
     }
     let mut next_port = vec![0u16; num_spines as usize];
@@ -204,8 +261,7 @@ fn two_level(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn three_level(
+fn three_level_plan(
     k: u64,
     n: u64,
     u: u64,
@@ -213,8 +269,7 @@ fn three_level(
     pods: Option<u32>,
     leaves_per_pod: Option<u32>,
     spines: Option<u32>,
-    link: &dyn Fn(LinkClass) -> LinkParams,
-) -> Result<Topology, TopologyError> {
+) -> Result<Plan, TopologyError> {
     let l = u64::from(leaves_per_pod.unwrap_or((k / 2) as u32));
     if l == 0 || 2 * l > k {
         return Err(err(
@@ -291,9 +346,32 @@ fn three_level(
         let per_pod = per_pod_uplinks / cores + u64::from(c < per_pod_uplinks % cores);
         ports.push(check_ports(pods * per_pod, SPINES)?);
     }
-    let mut b = Builder::new(nodes, &ports, link)?;
+    Ok(Plan {
+        n,
+        u,
+        levels: Levels::Three {
+            l,
+            pods,
+            leaves: num_leaves,
+            aggs: num_aggs,
+            cores: num_cores,
+        },
+        layout: Layout::new(nodes, ports)?,
+    })
+}
+
+fn three_level(
+    p: &Plan,
+    l: u64,
+    pods: u64,
+    [num_leaves, num_aggs, num_cores]: [u32; 3],
+    link: &dyn Fn(LinkClass) -> LinkParams,
+) -> Result<Topology, TopologyError> {
+    let (n, u, cores) = (p.n, p.u, u64::from(num_cores));
+    let aggs = u; // per pod
+    let mut b = Builder::new(&p.layout, link);
     let (n32, l32, u32_, a32) = (n as u32, l as u32, u as u32, aggs as u32);
-    for node in 0..nodes {
+    for node in 0..p.layout.nodes {
         b.node_link(node, node / n32, (node % n32) as u16);
     }
     let mut next_port = vec![0u16; (num_aggs + num_cores) as usize];

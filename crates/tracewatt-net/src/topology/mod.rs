@@ -156,6 +156,30 @@ use crate::spec::TopologySpec;
 /// enough that a typo in a spec fails fast instead of exhausting memory.
 pub const MAX_DEVICES: u64 = 1 << 24;
 
+/// How big a topology is: known from its spec before it is built (see [`size`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    pub nodes: u32,
+    pub switches: u32,
+    /// Physical links, node links included (each is two channels).
+    pub links: u64,
+}
+
+/// The size of the topology `spec` describes, with every check [`build`] makes, but without
+/// building it: a run can refuse a machine too large for memory before allocating it.
+pub fn size(spec: &TopologySpec) -> Result<Size, TopologyError> {
+    let layout = match spec {
+        TopologySpec::SingleSwitch { nodes } => single_switch::layout(*nodes)?,
+        TopologySpec::FatTree { .. } => fat_tree::plan(spec)?.layout,
+        TopologySpec::Torus {
+            dims,
+            nodes_per_switch,
+        } => torus::layout(dims, *nodes_per_switch)?,
+        TopologySpec::Dragonfly { .. } => dragonfly::layout(&dragonfly::Params::of(spec)?)?,
+    };
+    Ok(layout.size())
+}
+
 /// Builds the topology described by `spec`, asking `link` for the parameters of each link class.
 ///
 /// Construction is deterministic: the same spec always yields the same channel ids. In every
@@ -173,22 +197,7 @@ pub fn build(
             dims,
             nodes_per_switch,
         } => torus::build(dims, *nodes_per_switch, link),
-        TopologySpec::Dragonfly {
-            groups,
-            routers_per_group,
-            nodes_per_router,
-            global_links_per_router,
-            arrangement,
-        } => dragonfly::build(
-            &dragonfly::Params {
-                groups: *groups,
-                routers_per_group: *routers_per_group,
-                nodes_per_router: *nodes_per_router,
-                global_links_per_router: *global_links_per_router,
-                arrangement: *arrangement,
-            },
-            link,
-        ),
+        TopologySpec::Dragonfly { .. } => dragonfly::build(&dragonfly::Params::of(spec)?, link),
     }
 }
 
@@ -201,10 +210,11 @@ impl Topology {
     /// The network diameter in links: the largest, over pairs of distinct nodes, of the number of
     /// links on a shortest path between them (the two node links plus the switch-to-switch hops).
     ///
-    /// This is a property of the wiring, found by breadth-first search from every switch that has
-    /// nodes (O(switches x channels)); a routing algorithm may take longer paths (dragonfly
-    /// minimal routing can use 3 switch hops where a 2-hop path through another group exists).
-    /// Returns 0 for a machine with fewer than two nodes.
+    /// This is a property of the wiring, found by breadth-first search from the switches of
+    /// [`Topology::diameter_sources`] only (O(channels) each), not from every switch; a routing
+    /// algorithm may take longer paths (dragonfly minimal routing can use 3 switch hops where a
+    /// 2-hop path through another group exists). Returns 0 for a machine with fewer than two
+    /// nodes.
     pub fn diameter_hops(&self) -> u32 {
         if self.num_nodes < 2 {
             return 0;
@@ -217,7 +227,7 @@ impl Topology {
         let mut dist = vec![u32::MAX; n];
         let mut queue: Vec<usize> = Vec::with_capacity(n);
         let mut worst = 0u32;
-        for start in (0..n).filter(|&s| has_nodes[s]) {
+        for start in self.diameter_sources() {
             dist.fill(u32::MAX);
             queue.clear();
             dist[start] = 0;
@@ -242,5 +252,26 @@ impl Topology {
             }
         }
         worst.saturating_add(2)
+    }
+
+    /// Switches whose largest distance to a switch with nodes is the diameter, by the symmetry
+    /// of each family (an all-pairs search took minutes on a 100,000-switch torus):
+    /// - a torus looks the same from every switch (a shift of coordinates maps any switch to
+    ///   any other), and so does a single switch;
+    /// - in a fat-tree every leaf reaches every spine (2 levels), and every aggregation switch
+    ///   of its pod and through them every core (3 levels), so leaf 0 is as far from the
+    ///   farthest leaf as any leaf is; upper switches hold no nodes;
+    /// - in a dragonfly every group is wired alike (relative arrangement: rotating the group
+    ///   numbers maps the wiring onto itself; absolute: swapping the numbers of groups G and
+    ///   G + 1 does), so the routers of group 0 see every distance there is.
+    ///
+    /// The tests check each family against the search from every switch.
+    fn diameter_sources(&self) -> std::ops::Range<usize> {
+        match &self.shape {
+            Shape::Dragonfly {
+                routers_per_group, ..
+            } => 0..*routers_per_group as usize,
+            Shape::SingleSwitch | Shape::FatTree { .. } | Shape::Torus { .. } => 0..1,
+        }
     }
 }

@@ -13,7 +13,7 @@
 //! - Links are created switch by switch (in id order), dimension by dimension, each switch
 //!   creating the link on its `+` port.
 
-use super::builder::{check_count, check_ports, Builder};
+use super::builder::{check_count, check_ports, Builder, Layout};
 use super::{LinkClass, LinkParams, Shape, SwitchId, Topology, TopologyError};
 
 /// Output port for the `+1` direction of `dim` on a switch with `nodes_per_switch` nodes.
@@ -26,11 +26,7 @@ pub fn minus_port(nodes_per_switch: u32, dim: usize) -> u16 {
     plus_port(nodes_per_switch, dim) + 1
 }
 
-pub(crate) fn build(
-    dims: &[u32],
-    nodes_per_switch: u32,
-    link: &dyn Fn(LinkClass) -> LinkParams,
-) -> Result<Topology, TopologyError> {
+pub(crate) fn layout(dims: &[u32], nodes_per_switch: u32) -> Result<Layout, TopologyError> {
     const DIMS: &str = "machine.topology.dims";
     const NPS: &str = "machine.topology.nodes_per_switch";
     if dims.is_empty() {
@@ -65,8 +61,17 @@ pub(crate) fn build(
         "nodes",
     )?;
     let ports = check_ports(u64::from(nodes_per_switch) + 2 * dims.len() as u64, NPS)?;
+    Layout::new(nodes, vec![ports; switches as usize])
+}
 
-    let mut b = Builder::new(nodes, &vec![ports; switches as usize], link)?;
+pub(crate) fn build(
+    dims: &[u32],
+    nodes_per_switch: u32,
+    link: &dyn Fn(LinkClass) -> LinkParams,
+) -> Result<Topology, TopologyError> {
+    let layout = layout(dims, nodes_per_switch)?;
+    let (nodes, switches) = (layout.nodes, layout.ports.len() as u32);
+    let mut b = Builder::new(&layout, link);
     for n in 0..nodes {
         b.node_link(n, n / nodes_per_switch, (n % nodes_per_switch) as u16);
     }

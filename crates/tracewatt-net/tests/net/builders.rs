@@ -2,7 +2,7 @@
 
 use crate::common::*;
 use proptest::prelude::*;
-use tracewatt_net::topology::build;
+use tracewatt_net::topology::{build, size, Size};
 use tracewatt_net::{Device, DragonflyArrangement, LinkClass, Shape, Topology, TopologySpec};
 
 /// Invariants every built topology must satisfy, whatever the family.
@@ -508,6 +508,9 @@ proptest! {
     fn random_specs_build_consistently(spec in any_small_spec()) {
         let t = build_ok(&spec);
         check_consistent(&t);
+        // The size known before building is the built one's.
+        let want = Size { nodes: t.num_nodes, switches: t.num_switches, links: t.num_links() as u64 };
+        prop_assert_eq!(size(&spec), Ok(want));
         match &spec {
             TopologySpec::Torus { dims, nodes_per_switch } => {
                 let switches: u32 = dims.iter().product();
@@ -529,4 +532,100 @@ proptest! {
             }
         }
     }
+}
+
+/// The diameter by breadth-first search from every switch that has nodes: the definition
+/// `diameter_hops` shortens by symmetry.
+fn all_pairs_diameter(t: &Topology) -> u32 {
+    if t.num_nodes < 2 {
+        return 0;
+    }
+    let n = t.num_switches as usize;
+    let with_nodes: Vec<usize> = (0..t.num_nodes)
+        .map(|v| t.node_switch(v) as usize)
+        .collect();
+    let mut worst = 0;
+    for &start in &with_nodes {
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = std::collections::VecDeque::from([start]);
+        dist[start] = 0;
+        while let Some(s) = queue.pop_front() {
+            for &ch in &t.switch_out[s] {
+                if let Device::Switch(d) = t.channels[ch as usize].dst {
+                    if dist[d as usize] == u32::MAX {
+                        dist[d as usize] = dist[s] + 1;
+                        queue.push_back(d as usize);
+                    }
+                }
+            }
+        }
+        worst = with_nodes.iter().map(|&s| dist[s]).fold(worst, u32::max);
+    }
+    worst + 2
+}
+
+/// Every dragonfly of up to 5 routers per group and 5 global links per router, in both
+/// arrangements, and fat-trees with every leaf, spine, pod and leaves-per-pod count their radix
+/// allows: the search from a few switches finds the all-pairs diameter.
+#[test]
+fn diameter_from_representative_switches_is_the_all_pairs_one() {
+    let mut specs = Vec::new();
+    for a in 1..=5 {
+        specs.push(dragonfly(1, a, 2, 0, DragonflyArrangement::Absolute));
+        for h in 1..=5 {
+            for m in (1..=a * h).filter(|m| (a * h) % m == 0) {
+                for arr in [
+                    DragonflyArrangement::Absolute,
+                    DragonflyArrangement::Relative,
+                ] {
+                    specs.push(dragonfly(m + 1, a, 1, h, arr));
+                }
+            }
+        }
+    }
+    for radix in [4, 6, 8] {
+        for leaves in 1..=radix {
+            for spines in [None, Some(1), Some(2), Some(3)] {
+                specs.push(with_ft(
+                    fat_tree(2, radix),
+                    None,
+                    1.0,
+                    Some(leaves),
+                    None,
+                    None,
+                    spines,
+                ));
+            }
+        }
+        for pods in 1..=radix {
+            for lpp in 1..=radix / 2 {
+                specs.push(with_ft(
+                    fat_tree(3, radix),
+                    None,
+                    1.0,
+                    None,
+                    Some(pods),
+                    Some(lpp),
+                    None,
+                ));
+            }
+        }
+    }
+    let mut checked = 0;
+    for spec in &specs {
+        let Ok(t) = build(spec, &link) else { continue };
+        assert_eq!(t.diameter_hops(), all_pairs_diameter(&t), "{spec:?}");
+        checked += 1;
+    }
+    assert!(checked > 250, "only {checked} topologies built");
+}
+
+/// A 2^20-switch torus: the search from one switch takes well under a second, where the
+/// all-pairs one took hours. The diameter is the sum of half of each ring, plus the node links.
+#[test]
+fn a_million_switch_torus_diameter_is_found_fast() {
+    let t = build_ok(&torus(&[128, 128, 64], 1));
+    let t0 = std::time::Instant::now();
+    assert_eq!(t.diameter_hops(), 64 + 64 + 32 + 2);
+    assert!(t0.elapsed().as_secs_f64() < 10.0, "{:?}", t0.elapsed());
 }

@@ -708,10 +708,10 @@ pub(crate) fn stepped(count: u64, step: impl Fn(u64) -> Vec<Op> + Send + 'static
     Box::new((0..count).flat_map(step).map(Ok))
 }
 
-/// Microseconds to picoseconds for a validated field.
+/// A time field in microseconds, in picoseconds (checked as every configured time is).
 pub(crate) fn us_field(field: &'static str, us: f64) -> Result<u64, WorkloadError> {
-    tracewatt_core::time::from_units(us, tracewatt_core::time::PS_PER_US)
-        .ok_or_else(|| invalid(field, format!("must be a finite number >= 0, got {us}")))
+    use tracewatt_core::time;
+    time::duration(us, time::US).map_err(|e| invalid(field, e.to_string()))
 }
 
 pub(crate) fn at_least_one(field: &'static str, v: u32) -> Result<(), WorkloadError> {

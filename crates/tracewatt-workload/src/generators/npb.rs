@@ -132,8 +132,16 @@ struct Rate {
 }
 
 impl Rate {
-    fn ps(self, ops: f64) -> u64 {
-        (ops * self.ps_per_op_per_rank).max(0.0).round() as u64
+    /// The compute time of `ops` operations, checked as every configured time is (a large
+    /// `compute_scale` or a small `gflops_per_rank` can make it too long).
+    fn ps(self, ops: f64) -> Result<u64, WorkloadError> {
+        use tracewatt_core::time;
+        time::duration((ops * self.ps_per_op_per_rank).max(0.0), time::PS).map_err(|e| {
+            invalid(
+                "compute_scale",
+                format!("with gflops_per_rank, gives a compute period that {e}"),
+            )
+        })
     }
 }
 
@@ -216,7 +224,7 @@ pub(super) fn build(
 fn ep(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, WorkloadError> {
     const M: [u32; 6] = [24, 25, 28, 30, 32, 36];
     let iters = p.iterations.unwrap_or(1);
-    let ps = rate.ps(2f64.powi(M[c] as i32 + 1));
+    let ps = rate.ps(2f64.powi(M[c] as i32 + 1))?;
     generated("ep", ranks, Vec::new(), move |_| {
         stepped(iters as u64, move |_| {
             let mut v: Vec<Op> = compute(ps).into_iter().collect();
@@ -235,7 +243,7 @@ fn is(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     let total = 1u64 << KEYS_LOG2[c];
     let bucket_bytes = 4 * ((1u64 << BUCKETS_LOG2[c]) + 5);
     let iters = p.iterations.unwrap_or(10);
-    let ps = rate.ps(total as f64);
+    let ps = rate.ps(total as f64)?;
     let np = ranks as u64;
     let split = crate::collectives::split;
     generated("is", ranks, Vec::new(), move |rank| {
@@ -324,8 +332,8 @@ fn ft(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
         ));
     }
     let nf = n as f64;
-    let setup_ps = rate.ps(nf * (14.8157 + 7.19641 * nf.ln()));
-    let iter_ps = rate.ps(nf * (5.23518 + 7.21113 * nf.ln()));
+    let setup_ps = rate.ps(nf * (14.8157 + 7.19641 * nf.ln()))?;
+    let iter_ps = rate.ps(nf * (5.23518 + 7.21113 * nf.ln()))?;
     let iters = p.iterations.unwrap_or(niter);
     // Transposes: (comm selector, bytes per pair) for one 3-D FFT.
     let (comms, np1, np2) = if np <= ny.min(nz) {
@@ -414,7 +422,7 @@ fn cg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     let iters = p.iterations.unwrap_or(niter);
     let ops =
         2.0 * na as f64 * (3.0 + (z * (z + 1)) as f64 + 25.0 * (5.0 + (z * (z + 1)) as f64) + 3.0);
-    let matvec_ps = rate.ps(ops / 26.0);
+    let matvec_ps = rate.ps(ops / 26.0)?;
     let nprows = 1u32 << (log2(ranks) / 2);
     let npcols = ranks / nprows;
     let l2npcols = log2(npcols);
@@ -506,6 +514,11 @@ fn mg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     levels.extend([lt, lt]);
     let weight: f64 = levels.iter().map(|&k| 8f64.powi(k as i32)).sum();
     let ops = 58.0 * (n as f64).powi(3);
+    // Compute before each level's halo exchange, checked once here.
+    let levels: Vec<(u32, u64)> = levels
+        .into_iter()
+        .map(|k| Ok((k, rate.ps(ops * 8f64.powi(k as i32) / weight)?)))
+        .collect::<Result<_, WorkloadError>>()?;
     let levels = std::sync::Arc::new(levels);
     generated("mg", ranks, Vec::new(), move |rank| {
         let neigh = super::synthetic::grid_neighbours(&dims, rank);
@@ -530,8 +543,8 @@ fn mg(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
         pro.push(coll(WORLD, CollKind::Allreduce, 0, 8));
         let body = stepped(iters as u64, move |_| {
             let mut v = Vec::new();
-            for &k in levels.iter() {
-                v.extend(compute(rate.ps(ops * 8f64.powi(k as i32) / weight)));
+            for &(k, ps) in levels.iter() {
+                v.extend(compute(ps));
                 comm3(&mut v, k);
             }
             v
@@ -577,8 +590,8 @@ fn lu(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     let nf = n as f64;
     let ops = 1984.77 * nf.powi(3) - 10923.3 * nf * nf + 27770.9 * nf - 144010.0;
     let planes = n - 2;
-    let rhs_ps = rate.ps(ops / 3.0);
-    let plane_ps = rate.ps(ops / 3.0 / planes as f64);
+    let rhs_ps = rate.ps(ops / 3.0)?;
+    let plane_ps = rate.ps(ops / 3.0 / planes as f64)?;
     let nx_l = n.div_ceil(xdim as u64);
     let ny_l = n.div_ceil(ydim as u64);
     generated("lu", ranks, Vec::new(), move |me| {
@@ -789,14 +802,17 @@ fn bt_sp(
     // works on one of the rank's q cells.
     let per_point = ops / adi.total();
     let cell_ps = |x: f64| rate.ps(x * per_point / q as f64);
-    let rhs_ps = rate.ps(adi.rhs * per_point);
-    let add_ps = rate.ps(adi.add * per_point);
-    let stages = adi.inv.map(|inv| Stage {
-        lhs: cell_ps(adi.lhs),
-        fwd: cell_ps(adi.fwd),
-        inv: cell_ps(inv),
-        back: cell_ps(adi.back),
-    });
+    let rhs_ps = rate.ps(adi.rhs * per_point)?;
+    let add_ps = rate.ps(adi.add * per_point)?;
+    let stage = |inv: f64| -> Result<Stage, WorkloadError> {
+        Ok(Stage {
+            lhs: cell_ps(adi.lhs)?,
+            fwd: cell_ps(adi.fwd)?,
+            inv: cell_ps(inv)?,
+            back: cell_ps(adi.back)?,
+        })
+    };
+    let stages = [stage(adi.inv[0])?, stage(adi.inv[1])?, stage(adi.inv[2])?];
     let cell = n.div_ceil(q as u64);
     let face = cell * cell;
     let faces_bytes = (q as u64 - 1) * 2 * 5 * face * 8;

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use tracewatt_core::time::{from_units, PS_PER_MS, PS_PER_S};
+use tracewatt_core::time::{self, PS_PER_MS};
 use tracewatt_core::Ps;
 
 use super::{generated, invalid, us_field, Workload, WorkloadError};
@@ -121,17 +121,16 @@ pub(super) fn build(
             format!("must be a finite number > 0, got {}", p.rate_mbps),
         ));
     }
-    let duration_ps = from_units(p.duration_s, PS_PER_S)
-        .filter(|&d| d > 0)
-        .ok_or_else(|| {
-            invalid(
+    let duration_ps = match time::duration(p.duration_s, time::S) {
+        Ok(d) if d > 0 => d,
+        Ok(_) => {
+            return Err(invalid(
                 "duration_s",
-                format!(
-                    "must be a finite number > 0 (no frame leaves otherwise), got {}",
-                    p.duration_s
-                ),
-            )
-        })?;
+                "must be > 0 (no frame leaves otherwise), got 0",
+            ))
+        }
+        Err(e) => return Err(invalid("duration_s", e.to_string())),
+    };
     if p.frame_bytes == 0 {
         return Err(invalid("frame_bytes", "must be >= 1"));
     }

@@ -304,7 +304,7 @@ fn errors_name_the_field() {
         (
             r#"{"kind":"paced_stream","rate_mbps":100,"duration_s":0}"#,
             2,
-            "workload.duration_s: must be a finite number > 0",
+            "workload.duration_s: must be > 0",
         ),
         (
             r#"{"kind":"paced_stream","rate_mbps":100,"frame_bytes":0}"#,
