@@ -11,7 +11,8 @@
 //! - `ideal`: exactly the DIMMs the memory in use needs are on (at least one), whatever the
 //!   channels: the lower bound, losing channel bandwidth when fewer than `channels` are on.
 //!
-//! Transitions of `ideal` and the exit transition cost no time (the paper's policy pays only its
+//! With `bandwidth_slowdown`, `ideal`'s compute slows while channels are off. Transitions of
+//! `ideal` and the exit transition cost no time (the paper's policy pays only its
 //! online transition inside the job).
 
 use crate::model::{Account, Activity, EnergyRow, PowerModel, Signals};
@@ -40,6 +41,9 @@ pub struct DimmParams {
     pub transition_ps: Ps,
     /// Memory in use on a node that runs no job.
     pub idle_gib: f64,
+    /// `ideal`: compute takes `1 + bandwidth_slowdown x (channels off / channels)` times as long
+    /// while fewer DIMMs than channels are on (0: no effect).
+    pub bandwidth_slowdown: f64,
 }
 
 impl DimmParams {
@@ -241,6 +245,8 @@ impl PowerModel for DimmPower {
             ranks: true,
             wakes: self.params.policy == DimmPolicy::BandwidthPreserving
                 && self.params.transition_ps > 0,
+            computes: self.params.policy == DimmPolicy::Ideal
+                && self.params.bandwidth_slowdown > 0.0,
             ..Signals::default()
         }
     }
@@ -261,6 +267,21 @@ impl PowerModel for DimmPower {
                 n.exit_ps = Some(at);
             }
         }
+    }
+
+    fn compute_ps(&mut self, rank: u32, now: Ps, ps: Ps) -> Ps {
+        // The channels on when the compute starts set its pace (profiles change rarely next to
+        // compute phases).
+        let (node, _) = self.rank_at[rank as usize];
+        let p = self.params;
+        let gib = self
+            .usage(node as usize, Ps::MAX)
+            .iter()
+            .find(|u| u.0 <= now && now < u.1)
+            .map_or(p.idle_gib, |u| u.2);
+        let on = p.needed(gib).min(p.channels);
+        let off = f64::from(p.channels - on) / f64::from(p.channels);
+        (ps as f64 * (1.0 + p.bandwidth_slowdown * off)).round() as Ps
     }
 
     fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {

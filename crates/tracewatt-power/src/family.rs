@@ -19,6 +19,7 @@ pub struct Power {
     links: Vec<usize>,
     ranks: Vec<usize>,
     wakes: Vec<usize>,
+    computes: Vec<usize>,
     delivers: Option<usize>,
     timeline_bin_ps: Ps,
     max_bins: usize,
@@ -57,6 +58,7 @@ impl Power {
         let links = with(|s| s.links);
         let ranks = with(|s| s.ranks);
         let wakes = with(|s| s.wakes);
+        let computes = with(|s| s.computes);
         let delivers = with(|s| s.deliveries);
         if delivers.len() > 1 {
             return Err(TwoDelayingModels);
@@ -66,6 +68,7 @@ impl Power {
             links,
             ranks,
             wakes,
+            computes,
             delivers: delivers.first().copied(),
             timeline_bin_ps,
             max_bins,
@@ -93,7 +96,22 @@ impl Power {
         !self.wakes.is_empty()
     }
 
-    /// Rank `rank`'s wait is over at `now`: when does it go on?
+    /// Whether a model may lengthen compute (then the engine asks `compute_ps` for each).
+    #[inline]
+    pub fn stretches_compute(&self) -> bool {
+        !self.computes.is_empty()
+    }
+
+    /// How long rank `rank`'s compute of `ps` starting at `now` takes: the longest answer.
+    pub fn compute_ps(&mut self, rank: u32, now: Ps, ps: Ps) -> Ps {
+        let mut t = ps;
+        for &i in &self.computes {
+            t = t.max(self.models[i].compute_ps(rank, now, ps));
+        }
+        t
+    }
+
+    /// Rank `rank` is about to continue at `now`: when does it go on?
     pub fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
         let mut t = now;
         for &i in &self.wakes {

@@ -23,6 +23,8 @@ pub struct Signals {
     pub deliveries: bool,
     /// `wake_at`: the model may delay a rank's continuation.
     pub wakes: bool,
+    /// `compute_ps`: the model may lengthen a rank's compute.
+    pub computes: bool,
 }
 
 /// What a rank is doing, as its core's power sees it.
@@ -125,6 +127,12 @@ pub trait PowerModel: std::fmt::Debug + Send {
 
     /// Rank `rank` on `node` starts `activity` at `at`.
     fn on_rank(&mut self, _rank: u32, _node: u32, _activity: Activity, _at: Ps) {}
+
+    /// Rank `rank` starts computing `ps` at `now`: how long does it take (e.g. longer with memory
+    /// channels off)?
+    fn compute_ps(&mut self, _rank: u32, _now: Ps, ps: Ps) -> Ps {
+        ps
+    }
 
     /// Rank `rank` is about to continue at `now` (its compute is done, or its wait is over):
     /// when does it go on (>= `now`)?

@@ -693,6 +693,11 @@ impl<'a> Engine<'a> {
             match op {
                 Op::Compute { ps } => {
                     if ps > 0 {
+                        let ps = if self.links.power.stretches_compute() {
+                            self.links.power.compute_ps(rank, now, ps)
+                        } else {
+                            ps
+                        };
                         self.ranks[ri].compute_ps += ps;
                         self.ranks[ri].state = RankState::Busy;
                         self.set_activity(rank, Activity::Compute, now);

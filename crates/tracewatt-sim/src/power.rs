@@ -267,6 +267,9 @@ pub struct DimmsSpec {
     /// Memory in use on a node that runs no job, GiB.
     #[serde(default = "default_idle_gib")]
     pub idle_gib: f64,
+    /// `ideal`: compute takes 1 + this x (share of channels off) times as long meanwhile.
+    #[serde(default)]
+    pub bandwidth_slowdown: f64,
 }
 
 /// `[power.dimms] policy`.
@@ -316,6 +319,7 @@ impl Default for DimmsSpec {
             offline_threshold_gib: default_offline_threshold_gib(),
             transition_s: 0.0,
             idle_gib: default_idle_gib(),
+            bandwidth_slowdown: 0.0,
         }
     }
 }
@@ -462,6 +466,10 @@ impl PowerSpec {
                 self.dimms.offline_threshold_gib,
             ),
             ("power.dimms.idle_gib", self.dimms.idle_gib),
+            (
+                "power.dimms.bandwidth_slowdown",
+                self.dimms.bandwidth_slowdown,
+            ),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return err(field, format!("must be a non-negative number, got {v}"));
@@ -831,6 +839,7 @@ pub(crate) fn models(
             offline_threshold_gib: d.offline_threshold_gib,
             transition_ps: us_to_ps(d.transition_s * 1e6),
             idle_gib: d.idle_gib,
+            bandwidth_slowdown: d.bandwidth_slowdown,
         },
         node_jobs,
         &rank_node,

@@ -529,3 +529,14 @@ fn the_other_dimms_come_on_at_the_online_threshold_and_cost_their_transition() {
     assert!((lost[0] - 2.0 * 50e-6).abs() < 1e-15, "{lost:?}");
     assert!((dimm_column(&ideal, "fewer_channels_s")[0] - 50e-6).abs() < 1e-15);
 }
+
+#[test]
+fn ideal_dimms_slow_compute_by_the_share_of_channels_they_leave_off() {
+    // 6 GiB: 2 DIMMs of 4 GiB on, 2 of 4 channels off; a slowdown of 0.5 per channel share
+    // makes the 100 us compute take 100 x (1 + 0.5 x 2 / 4) = 125 us.
+    let r = dimm_run("memory_gib = 6.0", "policy = \"ideal\"\nbandwidth_slowdown = 0.5");
+    assert_eq!(makespan_ps(&r), 125 * US);
+    // Without the factor, losing channels costs no time.
+    let r = dimm_run("memory_gib = 6.0", "policy = \"ideal\"");
+    assert_eq!(makespan_ps(&r), 100 * US);
+}
