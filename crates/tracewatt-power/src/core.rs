@@ -359,15 +359,13 @@ impl PowerModel for NodeBase {
     fn finish(mut self: Box<Self>, end: Ps, account: &mut Account) {
         let s = to_seconds(end);
         for (n, w) in self.base_w.iter().enumerate() {
-            account.rows.push(EnergyRow {
-                component: "node_base",
-                group: "node_base",
-                id: n as u64,
-                node: Some(n as u32),
-                switch: None,
-                energy_j: w * s,
-                states: vec![("on_s", end)],
-            });
+            account.rows.push(EnergyRow::of_node(
+                "node_base",
+                "node_base",
+                n as u32,
+                w * s,
+                vec![("on_s", end)],
+            ));
         }
         let total: f64 = self.base_w.iter().sum();
         self.timeline.add(0, 0, end, total);

@@ -303,15 +303,13 @@ impl PowerModel for DimmPower {
         let total = p.total() as u128;
         for (i, t) in tallies.iter().enumerate() {
             let on = (t.on_ps / total.max(1)) as Ps;
-            account.rows.push(EnergyRow {
-                component: "dimms",
-                group: "dimms",
-                id: i as u64,
-                node: Some(i as u32),
-                switch: None,
-                energy_j: energy(t),
-                states: vec![("dimm_on_s", on), ("dimm_off_s", end.saturating_sub(on))],
-            });
+            account.rows.push(EnergyRow::of_node(
+                "dimms",
+                "dimms",
+                i as u32,
+                energy(t),
+                vec![("dimm_on_s", on), ("dimm_off_s", end.saturating_sub(on))],
+            ));
         }
         let ts = &tallies;
         let end_s = to_seconds(end);

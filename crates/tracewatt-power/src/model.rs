@@ -61,6 +61,27 @@ pub struct EnergyRow {
     pub states: Vec<(&'static str, Ps)>,
 }
 
+impl EnergyRow {
+    /// The row of a component of node `node` (its id is the node's).
+    pub fn of_node(
+        component: &'static str,
+        group: &'static str,
+        node: u32,
+        energy_j: f64,
+        states: Vec<(&'static str, Ps)>,
+    ) -> Self {
+        Self {
+            component,
+            group,
+            id: u64::from(node),
+            node: Some(node),
+            switch: None,
+            energy_j,
+            states,
+        }
+    }
+}
+
 /// A number for the summary.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scalar {

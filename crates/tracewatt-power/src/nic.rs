@@ -301,15 +301,13 @@ impl PowerModel for NicPower {
                 + p.w_per_interrupt_per_s * n.interrupts as f64
         };
         for (i, n) in self.nodes.iter().enumerate() {
-            account.rows.push(EnergyRow {
-                component: "nic",
-                group: "nics",
-                id: i as u64,
-                node: Some(i as u32),
-                switch: None,
-                energy_j: energy(n),
-                states: Vec::new(),
-            });
+            account.rows.push(EnergyRow::of_node(
+                "nic",
+                "nics",
+                i as u32,
+                energy(n),
+                Vec::new(),
+            ));
         }
         let ns = &self.nodes;
         let col_u = |f: fn(&Node) -> u64| Column::U64(ns.iter().map(f).collect());

@@ -183,8 +183,7 @@ pub fn simulate_with(
     workloads: Vec<Box<dyn Workload>>,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
-    memory::check(config, source, &memory::NATIVE, 1)?;
-    run(config, source, workloads, Vec::new(), progress)
+    simulate_observed(config, source, workloads, Vec::new(), progress)
 }
 
 /// [`simulate_with`], with power models of the caller's own observing the run beside those the

@@ -7,40 +7,10 @@ use tracewatt_core::Ps;
 use tracewatt_power::{Account, Activity, PowerModel, Signals};
 use tracewatt_sim::{simulate_observed, Config, Format, Results};
 use tracewatt_workload::generators::Workload;
-use tracewatt_workload::{Op, Program, Rank, SrcSel, TagSel, WORLD};
+use tracewatt_workload::{Op, WORLD};
 
-#[derive(Debug)]
-struct Script(Vec<Vec<Op>>);
-
-impl Workload for Script {
-    fn num_ranks(&self) -> u32 {
-        self.0.len() as u32
-    }
-    fn comms(&self) -> Vec<Vec<Rank>> {
-        Vec::new()
-    }
-    fn program(&self, rank: Rank) -> Program {
-        Box::new(self.0[rank as usize].clone().into_iter().map(Ok))
-    }
-}
-
-fn send(dst: Rank, bytes: u64) -> Op {
-    Op::Send {
-        comm: WORLD,
-        dst,
-        tag: 0,
-        bytes,
-    }
-}
-
-fn recv(src: Rank, bytes: u64) -> Op {
-    Op::Recv {
-        comm: WORLD,
-        src: SrcSel::Rank(src),
-        tag: TagSel::Tag(0),
-        bytes,
-    }
-}
+mod script;
+use script::{recv, send, Script};
 
 /// Two nodes on one switch, links always on, no MPI overheads; `power` is appended.
 fn config(power: &str) -> Config {
@@ -534,7 +504,10 @@ fn the_other_dimms_come_on_at_the_online_threshold_and_cost_their_transition() {
 fn ideal_dimms_slow_compute_by_the_share_of_channels_they_leave_off() {
     // 6 GiB: 2 DIMMs of 4 GiB on, 2 of 4 channels off; a slowdown of 0.5 per channel share
     // makes the 100 us compute take 100 x (1 + 0.5 x 2 / 4) = 125 us.
-    let r = dimm_run("memory_gib = 6.0", "policy = \"ideal\"\nbandwidth_slowdown = 0.5");
+    let r = dimm_run(
+        "memory_gib = 6.0",
+        "policy = \"ideal\"\nbandwidth_slowdown = 0.5",
+    );
     assert_eq!(makespan_ps(&r), 125 * US);
     // Without the factor, losing channels costs no time.
     let r = dimm_run("memory_gib = 6.0", "policy = \"ideal\"");

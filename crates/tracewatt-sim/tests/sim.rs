@@ -2,41 +2,10 @@
 
 use tracewatt_core::time::serialization_ps;
 use tracewatt_sim::{simulate, simulate_with, Config, Format, Results, SimError};
-use tracewatt_workload::generators::Workload;
-use tracewatt_workload::{Op, Program, Rank, SrcSel, TagSel, WORLD};
+use tracewatt_workload::{Op, SrcSel, TagSel, WORLD};
 
-/// A workload given as explicit per-rank operation lists.
-#[derive(Debug)]
-struct Script(Vec<Vec<Op>>);
-
-impl Workload for Script {
-    fn num_ranks(&self) -> u32 {
-        self.0.len() as u32
-    }
-    fn comms(&self) -> Vec<Vec<Rank>> {
-        Vec::new()
-    }
-    fn program(&self, rank: Rank) -> Program {
-        Box::new(self.0[rank as usize].clone().into_iter().map(Ok))
-    }
-}
-
-fn send(dst: Rank, bytes: u64) -> Op {
-    Op::Send {
-        comm: WORLD,
-        dst,
-        tag: 0,
-        bytes,
-    }
-}
-fn recv(src: Rank, bytes: u64) -> Op {
-    Op::Recv {
-        comm: WORLD,
-        src: SrcSel::Rank(src),
-        tag: TagSel::Tag(0),
-        bytes,
-    }
-}
+mod script;
+use script::{recv, send, Script};
 
 /// A config with the given topology table, zero MPI overheads and one job on `nodes`.
 fn config(topology: &str, extra_machine: &str, nodes: &[u32]) -> Config {
