@@ -33,6 +33,7 @@ TABLES: tuple[str, ...] = (
     "nics",
     "cores",
     "dimms",
+    "messages",
 )
 
 _STRING_COLUMNS = frozenset({"src", "dst", "kind", "job", "port", "component"})
@@ -65,6 +66,8 @@ _INT_COLUMNS = frozenset(
         "low_power_waits",
         "dimms",
         "transitions",
+        "src_rank",
+        "dst_rank",
     }
 )
 
@@ -254,6 +257,12 @@ class Results:
         """Per node: ``node, dimms``, DIMM-seconds on and off, ``transitions``, the time with
         fewer channels than the node has, channel-seconds lost and the DIMMs' energy."""
         return self._table("dimms")
+
+    @property
+    def messages(self) -> pd.DataFrame:
+        """With ``[output] messages = true``: one row per message, ``job, src_rank, dst_rank,
+        bytes, start_s, end_s, latency_s`` (docs/cli.md)."""
+        return self._table("messages")
 
     @property
     def timeline(self) -> pd.DataFrame:

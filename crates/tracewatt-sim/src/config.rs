@@ -273,6 +273,9 @@ pub struct OutputSpec {
     /// Log-spaced idle-histogram bins per decade.
     #[serde(default = "default_bins_per_decade")]
     pub idle_bins_per_decade: u32,
+    /// Keep one row per message (`messages` table): memory grows with the message count.
+    #[serde(default)]
+    pub messages: bool,
 }
 
 impl Default for OutputSpec {
@@ -280,6 +283,7 @@ impl Default for OutputSpec {
         Self {
             idle_thresholds_us: default_idle_thresholds_us(),
             idle_bins_per_decade: default_bins_per_decade(),
+            messages: false,
         }
     }
 }

@@ -307,8 +307,21 @@ pub(crate) struct RunOutput {
     pub makespan_ps: Ps,
     pub ranks: Vec<RankSummary>,
     pub latency: LatencyHist,
+    /// With `[output] messages`: every message, in the order they were received.
+    pub messages: Vec<MessageRecord>,
     pub messages_bytes: u64,
     pub events: u64,
+}
+
+/// One message: its global source and destination ranks, size, when its send was posted and
+/// when it reached its receiver.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MessageRecord {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub start_ps: Ps,
+    pub end_ps: Ps,
 }
 
 #[derive(Debug, Clone)]
@@ -344,6 +357,8 @@ pub(crate) struct Engine<'a> {
     msgs: Slab<Msg>,
     latency: LatencyHist,
     messages_bytes: u64,
+    /// `Some` when every message is kept.
+    messages: Option<Vec<MessageRecord>>,
     done: u64,
     expand_buf: Vec<Op>,
     notices: Vec<Notice>,
@@ -458,6 +473,7 @@ impl<'a> Engine<'a> {
             msgs: Slab::default(),
             latency: LatencyHist::default(),
             messages_bytes: 0,
+            messages: config.output.messages.then(Vec::new),
             done: 0,
             expand_buf: Vec::new(),
             notices: Vec::new(),
@@ -542,6 +558,7 @@ impl<'a> Engine<'a> {
             makespan_ps,
             ranks,
             latency: self.latency,
+            messages: self.messages.take().unwrap_or_default(),
             messages_bytes: self.messages_bytes,
             events: self.q.events_processed(),
         };
@@ -1149,6 +1166,15 @@ impl<'a> Engine<'a> {
     fn record_latency(&mut self, m: &Msg, now: Ps) {
         self.latency.record(now - m.issued_ps);
         self.messages_bytes += m.bytes;
+        if let Some(v) = &mut self.messages {
+            v.push(MessageRecord {
+                src: m.src,
+                dst: m.dst,
+                bytes: m.bytes,
+                start_ps: m.issued_ps,
+                end_ps: now,
+            });
+        }
     }
 
     /// Describes every rank that has not finished, for the deadlock error.

@@ -344,7 +344,51 @@ pub(crate) fn build(
         energy_table,
     ];
     tables.append(&mut power.tables);
+    if config.output.messages {
+        tables.push(messages_table(out, jobs));
+    }
     Results { summary, tables }
+}
+
+/// `messages`: every message, in the order they reached their receivers.
+fn messages_table(out: &RunOutput, jobs: &[JobFacts]) -> Table {
+    let m = &out.messages;
+    let r = &out.ranks;
+    let rank = |g: u32| r[g as usize].rank as u64;
+    Table {
+        name: "messages",
+        columns: vec![
+            (
+                "job",
+                Column::Str(
+                    m.iter()
+                        .map(|x| jobs[r[x.src as usize].job as usize].name.clone())
+                        .collect(),
+                ),
+            ),
+            (
+                "src_rank",
+                Column::U64(m.iter().map(|x| rank(x.src)).collect()),
+            ),
+            (
+                "dst_rank",
+                Column::U64(m.iter().map(|x| rank(x.dst)).collect()),
+            ),
+            ("bytes", Column::U64(m.iter().map(|x| x.bytes).collect())),
+            (
+                "start_s",
+                Column::F64(m.iter().map(|x| secs(x.start_ps)).collect()),
+            ),
+            (
+                "end_s",
+                Column::F64(m.iter().map(|x| secs(x.end_ps)).collect()),
+            ),
+            (
+                "latency_s",
+                Column::F64(m.iter().map(|x| secs(x.end_ps - x.start_ps)).collect()),
+            ),
+        ],
+    }
 }
 
 /// No job: a node no job runs on.
