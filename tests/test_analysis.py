@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import tracewatt
+from conftest import EXAMPLES
 from tracewatt import cli
 from tracewatt.analysis import penalty_bound, screen_idle
 from tracewatt.compare import compare
@@ -162,3 +163,25 @@ def test_screening_defaults_to_the_selected_links_sleep_time() -> None:
     assert len(screen_idle(run, [600.0], [17.0], sleeps_us=[1.0])) == 1
     with pytest.raises(ValueError, match="no links of kind global"):
         screen_idle(run, [600.0], [17.0], links=["global"])
+
+
+def test_negative_or_nan_times_are_refused_naming_the_parameter(tmp_path: Path) -> None:
+    res = tracewatt.simulate(EXAMPLES / "pingpong.toml")
+    with pytest.raises(
+        ValueError, match=r"timeouts_us: times must be non-negative numbers, got \[-1"
+    ):
+        screen_idle(res, [-1.0, 600.0], [17.0])
+    with pytest.raises(ValueError, match="wakes_us"):
+        screen_idle(res, [600.0], [float("nan")])
+    res.write(tmp_path / "r")
+    assert cli.main(["analyze", "idle", str(tmp_path / "r"), "--timeouts", "-5", "-q"]) == 2
+
+
+def test_the_links_table_says_which_directions_are_paired() -> None:
+    # The ping-pong example runs the default control: every link paired.
+    links = tracewatt.simulate(EXAMPLES / "pingpong.toml").links
+    assert set(links["control"]) == {"paired"}
+    ind = tracewatt.Config.load(EXAMPLES / "pingpong.toml").with_overrides(
+        {"power.control": "independent"}
+    )
+    assert set(tracewatt.simulate(ind).links["control"]) == {"independent"}

@@ -109,6 +109,14 @@ def screen_idle(
     (Pareto-optimal in energy and penalty bound: worth a full simulation). ``links``: only the
     link directions of these kinds (default: all); ``sleeps_us`` defaults to the run's sleep
     time on them."""
+    for name, values in (
+        ("timeouts_us", timeouts_us),
+        ("wakes_us", wakes_us),
+        ("sleeps_us", sleeps_us or []),
+    ):
+        bad = [v for v in values if not (np.isfinite(v) and v >= 0)]
+        if bad:
+            raise ValueError(f"{name}: times must be non-negative numbers, got {bad}")
     kinds = results.links.sort_values("link_id")["kind"].to_numpy(str)
     mask = np.ones(len(kinds), dtype=bool)
     if links is not None:

@@ -384,6 +384,11 @@ impl PowerModel for LinkPower {
         let owner = self.owner.clone();
         let timing = self.channel_timing.clone();
         let port = self.port.clone();
+        let self_members = self.members.clone();
+        let units: Vec<usize> = (0..owner.len())
+            .map(|c| self.unit(c as ChannelId))
+            .collect();
+        let self_unit = |c: usize| units[c];
         let (reports, timeline) = self.close(end);
         account.timeline.absorb(first, timeline, end);
         for (c, r) in reports.iter().enumerate() {
@@ -413,7 +418,19 @@ impl PowerModel for LinkPower {
         let timing_s = |f: fn(&LinkTiming) -> Ps| {
             Column::F64(timing.iter().map(|t| to_seconds(f(t))).collect())
         };
+        let control = (0..owner.len())
+            .map(|c| {
+                let m = self_members[self_unit(c)];
+                if m[1] == NONE {
+                    "independent"
+                } else {
+                    "paired"
+                }
+                .to_string()
+            })
+            .collect();
         account.link_columns = vec![
+            ("control", Column::Str(control)),
             (
                 "port",
                 Column::Str(
