@@ -384,11 +384,13 @@ impl PowerModel for LinkPower {
         let owner = self.owner.clone();
         let timing = self.channel_timing.clone();
         let port = self.port.clone();
-        let self_members = self.members.clone();
-        let units: Vec<usize> = (0..owner.len())
-            .map(|c| self.unit(c as ChannelId))
+        // A channel is paired when its state machine has a second member.
+        let control: Vec<String> = (0..owner.len())
+            .map(|c| {
+                let paired = self.members[self.unit(c as ChannelId)][1] != NONE;
+                if paired { "paired" } else { "independent" }.to_string()
+            })
             .collect();
-        let self_unit = |c: usize| units[c];
         let (reports, timeline) = self.close(end);
         account.timeline.absorb(first, timeline, end);
         for (c, r) in reports.iter().enumerate() {
@@ -418,17 +420,6 @@ impl PowerModel for LinkPower {
         let timing_s = |f: fn(&LinkTiming) -> Ps| {
             Column::F64(timing.iter().map(|t| to_seconds(f(t))).collect())
         };
-        let control = (0..owner.len())
-            .map(|c| {
-                let m = self_members[self_unit(c)];
-                if m[1] == NONE {
-                    "independent"
-                } else {
-                    "paired"
-                }
-                .to_string()
-            })
-            .collect();
         account.link_columns = vec![
             ("control", Column::Str(control)),
             (
