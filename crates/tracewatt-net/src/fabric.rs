@@ -150,6 +150,8 @@ struct NicMsg {
     /// As [`Packet::msg`].
     msg: u32,
     dst: NodeId,
+    /// A control message: it goes ahead of bulk data.
+    urgent: bool,
 }
 
 const NEVER: Ps = Ps::MAX;
@@ -332,12 +334,18 @@ impl Fabric {
 
     /// Hands a message to `src`'s NIC at `now`. Zero-byte messages still travel as one
     /// header-only packet (MPI sends an envelope).
+    ///
+    /// An `urgent` message (a protocol's control message) is queued at its NIC ahead of every
+    /// message that is not, as a NIC's separate control queue does: it waits for the packet on
+    /// the wire, not for a bulk message's remaining packets.
+    #[allow(clippy::too_many_arguments)]
     pub fn send<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         now: Ps,
         token: u32,
         (src, dst): (NodeId, NodeId),
         bytes: u64,
+        urgent: bool,
         q: &mut S,
         obs: &mut O,
     ) {
@@ -350,12 +358,20 @@ impl Fabric {
                 delivered: 0,
             })
         };
-        self.nic_queue[src as usize].push_back(NicMsg {
+        let m = NicMsg {
             token,
             unsent: bytes,
             msg,
             dst,
-        });
+            urgent,
+        };
+        let queue = &mut self.nic_queue[src as usize];
+        if urgent {
+            let at = queue.iter().position(|q| !q.urgent).unwrap_or(queue.len());
+            queue.insert(at, m);
+        } else {
+            queue.push_back(m);
+        }
         let inj = self.topo.node_injection[src as usize];
         self.try_send(inj, now, q, obs);
     }

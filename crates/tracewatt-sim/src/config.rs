@@ -116,6 +116,10 @@ pub struct MpiSpec {
     /// Size of a rendezvous control message (RTS or CTS), bytes.
     #[serde(default = "default_control_bytes")]
     pub control_bytes: u64,
+    /// Rendezvous control messages go ahead of bulk data at the NIC (a separate control queue);
+    /// `false`: one first-in first-out queue.
+    #[serde(default = "default_true")]
+    pub control_priority: bool,
     /// Peers a scattered alltoall(v) posts receives and sends to at a time, as MPICH's
     /// `MPIR_CVAR_ALLTOALL_THROTTLE`; 0 posts them all at once.
     #[serde(default = "default_alltoall_throttle")]
@@ -132,6 +136,7 @@ impl Default for MpiSpec {
             send_overhead_ns: default_overhead_ns(),
             recv_overhead_ns: default_overhead_ns(),
             control_bytes: default_control_bytes(),
+            control_priority: true,
             alltoall_throttle: default_alltoall_throttle(),
             wait: crate::power::WaitSpec::default(),
         }
@@ -324,6 +329,9 @@ fn default_alltoall_throttle() -> u32 {
 
 fn default_overhead_ns() -> f64 {
     1000.0
+}
+fn default_true() -> bool {
+    true
 }
 fn default_control_bytes() -> u64 {
     64

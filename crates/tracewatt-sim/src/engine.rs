@@ -297,6 +297,7 @@ struct MpiCosts {
     send_ps: Ps,
     recv_ps: Ps,
     control_bytes: u64,
+    control_priority: bool,
     intra_bits_per_s: u64,
     intra_latency_ps: Ps,
 }
@@ -432,6 +433,7 @@ impl<'a> Engine<'a> {
             send_ps: ns_to_ps(config.mpi.send_overhead_ns),
             recv_ps: ns_to_ps(config.mpi.recv_overhead_ns),
             control_bytes: config.mpi.control_bytes,
+            control_priority: config.mpi.control_priority,
             intra_bits_per_s: (m.intra_node_bandwidth_gbps * 1e9).round() as u64,
             intra_latency_ps: ns_to_ps(m.intra_node_latency_ns),
         };
@@ -1104,11 +1106,15 @@ impl<'a> Engine<'a> {
                 + serialization_ps(wire, self.costs.intra_bits_per_s);
             self.q.push(t, Ev::LocalArrive { msg });
         } else {
+            // Rendezvous control messages do not queue behind bulk data at the NIC.
+            let urgent =
+                self.costs.control_priority && matches!(m.kind, MsgKind::Rts | MsgKind::Cts);
             self.fabric.send(
                 now,
                 msg,
                 (src_node, dst_node),
                 wire,
+                urgent,
                 &mut NetQ(&mut self.q),
                 &mut self.links,
             );

@@ -432,3 +432,44 @@ fn adversarial_permutations_with_one_packet_buffers_complete() {
         );
     }
 }
+
+#[test]
+fn a_clear_to_send_does_not_wait_behind_bulk_data_at_its_nic() {
+    // Node 0 streams 100 kB to node 2 (1 byte/ns: 100 us). At 20 us node 1 asks (RTS) to send
+    // node 0 100 kB; node 0's clear-to-send leaves after at most the 1,000-byte packet on its
+    // wire (1 us), not after the 80 us of data still queued. A 64-byte control message's tail
+    // arrives 50 ns (link) + 100 ns (switch) + 64 ns + 50 ns = 0.264 us after it leaves (cut-
+    // through); the data's last packet starts 99 us after the first and arrives 1.2 us later.
+    // So node 0 has the data between 20 + 0.264 + 0.264 + 100.2 = 120.728 us (no wait) and
+    // 121.728 us (a whole packet's wait).
+    let mut c = config("kind = \"single_switch\"\nnodes = 3", "", &[0, 1, 2]);
+    c.mpi.eager_limit_bytes = 1000;
+    let big = 100_000;
+    let r0 = vec![
+        Op::Isend {
+            comm: WORLD,
+            dst: 2,
+            tag: 0,
+            bytes: big,
+            req: 1,
+        },
+        Op::Irecv {
+            comm: WORLD,
+            src: SrcSel::Rank(1),
+            tag: TagSel::Tag(0),
+            bytes: big,
+            req: 2,
+        },
+        Op::Waitall {
+            reqs: vec![1, 2].into(),
+        },
+    ];
+    let r1 = vec![Op::Compute { ps: 20_000_000 }, send(0, big)];
+    let r2 = vec![recv(0, big)];
+    let res = run(&c, vec![r0, r1, r2]).unwrap();
+    let mk = makespan_ps(&res);
+    assert!(
+        (120_728_000..=121_728_000).contains(&mk),
+        "{mk} ps (queued behind the bulk data, the clear-to-send would leave at ~100 us)"
+    );
+}
