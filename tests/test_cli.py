@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import pty
+import re
 import shutil
 import signal
 import subprocess
@@ -14,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES, CliResult, run_process
-from tracewatt import Results
+from conftest import EXAMPLES, PINGPONG_TOML, CliResult, run_process, write_toml
+from tracewatt import Results, cli
 
 Run = Callable[..., CliResult]
 
@@ -27,6 +31,87 @@ def test_run_prints_summary_table(run_cli: Run, pingpong_toml: Path) -> None:
         assert label in r.out
     assert "pp" in r.out  # the job's line
     assert "\x1b[" not in r.out + r.err  # no colour codes
+
+
+def test_run_summary_names_the_policies_and_link_power(run_cli: Run, pingpong_toml: Path) -> None:
+    """The defaults of docs/config.md: EEE with a 600 us timeout on 10GBASE-T (sleep 2.88 us) and
+    the 17 us measured wake, paired control; spin waits; DIMMs always on; no coalescing."""
+    r = run_cli("run", pingpong_toml)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    for expected in (
+        "link power            EEE: idle timeout 600 us, sleep 2.88 us, wake 17 us, 10gbase-t,"
+        " paired",
+        "MPI waits             spin",
+        "DIMMs                 always_on",
+        "NIC coalescing        off",
+    ):
+        assert expected in lines
+    assert any(
+        x.startswith("link LPI share        ") and x.endswith(" % of link time") for x in lines
+    )
+    assert any(x.startswith("link wakes            ") and "delay added" in x for x in lines)
+    # 10^6 polling iterations of 10 ns (the documented defaults) before the low-power wait.
+    r = run_cli("run", pingpong_toml, "--set", 'mpi.wait.policy="mwait"')
+    assert "MPI waits             mwait after spinning 10 ms" in r.out.splitlines()
+    r = run_cli("run", pingpong_toml, "--set", 'power.links.policy="always_on"')
+    assert "link power            always on" in r.out.splitlines()
+
+
+def test_run_summary_energy_table_matches_summary_json(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    r = run_cli("run", pingpong_toml, "-o", tmp_path / "res")
+    assert r.code == 0, r.err
+    summary = json.loads((tmp_path / "res" / "summary.json").read_text())
+    rows = {x.split()[0]: x.split()[1:] for x in r.out.splitlines() if x.endswith(" W")}
+    kinds = set(summary["energy_j"])
+    assert kinds <= set(rows)
+    for kind in kinds:
+        energy, power = summary["energy_j"][kind], summary["avg_power_w"][kind]
+        assert rows[kind] == [f"{energy:.4g}", "J", f"{power:,.1f}", "W"]
+    # Times in the makespan's format: 20 rounds of 100 us plus the round trips, in ms.
+    assert re.search(r"^makespan +2\.0\d+ ms$", r.out, re.M)
+    assert re.search(r"^wall time +[\d.]+ [mu]?s$", r.out, re.M)
+    assert re.search(r"^events per second +[\d,]+$", r.out, re.M)
+
+
+def test_compare_table_names_the_policies_and_formats_times(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    r = run_cli("compare", pingpong_toml, "-o", tmp_path / "cmp")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert re.fullmatch(r"setting +baseline +policy", lines[0])
+    assert re.fullmatch(
+        r"link power +always on +EEE: idle timeout 600 us, sleep 2\.88 us, wake 17 us,"
+        r" 10gbase-t, paired",
+        lines[2],
+    )
+    summary = json.loads((tmp_path / "cmp" / "summary.json").read_text())
+    makespan = next(x for x in lines if x.startswith("makespan "))
+    base_s, policy_s = summary["baseline"]["makespan_s"], summary["makespan_s"]
+    assert makespan.split()[1:5] == [
+        *cli._format.seconds(base_s).split(),
+        *cli._format.seconds(policy_s).split(),
+    ]
+    timing = json.loads((tmp_path / "cmp" / "timing.json").read_text())
+    assert timing["events"] == summary["events"]
+    assert not (tmp_path / "cmp" / "baseline" / "timing.json").exists()
+
+
+def test_importing_the_cli_loads_neither_pandas_nor_pyarrow() -> None:
+    """`tracewatt --version` and `--help` must start fast (scripts/bench_startup.py): building
+    the parser imports no table library."""
+    code = (
+        "import sys, tracewatt.cli\n"
+        "tracewatt.cli.build_parser()\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert p.stdout == "[]\n", p.stderr
 
 
 def test_run_json_equals_summary_file(run_cli: Run, pingpong_toml: Path, tmp_path: Path) -> None:
@@ -192,45 +277,69 @@ def _json_from(r: CliResult) -> Any:
     return json.loads(r.out)
 
 
-def test_progress_on_a_terminal(pingpong_toml: Path) -> None:
-    """With stderr on a terminal the progress line is drawn there, stdout is unchanged, and
-    --quiet turns it off."""
-    import os
-    import pty
-    import sys
+def _run_on_a_terminal(*args: str | os.PathLike[str]) -> tuple[int, str, bytes]:
+    """``python -m tracewatt ARGS`` with stderr on a pseudo-terminal: (code, stdout, stderr)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "tracewatt", *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        return p.returncode, p.stdout, b"".join(chunks)
+    finally:
+        os.close(master)
 
-    def run(*extra: str) -> tuple[int, str, bytes]:
-        master, slave = pty.openpty()
-        try:
-            p = subprocess.run(
-                [sys.executable, "-m", "tracewatt", "run", str(pingpong_toml), *extra],
-                stdout=subprocess.PIPE,
-                stderr=slave,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            os.close(slave)
-            chunks = []
-            while True:
-                try:
-                    data = os.read(master, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                chunks.append(data)
-            return p.returncode, p.stdout, b"".join(chunks)
-        finally:
-            os.close(master)
 
-    code, out, err = run()
+def test_progress_on_a_terminal(tmp_path: Path) -> None:
+    """With stderr on a terminal the progress line shows simulated time against the estimate
+    (rank 0's compute: 3,000,000 rounds x 100 us = 300 s), the share done and an ETA; stdout is
+    unchanged, and --quiet and --json turn it off."""
+    cfg = write_toml(
+        tmp_path / "long.toml", PINGPONG_TOML.replace("iterations = 20", "iterations = 3000000")
+    )
+    code, out, err = _run_on_a_terminal("run", cfg)
     assert code == 0
     assert "makespan" in out
-    assert b"ranks done 2/2" in err
+    lines = [x.strip() for x in err.decode().split("\r") if x.strip()]
+    assert lines, "no progress line was drawn"
+    line = lines[0]
+    assert re.fullmatch(
+        r"\[#* *\] +\d+ % sim \S+ \S+ of ~300 s \| [\d,]+ events \([\d,]+ events/s\)"
+        r" \| \S+ \S+, ETA \S+ \S+",
+        line,
+    ), line
     assert b"\x1b[" not in err  # no colour or cursor escapes, only carriage returns
-    code, out, err = run("--quiet")
-    assert code == 0 and out == "" and err == b""
+    for flag in ("--quiet", "--json"):
+        code, out, err = _run_on_a_terminal("run", cfg, flag)
+        assert code == 0 and err == b""
+        assert (out == "") == (flag == "--quiet")
+
+
+def test_progress_text() -> None:
+    """Share, bar and ETA from the estimate; past it (or without one) only what is known."""
+    bar = cli.ProgressLine(io.StringIO(), estimate_s=10.0)
+    # 2.5 s of 10 s simulated in 1 s of wall time: 25 %, 7.5 s left at 2.5 s per wall second.
+    assert bar.sim_text(2.5, 1000, 1.0) == (
+        "[#####               ]  25 % sim 2.5 s of ~10 s | 1,000 events (1,000 events/s)"
+        " | 1 s, ETA 3 s"
+    )
+    assert bar.sim_text(12.0, 4000, 2.0) == "sim 12 s | 4,000 events (2,000 events/s) | 2 s"
+    no_estimate = cli.ProgressLine(io.StringIO())
+    assert no_estimate.sim_text(0.5, 10, 0.5).startswith("sim 500 ms | 10 events")
 
 
 def test_interrupt_exits_130(tmp_path: Path) -> None:

@@ -12,10 +12,11 @@ See ``docs/config.md`` for the configuration schema and ``docs/cli.md`` for the 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracewatt import _tracewatt
 from tracewatt.config import Config
@@ -29,10 +30,30 @@ from tracewatt.errors import (
     TracewattError,
     WorkloadError,
 )
-from tracewatt.joblog import JoblogError, analyze_joblog
-from tracewatt.results import Results
+
+if TYPE_CHECKING:
+    from tracewatt.joblog import JoblogError, analyze_joblog
+    from tracewatt.results import Results
 
 __version__: str = _tracewatt.__version__
+
+# Loaded on first use: they import pandas and pyarrow, which would cost every command line
+# (even `tracewatt --version`) most of a second.
+_LAZY = {
+    "Results": "tracewatt.results",
+    "JoblogError": "tracewatt.joblog",
+    "analyze_joblog": "tracewatt.joblog",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracewatt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Config",
@@ -83,6 +104,8 @@ def simulate(config: ConfigLike, *, progress: ProgressCallback | None = None) ->
     ``config`` is a :class:`Config`, a dict, or a path (``str`` / ``os.PathLike``) to a TOML or
     JSON file. Ctrl-C interrupts the run with :class:`tracewatt.InterruptedError`.
     """
+    from tracewatt.results import Results
+
     c = as_config(config)
     raw = _tracewatt.simulate(c.text, c.format, c.source, progress)
     return Results.from_raw(raw)

@@ -27,7 +27,6 @@ from tracewatt.errors import (
     TracewattError,
     WorkloadError,
 )
-from tracewatt.results import summary_json
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -66,10 +65,16 @@ def _warn(msg: str) -> None:
 
 
 class ProgressLine:
-    """A one-line progress display on a terminal (redrawn with carriage returns)."""
+    """A one-line progress display on a terminal (redrawn with carriage returns).
 
-    def __init__(self, stream: TextIO) -> None:
+    ``estimate_s`` is a lower bound of the run's simulated time
+    (``_tracewatt.estimate_sim_time``): while the run is below it the line shows a bar, the share
+    done and an ETA; without one, or once the run has passed it, only the simulated time, events
+    and rates, which are always true."""
+
+    def __init__(self, stream: TextIO, estimate_s: float | None = None) -> None:
         self.stream = stream
+        self.estimate_s = estimate_s
         self.start = time.monotonic()
         self.width = 0
 
@@ -80,14 +85,24 @@ class ProgressLine:
         self.stream.flush()
 
     def sim(self, p: dict[str, Any]) -> None:
-        done, total = int(p.get("ranks_done", 0)), int(p.get("ranks_total", 0))
-        frac = done / total if total else 0.0
-        bar = "#" * int(frac * 20)
-        self.draw(
-            f"[{bar:<20}] sim {_format.seconds(float(p.get('sim_time_s', 0.0)))}"
-            f" | {_format.count(int(p.get('events', 0)))} events"
-            f" | ranks done {done}/{total}"
-            f" | {time.monotonic() - self.start:.1f} s"
+        self.draw(self.sim_text(float(p["sim_time_s"]), int(p["events"]), self.elapsed_s()))
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.start
+
+    def sim_text(self, sim_s: float, events: int, wall_s: float) -> str:
+        rate = f"{_format.count(round(events / wall_s))} events/s" if wall_s > 0 else "-"
+        tail = f" | {_format.count(events)} events ({rate}) | {_format.seconds(wall_s)}"
+        est = self.estimate_s
+        if est is None or not 0 < sim_s < est:
+            return f"sim {_format.seconds(sim_s)}{tail}"
+        frac = sim_s / est
+        # Wall time per simulated second so far, over the simulated time left.
+        eta_s = wall_s * (est - sim_s) / sim_s
+        return (
+            f"[{'#' * int(frac * 20):<20}] {frac * 100:3.0f} %"
+            f" sim {_format.seconds(sim_s)} of ~{_format.seconds(est)}"
+            f"{tail}, ETA {_format.seconds(eta_s)}"
         )
 
     def clear(self) -> None:
@@ -98,7 +113,16 @@ class ProgressLine:
 
 
 def _show_progress(args: argparse.Namespace) -> bool:
-    return not args.quiet and sys.stderr.isatty()
+    return not args.quiet and not getattr(args, "json", False) and sys.stderr.isatty()
+
+
+def _sim_progress(args: argparse.Namespace, cfg: Config) -> ProgressLine | None:
+    """The progress line of a simulation, with its estimate, or None where none is drawn."""
+    if not _show_progress(args):
+        return None
+    from tracewatt import _tracewatt
+
+    return ProgressLine(sys.stderr, _tracewatt.estimate_sim_time(cfg.text, cfg.format, cfg.source))
 
 
 # --------------------------------------------------------------------------- config
@@ -158,8 +182,9 @@ def _output_dir(args: argparse.Namespace) -> Path | None:
 # --------------------------------------------------------------------------- run
 
 
-def summary_text(summary: dict[str, Any]) -> str:
-    """The human-readable summary printed by ``tracewatt run``."""
+def summary_text(summary: dict[str, Any], timing: dict[str, float] | None = None) -> str:
+    """The human-readable summary printed by ``tracewatt run``: the run, the power policies it
+    applied, link power states, energy by component and, given ``timing``, its speed."""
     msgs = summary.get("messages", {})
     net = summary.get("network", {})
     lines = [
@@ -199,33 +224,122 @@ def summary_text(summary: dict[str, Any]) -> str:
         f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
         f"events                {_format.count(summary.get('events'))}",
     ]
-    energy = summary.get("energy_j")
-    power = summary.get("avg_power_w")
-    if isinstance(energy, dict) and "total" in energy:
-        parts = "  ".join(f"{k} {float(v):.4g} J" for k, v in energy.items() if k != "total")
-        lines.append(f"energy                {float(energy['total']):.4g} J  ({parts})")
-    if isinstance(power, dict) and "total" in power:
-        lines.append(f"average power         {float(power['total']):,.1f} W")
+    applied = policies(summary.get("config", {}))
+    if applied:
+        lines.append("")
+        lines += [f"{what:<22}{how}" for what, how in applied]
+    lines += _link_power_lines(summary.get("links"))
+    lines += _energy_lines(summary)
+    if timing is not None:
+        lines.append(f"wall time             {_format.seconds(timing['wall_s'])}")
+        lines.append(f"events per second     {_format.count(round(timing['events_per_s']))}")
     return "\n".join(lines) + "\n"
+
+
+def _link_policy_text(table: dict[str, Any], control: str) -> str:
+    """One link power table (resolved) in words: ``EEE: idle timeout 600 us, ...``."""
+    if table.get("policy") == "always_on":
+        return "always on"
+    us = 1e-6
+    return (
+        f"EEE: idle timeout {_format.seconds(table['idle_timeout_us'] * us)},"
+        f" sleep {_format.seconds(table['sleep_time_us'] * us)},"
+        f" wake {_format.seconds(table['wake_time_us'] * us)},"
+        f" {table.get('phy') or 'no PHY preset'}, {table.get('control', control)}"
+    )
+
+
+def policies(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The power policies a run applied, from its resolved configuration, as (what, how)."""
+    power, wait = config.get("power"), config.get("mpi", {}).get("wait")
+    if not isinstance(power, dict) or not isinstance(wait, dict):
+        return []
+    control, base = str(power.get("control", "paired")), power["links"]
+    out = [("link power", _link_policy_text(base, control))]
+    overrides = [(f"{k} links", power.get(k)) for k in ("node", "local", "global")]
+    overrides += [(f"tree[{i}] links", t) for i, t in enumerate(power.get("tree") or [])]
+    overrides += [(f"torus[{i}] links", t) for i, t in enumerate(power.get("torus") or [])]
+    overrides += [
+        (f"node_links[{i}]", o.get("link")) for i, o in enumerate(power.get("node_links") or [])
+    ]
+    # An override's unset fields are the base table's.
+    out += [
+        (f"  {name}", _link_policy_text({**base, **table}, control))
+        for name, table in overrides
+        if isinstance(table, dict)
+    ]
+    policy = str(wait["policy"])
+    if policy != "spin":
+        threshold_us = wait.get("spin_threshold_us")
+        threshold_s = (
+            threshold_us * 1e-6
+            if threshold_us is not None
+            else wait["spin_threshold_iterations"] * wait["spin_iteration_ns"] * 1e-9
+        )
+        policy += f" after spinning {_format.seconds(threshold_s)}"
+    out.append(("MPI waits", policy))
+    out.append(("DIMMs", str(power["dimms"]["policy"])))
+    out.append(("NIC coalescing", "on" if power["nic"].get("coalescing") else "off"))
+    return out
+
+
+def _link_power_lines(links: Any) -> list[str]:
+    if not isinstance(links, dict):
+        return []
+    return [
+        f"link LPI share        {float(links['lpi_fraction']) * 100:.2f} % of link time",
+        f"link wakes            {_format.count(links['wakes'])}"
+        f"  (delay added {_format.seconds(links['wake_delay_s'])})",
+    ]
+
+
+def _energy_lines(summary: dict[str, Any]) -> list[str]:
+    """Energy and average power per component kind, total last."""
+    energy, power = summary.get("energy_j"), summary.get("avg_power_w")
+    if not isinstance(energy, dict) or not isinstance(power, dict) or "total" not in energy:
+        return []
+    kinds = [k for k in energy if k != "total"] + ["total"]
+    rows = [[k, f"{energy[k]:.4g} J", f"{power.get(k, 0.0):,.1f} W"] for k in kinds]
+    table = _format.table(["component", "energy", "avg power"], rows, [False, True, True])
+    return ["", table.rstrip("\n"), ""]
+
+
+def run_timing(summary: dict[str, Any], wall_s: float) -> dict[str, float]:
+    """What ``timing.json`` holds: the run's wall time, its events and their rate."""
+    events = int(summary["events"])
+    return {
+        "wall_s": wall_s,
+        "events": events,
+        "events_per_s": events / wall_s if wall_s > 0 else 0.0,
+    }
+
+
+def _write_timing(directory: Path, timing: dict[str, float]) -> None:
+    # Wall time differs from run to run, so it lives apart from the deterministic files.
+    (directory / "timing.json").write_text(json.dumps(timing, indent=2, sort_keys=True) + "\n")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from tracewatt import simulate
+    from tracewatt.results import summary_json
 
     cfg = _load_config(args)
     out = _output_dir(args)
-    bar = ProgressLine(sys.stderr) if _show_progress(args) else None
+    bar = _sim_progress(args, cfg)
+    start = time.monotonic()
     try:
         res = simulate(cfg, progress=bar.sim if bar else None)
     finally:
         if bar:
             bar.clear()
+    timing = run_timing(res.summary, time.monotonic() - start)
     if out is not None:
         res.write(out)
+        _write_timing(out, timing)
     if args.json:
         sys.stdout.write(summary_json(res.summary))
     elif not args.quiet:
-        sys.stdout.write(summary_text(res.summary))
+        sys.stdout.write(summary_text(res.summary, timing))
         if out is not None:
             sys.stdout.write(f"results written to {out}\n")
     return EXIT_OK
@@ -336,10 +450,28 @@ def cmd_study(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- compare
 
 
-def compare_text(c: Any) -> str:
-    rows = [[name, f"{b:.6g}", f"{p:.6g}", f"{d:+.3f} %"] for name, b, p, d in c.table()]
-    out = _format.table(
-        ["quantity", "always-on", "policy", "change"], rows, [False, True, True, True]
+def _quantity(name: str, value: float) -> str:
+    """A compare row's value in its unit, named by the row's suffix (``_s``, ``_j``, ``_w``)."""
+    if name.endswith("_s"):
+        return _format.seconds(value)
+    if name.endswith("_j"):
+        return f"{value:.4g} J"
+    return f"{value:,.1f} W"
+
+
+def compare_text(c: Any, timing: dict[str, float] | None = None) -> str:
+    """What ``tracewatt compare`` prints: the policies compared, then the quantities of both runs
+    with the change, the savings and the slowdown."""
+    base = dict(policies(c.baseline.config))
+    rows = [[what, base.get(what, "-"), how] for what, how in policies(c.policy.config)]
+    out = _format.table(["setting", "baseline", "policy"], rows, [False, False, False])
+    # Row names carry their unit (`energy_total_j`), which the values now show.
+    rows = []
+    for name, b, p, d in c.table():
+        label = name.rsplit("_", 1)[0].replace("_", " ")
+        rows.append([label, _quantity(name, b), _quantity(name, p), f"{d:+.3f} %"])
+    out += "\n" + _format.table(
+        ["quantity", "baseline", "policy", "change"], rows, [False, True, True, True]
     )
     covers = ", ".join(k.replace("_", " ") for k in c.components)
     out += (
@@ -347,6 +479,11 @@ def compare_text(c: Any) -> str:
         f"                      link ports alone: {c.link_saving_pct:.3f} %\n"
         f"slowdown              {c.slowdown_pct:.3f} %\n"
     )
+    if timing is not None:
+        out += (
+            f"wall time             {_format.seconds(timing['wall_s'])} (policy run,"
+            f" {_format.count(round(timing['events_per_s']))} events per second)\n"
+        )
     return out
 
 
@@ -355,21 +492,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     cfg = _load_config(args)
     out = _output_dir(args)
-    bar = ProgressLine(sys.stderr) if _show_progress(args) else None
+    bar = _sim_progress(args, cfg)
     try:
         c = compare(cfg, progress=bar.sim if bar else None)
     finally:
         if bar:
             bar.clear()
+    wall_s = c.policy_wall_s
+    timing = run_timing(c.policy.summary, wall_s) if wall_s is not None else None
     if out is not None:
         c.baseline.write(out / "baseline")
         c.policy.write(out)
         # The policy's summary, extended with the baseline and the savings, replaces its own.
         (out / "summary.json").write_text(comparison_json(c))
+        if timing is not None:
+            _write_timing(out, timing)
     if args.json:
         sys.stdout.write(comparison_json(c))
     elif not args.quiet:
-        sys.stdout.write(compare_text(c))
+        sys.stdout.write(compare_text(c, timing))
     return EXIT_OK
 
 

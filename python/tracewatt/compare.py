@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ class Comparison:
 
     policy: Results
     baseline: Results
+    #: Wall time of the policy's run, s, where it was timed (:func:`compare`): not part of the
+    #: results, which are deterministic.
+    policy_wall_s: float | None = None
 
     @property
     def components(self) -> list[str]:
@@ -123,16 +127,24 @@ def compare(config: Config, *, progress: Any = None) -> Comparison:
 
         return check
 
+    def timed(
+        cfg: Config, report: Callable[[dict[str, Any]], object] | None
+    ) -> tuple[Results, float]:
+        start = time.monotonic()
+        res = simulate(cfg, progress=until_stopped(report))
+        return res, time.monotonic() - start
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        fp = pool.submit(simulate, config, progress=until_stopped(progress))
-        fb = pool.submit(simulate, base, progress=until_stopped(None))
+        fp = pool.submit(timed, config, progress)
+        fb = pool.submit(timed, base, None)
         try:
             for f in as_completed([fp, fb]):
                 f.result()  # the first failure, as soon as it happens
         except BaseException:
             stop.set()
             raise
-        return Comparison(policy=fp.result(), baseline=fb.result())
+        (policy, wall_s), (baseline, _) = fp.result(), fb.result()
+        return Comparison(policy=policy, baseline=baseline, policy_wall_s=wall_s)
 
 
 def comparison_json(c: Comparison) -> str:

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::time::{Duration, Instant};
 use tracewatt_sim::{memory, Column, Config, Format, Progress, SimError};
+use tracewatt_workload::Op;
 
 /// Large runs are bound by memory latency over hundreds of MB of scattered records (requests,
 /// messages, packets, per-rank matching tables). mimalloc backs them with transparent huge pages
@@ -133,6 +134,40 @@ fn machine_info(py: Python<'_>, text: &str, format: &str, source: &str) -> PyRes
 #[pyfunction]
 fn presets() -> Vec<&'static str> {
     tracewatt_sim::presets::names()
+}
+
+/// A cheap lower bound of a run's simulated time, s, for progress displays: over every rank, its
+/// job's start plus the rank's compute and timed waits (communication counted as free), with the
+/// GIL released. `None` when it is zero (nothing but communication) or the workloads cannot be
+/// built or read: the run itself then reports that error with its context.
+#[pyfunction]
+fn estimate_sim_time(
+    py: Python<'_>,
+    text: &str,
+    format: &str,
+    source: &str,
+) -> PyResult<Option<f64>> {
+    let config = parse(text, format, source)?;
+    let src = source.to_string();
+    Ok(py.detach(move || {
+        let workloads = tracewatt_sim::build_workloads(&config, &src).ok()?;
+        let mut longest_s = 0.0f64;
+        for (job, wl) in config.jobs.iter().zip(&workloads) {
+            for rank in 0..wl.num_ranks() {
+                let mut ps: u64 = 0;
+                for op in wl.program(rank) {
+                    match op.ok()? {
+                        Op::Compute { ps: d } => ps = ps.saturating_add(d),
+                        // Timed waits are until a time after the job's start.
+                        Op::WaitUntil { ps: until } => ps = ps.max(until),
+                        _ => {}
+                    }
+                }
+                longest_s = longest_s.max(job.start_us * 1e-6 + ps as f64 * 1e-12);
+            }
+        }
+        (longest_s > 0.0).then_some(longest_s)
+    }))
 }
 
 /// Runs a simulation with the GIL released. `progress(dict)` is called about five times a second
@@ -311,6 +346,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(baseline_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_sim_time, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
