@@ -91,7 +91,7 @@ fn preset_builds_the_machine_codes_describes() {
     );
     // packet_size = 512, cn_vc_size = local_vc_size = 4096, router_delay 50 ns.
     assert_eq!((m.packet_bytes, m.buffer_bytes), (512, 4096));
-    assert_eq!(m.switch_latency_ns, 50.0);
+    assert_eq!(m.switch_latency_ns.to_bits(), 50f64.to_bits());
     let info = machine_info(&c, "codes.toml").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         (info["nodes"].as_u64(), info["switches"].as_u64()),
