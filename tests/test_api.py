@@ -261,6 +261,7 @@ def test_machine_info_presets() -> None:
         "tracerp-dragonfly-342": 342,
         "miwa2014-16node": 16,
         "bench-dragonfly-1056": 1056,
+        "codes-dragonfly-1056": 1056,
     }
     assert sorted(tracewatt.presets()) == sorted(expected)
     for preset, nodes in expected.items():

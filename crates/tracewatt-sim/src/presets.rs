@@ -26,6 +26,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "bench-dragonfly-1056",
         include_str!("presets/bench-dragonfly-1056.toml"),
     ),
+    (
+        "codes-dragonfly-1056",
+        include_str!("presets/codes-dragonfly-1056.toml"),
+    ),
 ];
 
 /// Names of the presets, for error messages and `--help`.
