@@ -7,7 +7,7 @@ use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
 use crate::units::ns_to_ps;
 use std::collections::VecDeque;
-use tracewatt_core::time::{serialization_ps, to_seconds};
+use tracewatt_core::time::{serialization_ps, to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::{EventQueue, Ps, Rng, Schedule, Slab};
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
@@ -498,6 +498,13 @@ impl<'a> Engine<'a> {
         let total = self.ranks.len() as u64;
         let mut next_report = 0u64;
         while let Some((now, ev)) = self.q.pop() {
+            // Past this, sums of times could overflow (docs/config.md, Limits).
+            if now > MAX_SIMULATED_PS {
+                return Err(SimError::TimeLimit {
+                    time_s: to_seconds(now),
+                    limit_s: to_seconds(MAX_SIMULATED_PS),
+                });
+            }
             match ev {
                 Ev::NetArrive { pkt } => self.net(now, NetEvent::Arrive { pkt })?,
                 Ev::NetLinkFree { ch } => self.net(now, NetEvent::LinkFree { ch })?,

@@ -26,7 +26,6 @@ pub use results::{Column, Results, Table};
 
 use engine::{Comm, Engine, JobState};
 use serde_json::json;
-use tracewatt_core::time::{to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::Rng;
 use tracewatt_net::fabric::{Fabric, FabricParams};
 use tracewatt_net::Topology;
@@ -365,7 +364,7 @@ fn run(
         programs,
         source,
     );
-    let (out, fabric, obs) = run_within_time_limit(engine, progress)?;
+    let (out, fabric, obs) = engine.run(progress)?;
     let account = obs.power.finish(out.makespan_ps);
     Ok(results::build(
         config,
@@ -380,29 +379,3 @@ fn run(
     ))
 }
 
-/// Runs the engine, stopping it with [`SimError::TimeLimit`] once simulated time passes
-/// [`MAX_SIMULATED_PS`]. The engine reports progress every 65,536 events and at the end, so the
-/// limit is checked then. Unless those events advance time by more than 100 s each on average
-/// (no realistic run comes close), the clock is below 1.5 x 10^7 s when checked, where adding a
-/// configured duration still fits in 64-bit picoseconds (1.8 x 10^7 s). A check at every event
-/// would make this exact; it belongs in the engine's loop.
-fn run_within_time_limit(
-    engine: Engine,
-    progress: &mut dyn FnMut(Progress) -> bool,
-) -> Result<(engine::RunOutput, Fabric, engine::Observers), SimError> {
-    let limit_s = to_seconds(MAX_SIMULATED_PS);
-    let mut passed_at = None;
-    let mut guarded = |p: Progress| {
-        if p.sim_time_s > limit_s {
-            passed_at = Some(p.sim_time_s);
-            return false;
-        }
-        progress(p)
-    };
-    let result = engine.run(&mut guarded);
-    // The last report (the makespan) may pass the limit on a run that otherwise completed.
-    match passed_at {
-        Some(time_s) => Err(SimError::TimeLimit { time_s, limit_s }),
-        None => result,
-    }
-}
