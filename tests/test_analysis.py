@@ -12,7 +12,7 @@ import tracewatt
 from conftest import EXAMPLES
 from tracewatt import cli
 from tracewatt.analysis import penalty_bound, screen_idle
-from tracewatt.compare import compare
+from tracewatt.compare import baseline_of, compare
 
 TIMEOUT_US, WAKE_US = 600.0, 17.0
 
@@ -185,3 +185,20 @@ def test_the_links_table_says_which_directions_are_paired() -> None:
         {"power.control": "independent"}
     )
     assert set(tracewatt.simulate(ind).links["control"]) == {"independent"}
+
+
+def test_paired_links_screen_exactly_from_their_own_idle_intervals() -> None:
+    """NPB FT on paired 10GBASE-T links: screening the always-on run with the links' own idle
+    intervals (both directions together) predicts the wakes the EEE simulation counts, one per
+    link; from each direction alone it can only bound them from above."""
+    cfg = tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml")
+    base = baseline_of(cfg)
+    eee_wakes = tracewatt.simulate(cfg).summary["links"]["wakes"]
+    with_pairs = screen_idle(
+        tracewatt.simulate(base.with_overrides({"output.pair_idle": True})), [600.0], [17.0]
+    )
+    assert bool(with_pairs["pairs_exact"].iloc[0])
+    assert with_pairs["wakes"].iloc[0] == eee_wakes
+    alone = screen_idle(tracewatt.simulate(base), [600.0], [17.0])
+    assert not bool(alone["pairs_exact"].iloc[0])
+    assert alone["wakes"].iloc[0] >= eee_wakes

@@ -17,9 +17,12 @@ Where these figures and a full simulation differ, and why:
   cost less, so the simulated slowdown is lower (the EEE paper's point).
 - Arrival while sleeping. A packet that finds a link in SLEEPING (``T_o < g <= T_o + T_s``) waits
   for the sleep and the wake; the screening charges only the wake.
-- Paired control. The screening counts each direction's intervals (``independent`` control); a
-  ``paired`` link is idle only when both directions are, so it wakes at most as often as the sum
-  of its directions' counts: the bound still holds, the energy is an optimistic estimate.
+- Paired control. A ``paired`` link is idle only when both directions are. With the run's
+  ``pair_idle_thresholds`` (``[output] pair_idle = true``) its directions are screened from the
+  link's own idle intervals, one wake per link, exactly at the kept thresholds
+  (``pairs_exact``); without them, from each direction's intervals alone: it then wakes at most
+  as often as the sum of its directions' counts (the bound still holds) and the energy is an
+  optimistic estimate (``pairs_exact`` False).
 - One class at a time. ``links`` restricts the screening to some link kinds (``node``,
   ``local``, ``global``, ``tree1``, ``torus0``, ...), so each class can get its own setting; the
   saving is then of those links' ports and the bound counts only their wakes.
@@ -75,6 +78,39 @@ def _trailing_over(results: Results, timeout_s: float) -> np.ndarray:
     return (trailing > timeout_s * (1.0 + _REL)).astype(float)
 
 
+def _paired(
+    results: Results, timeout_s: float, count: np.ndarray, total: np.ndarray, woken: np.ndarray
+) -> bool:
+    """Replaces, in place, the figures of every ``paired`` link direction by its link's (both
+    directions idle together: what its state machine sees; one wake per link, charged to its
+    lower direction), from ``pair_idle_thresholds`` at an exact threshold. Returns whether
+    every paired direction was covered (False: the run kept no such table, or not at this
+    timeout)."""
+    links = results.links.sort_values("link_id")
+    paired = links["control"].to_numpy(str) == "paired" if "control" in links else None
+    if paired is None or not paired.any():
+        return True
+    pairs = results.tables.get("pair_idle_thresholds")
+    if pairs is None:
+        return False
+    hit = pairs[np.isclose(pairs["threshold_s"], timeout_s, rtol=_REL, atol=1e-15)]
+    if len(hit) != pairs["pair_id"].nunique():
+        return False
+    a = hit["link_id_a"].to_numpy(int)
+    b = hit["link_id_b"].to_numpy(int)
+    on = paired[a]
+    a, b = a[on], b[on]
+    c = hit["count"].to_numpy(float)[on]
+    t = hit["total_s"].to_numpy(float)[on]
+    trail = (hit["trailing_idle_s"].to_numpy(float)[on] > timeout_s * (1.0 + _REL)).astype(float)
+    for d in (a, b):
+        count[d] = c
+        total[d] = t
+    woken[a] = np.maximum(c - trail, 0.0)
+    woken[b] = 0.0
+    return True
+
+
 def _run_sleep_us(results: Results, mask: np.ndarray) -> float:
     """The sleep_time the run's configuration gives the selected link directions; an error if
     they differ."""
@@ -105,7 +141,8 @@ def screen_idle(
 ) -> pd.DataFrame:
     """One row per (idle_timeout, wake_time, sleep_time) with ``wakes``, ``lpi_s``,
     ``lpi_fraction``, ``link_energy_j``, ``link_saving_pct`` (against always-on ports),
-    ``penalty_bound_s``, ``penalty_bound_pct``, ``max_link_wakes``, ``exact``, and ``confirm``
+    ``penalty_bound_s``, ``penalty_bound_pct``, ``max_link_wakes``, ``exact``, ``pairs_exact``
+    (paired links screened from their own idle intervals), and ``confirm``
     (Pareto-optimal in energy and penalty bound: worth a full simulation). ``links``: only the
     link directions of these kinds (default: all); ``sleeps_us`` defaults to the run's sleep
     time on them."""
@@ -136,8 +173,10 @@ def screen_idle(
     rows = []
     for to in timeouts_us:
         count, total, exact = _over(results, to * 1e-6)
-        count, total = count[mask], total[mask]
-        woken = np.maximum(count - _trailing_over(results, to * 1e-6)[mask], 0.0)
+        count, total = count.copy(), total.copy()
+        woken = np.maximum(count - _trailing_over(results, to * 1e-6), 0.0)
+        pairs_exact = _paired(results, to * 1e-6, count, total, woken)
+        count, total, woken = count[mask], total[mask], woken[mask]
         for ts in sleeps_us:
             lpi = np.maximum(total - count * (to + ts) * 1e-6, 0.0)
             energy = float((active_w * run_s - (active_w - lpi_w) * lpi).sum())
@@ -160,6 +199,7 @@ def screen_idle(
                         "penalty_bound_s": bound,
                         "penalty_bound_pct": 100.0 * bound / run_s if run_s > 0 else 0.0,
                         "exact": exact,
+                        "pairs_exact": pairs_exact,
                     }
                 )
     df = pd.DataFrame(rows)

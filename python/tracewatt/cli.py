@@ -584,11 +584,13 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             "real slowdowns are far lower (confirm by simulation).\n"
         )
         paired = int((res.links["control"] == "paired").sum()) if "control" in res.links else 0
-        if paired:
+        if paired and not bool(df["pairs_exact"].all()):
             sys.stdout.write(
                 f"caveat: {paired} of {len(res.links)} link directions are `paired` (they sleep "
                 "only when both directions are idle); the screening counts each direction's "
-                "idle intervals alone, so its LPI share and saving overestimate theirs.\n"
+                "idle intervals alone, so its LPI share and saving overestimate theirs; run "
+                "with --set output.pair_idle=true (at these timeouts among "
+                "output.idle_thresholds_us) to screen them exactly.\n"
             )
     return EXIT_OK
 

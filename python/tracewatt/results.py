@@ -34,6 +34,7 @@ TABLES: tuple[str, ...] = (
     "cores",
     "dimms",
     "messages",
+    "pair_idle_thresholds",
 )
 
 _STRING_COLUMNS = frozenset({"src", "dst", "kind", "job", "port", "component"})
@@ -68,6 +69,9 @@ _INT_COLUMNS = frozenset(
         "transitions",
         "src_rank",
         "dst_rank",
+        "pair_id",
+        "link_id_a",
+        "link_id_b",
     }
 )
 

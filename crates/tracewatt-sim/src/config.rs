@@ -281,6 +281,10 @@ pub struct OutputSpec {
     /// Keep one row per message (`messages` table): memory grows with the message count.
     #[serde(default)]
     pub messages: bool,
+    /// Also count each link's idle intervals with both directions together
+    /// (`pair_idle_thresholds`), for screening `paired` links exactly.
+    #[serde(default)]
+    pub pair_idle: bool,
 }
 
 impl Default for OutputSpec {
@@ -289,6 +293,7 @@ impl Default for OutputSpec {
             idle_thresholds_us: default_idle_thresholds_us(),
             idle_bins_per_decade: default_bins_per_decade(),
             messages: false,
+            pair_idle: false,
         }
     }
 }

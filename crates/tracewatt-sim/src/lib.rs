@@ -347,6 +347,16 @@ fn run(
         stats::thresholds_ps(&config.output.idle_thresholds_us),
         config.output.idle_bins_per_decade,
     );
+    if config.output.pair_idle {
+        stats.track_pairs(
+            &fabric
+                .topology()
+                .channels
+                .iter()
+                .map(|c| c.reverse)
+                .collect::<Vec<_>>(),
+        );
+    }
     if config.jobs.len() > 1 {
         // Only senders' nodes are looked up, and every sender belongs to a job.
         let senders = node_job
@@ -378,4 +388,3 @@ fn run(
         machine,
     ))
 }
-

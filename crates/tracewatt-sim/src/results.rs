@@ -72,12 +72,12 @@ pub(crate) fn build(
             "bandwidth_bps",
             Column::U64(topo.channels.iter().map(|c| c.bandwidth_bps).collect()),
         ),
-        ("bytes", Column::U64(links.bytes.clone())),
-        ("packets", Column::U64(links.packets.clone())),
-        ("busy_s", seconds(&links.busy_ps)),
-        ("idle_count", Column::U64(links.idle_count.clone())),
-        ("idle_s", seconds(&links.idle_ps)),
-        ("trailing_idle_s", seconds(&links.trailing_idle_ps)),
+        ("bytes", Column::U64(links.bytes[..n].to_vec())),
+        ("packets", Column::U64(links.packets[..n].to_vec())),
+        ("busy_s", seconds(&links.busy_ps[..n])),
+        ("idle_count", Column::U64(links.idle_count[..n].to_vec())),
+        ("idle_s", seconds(&links.idle_ps[..n])),
+        ("trailing_idle_s", seconds(&links.trailing_idle_ps[..n])),
     ];
     // The link power model's columns: each direction's port, timing, states and energy.
     link_columns.append(&mut power.link_columns);
@@ -153,7 +153,8 @@ pub(crate) fn build(
             b => links.bin_lo_ps(b) / PS_PER_S as f64,
         })
         .collect();
-    let h = &links.hist;
+    // Link directions only; links as a whole (pair tracking) go to `pair_idle_thresholds`.
+    let h: Vec<_> = links.hist.iter().filter(|c| (c.ch as usize) < n).collect();
     let hist_table = Table {
         name: "idle_hist",
         columns: vec![
@@ -179,7 +180,7 @@ pub(crate) fn build(
 
     let (mut t_link, mut t_thr, mut t_count, mut t_total) = (vec![], vec![], vec![], vec![]);
     let t = links.thresholds_ps.len();
-    for (i, (count, total)) in links.over.iter().enumerate() {
+    for (i, (count, total)) in links.over[..n * t].iter().enumerate() {
         t_link.push((i / t) as u64);
         t_thr.push(secs(links.thresholds_ps[i % t]));
         t_count.push(*count);
@@ -344,10 +345,57 @@ pub(crate) fn build(
         energy_table,
     ];
     tables.append(&mut power.tables);
+    if !links.pair_of().is_empty() {
+        tables.push(pair_table(links));
+    }
     if config.output.messages {
         tables.push(messages_table(out, jobs));
     }
     Results { summary, tables }
+}
+
+/// `pair_idle_thresholds`: per link (both directions together, as a `paired` state machine sees
+/// it) and threshold, its two directions, the count and total of idle intervals longer than the
+/// threshold, and its trailing idle interval.
+fn pair_table(links: &LinkStats) -> Table {
+    let n = links.channels();
+    let pairs = links.trailing_idle_ps.len() - n;
+    let mut dirs = vec![[u64::MAX; 2]; pairs];
+    for (c, p) in links.pair_of().iter().enumerate() {
+        let d = &mut dirs[*p as usize];
+        if d[0] == u64::MAX {
+            d[0] = c as u64;
+        } else {
+            d[1] = c as u64;
+        }
+    }
+    let t = links.thresholds_ps.len();
+    let (mut pid, mut a, mut b, mut thr, mut count, mut total, mut trailing) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for (p, d) in dirs.iter().enumerate() {
+        for k in 0..t {
+            let (c, s) = links.over[(n + p) * t + k];
+            pid.push(p as u64);
+            a.push(d[0]);
+            b.push(d[1]);
+            thr.push(secs(links.thresholds_ps[k]));
+            count.push(c);
+            total.push(secs(s));
+            trailing.push(secs(links.trailing_idle_ps[n + p]));
+        }
+    }
+    Table {
+        name: "pair_idle_thresholds",
+        columns: vec![
+            ("pair_id", Column::U64(pid)),
+            ("link_id_a", Column::U64(a)),
+            ("link_id_b", Column::U64(b)),
+            ("threshold_s", Column::F64(thr)),
+            ("count", Column::U64(count)),
+            ("total_s", Column::F64(total)),
+            ("trailing_idle_s", Column::F64(trailing)),
+        ],
+    }
 }
 
 /// `messages`: every message, in the order they reached their receivers.

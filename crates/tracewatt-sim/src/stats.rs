@@ -40,6 +40,11 @@ pub struct LinkStats {
     node_job: Vec<u32>,
     jobs: usize,
     pub job_bytes: Vec<u64>,
+    /// Link directions; with pair tracking, `chans` holds after them one entry per link (both
+    /// directions together: idle only when both are).
+    channels: usize,
+    /// With pair tracking: each direction's link, as an index after the directions.
+    pair_of: Vec<u32>,
     chans: Vec<Chan>,
     cells: CellTable,
     /// Idle gaps not yet counted into `cells`, as (channel, fine bin, gap). Counting them a batch
@@ -239,6 +244,8 @@ impl LinkStats {
             node_job: Vec::new(),
             jobs: 1,
             job_bytes: Vec::new(),
+            channels,
+            pair_of: Vec::new(),
             chans: vec![Chan::default(); channels],
             // Every channel gets at least its trailing interval; most a few more.
             cells: CellTable::with_capacity(4 * channels),
@@ -256,6 +263,33 @@ impl LinkStats {
         self.job_bytes = vec![0; self.chans.len() * jobs];
         self.node_job = node_job;
         self.jobs = jobs;
+    }
+
+    /// Also keeps each link's idle intervals, both directions together (`reverse[c]` is the
+    /// opposite direction of `c`): what a `paired` link's state machine sees.
+    pub fn track_pairs(&mut self, reverse: &[u32]) {
+        let mut pair_of = vec![u32::MAX; self.channels];
+        let mut pairs = 0u32;
+        for c in 0..self.channels {
+            if pair_of[c] == u32::MAX {
+                pair_of[c] = pairs;
+                pair_of[reverse[c] as usize] = pairs;
+                pairs += 1;
+            }
+        }
+        self.chans
+            .resize(self.channels + pairs as usize, Chan::default());
+        self.pair_of = pair_of;
+    }
+
+    /// Link directions (the first entries of the per-channel vectors).
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// With pair tracking: each direction's link, numbered from 0.
+    pub fn pair_of(&self) -> &[u32] {
+        &self.pair_of
     }
 
     pub fn bins(&self) -> usize {
@@ -363,6 +397,13 @@ impl LinkObserver for LinkStats {
         c.packets += 1;
         c.busy_ps += end - start;
         self.record_idle(ci, gap);
+        if !self.pair_of.is_empty() {
+            let p = self.channels + self.pair_of[ci] as usize;
+            let pc = &mut self.chans[p];
+            let gap = start.saturating_sub(pc.last_end);
+            pc.last_end = pc.last_end.max(end);
+            self.record_idle(p, gap);
+        }
     }
 }
 
@@ -465,6 +506,27 @@ mod tests {
         assert_eq!(s.over[1], (2, 160)); // 60 and 100 > 50
         assert_eq!(s.hist.iter().map(|c| c.count).sum::<u64>(), 3);
         assert_eq!(s.hist.iter().map(|c| c.ps).sum::<Ps>(), 170);
+    }
+
+    #[test]
+    fn a_link_is_idle_only_while_both_directions_are() {
+        // Direction 0 sends [10, 20) and [90, 100); direction 1 sends [15, 40). The link (both
+        // together) is idle [0, 10), [40, 90) and [100, 200).
+        let mut s = LinkStats::new(2, vec![30], 10);
+        s.track_pairs(&[1, 0]);
+        s.on_transmit(0, 10, 20, 100, 0);
+        s.on_transmit(1, 15, 40, 100, 0);
+        s.on_transmit(0, 90, 100, 100, 0);
+        s.finish(200);
+        assert_eq!(s.channels(), 2);
+        assert_eq!(s.pair_of(), &[0, 0]);
+        // The link is the third entry: 3 intervals of 10 + 50 + 100.
+        assert_eq!(s.idle_count[2], 3);
+        assert_eq!(s.idle_ps[2], 160);
+        assert_eq!(s.over[2], (2, 150)); // 50 and 100 > 30
+        assert_eq!(s.trailing_idle_ps[2], 100);
+        // Each direction alone: direction 0 idle [0,10), [20,90), [100,200).
+        assert_eq!(s.idle_ps[0], 10 + 70 + 100);
     }
 
     #[test]
