@@ -118,7 +118,7 @@ def test_mwait_trace_replay_pays_one_wake_per_low_power_wait() -> None:
     want = (cores["low_power_waits"] * 3e-6).tolist()
     assert cores["wake_delay_s"].tolist() == pytest.approx(want, abs=1e-15)
     # The cores' wait states add up to the time the engine counted each rank blocked in MPI.
-    waited = cores["spin_s"] + cores["mwait_s"] + cores["transition_s"]
+    waited = cores["spin_s"] + cores["mwait_s"] + cores["transition_s"] + cores["copy_s"]
     assert waited.tolist() == pytest.approx(res.ranks["wait_s"].tolist(), abs=1e-12)
     # Each wake delays its own rank; the run grows by at most all of them together.
     assert 0.0 <= res.makespan_s - spin.makespan_s <= cores["wake_delay_s"].sum() + 1e-15

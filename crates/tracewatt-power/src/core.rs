@@ -58,6 +58,8 @@ struct Times {
     low: Ps,
     /// Entering and leaving low-power waits (active power).
     transition: Ps,
+    /// Copying intra-node messages in while waiting (active power).
+    copy: Ps,
     idle: Ps,
 }
 
@@ -79,6 +81,8 @@ struct Core {
 pub struct CorePower {
     params: CoreParams,
     cores: Vec<Core>,
+    /// Intra-node copies into each rank not yet accounted: [start, end).
+    copies: Vec<Vec<(Ps, Ps)>>,
     of: Vec<CoreOf>,
     job_names: Vec<String>,
     timeline: Timeline,
@@ -105,6 +109,7 @@ impl CorePower {
         Self {
             params,
             cores: vec![idle; of.len()],
+            copies: vec![Vec::new(); of.len()],
             of,
             job_names,
             timeline,
@@ -128,6 +133,27 @@ impl CorePower {
         Some((low_start, woken.max(low_start) + p.wake_ps))
     }
 
+    /// Time in [from, to) that rank `r`'s core spends copying messages in.
+    fn copy_overlap(&self, r: usize, from: Ps, to: Ps) -> Ps {
+        // Copies into one rank overlap each other when messages arrive together: count the
+        // union, not the sum.
+        let mut spans: Vec<(Ps, Ps)> = self.copies[r]
+            .iter()
+            .map(|cp| (cp.0.max(from), cp.1.min(to)))
+            .filter(|cp| cp.1 > cp.0)
+            .collect();
+        spans.sort_unstable();
+        let (mut total, mut reach) = (0, from);
+        for (s, e) in spans {
+            let s = s.max(reach);
+            if e > s {
+                total += e - s;
+                reach = e;
+            }
+        }
+        total
+    }
+
     /// Accounts core `r`'s current activity from its start to `at`.
     fn close(&mut self, r: usize, at: Ps) {
         let c = self.cores[r];
@@ -149,27 +175,32 @@ impl CorePower {
             }
             Activity::Wait { .. } => {
                 let woken = c.woken_at.unwrap_or(at).min(at);
-                match self.wait_course(&c, woken) {
-                    None => {
-                        t.spin += span;
-                        p.spin_w * to_seconds(span)
-                    }
+                // (spin, low power, entering/leaving) and where the low-power part lies.
+                let (spin, low, transition, low_at) = match self.wait_course(&c, woken) {
+                    None => (span, 0, 0, at),
                     Some((low_start, _)) => {
-                        let spin = p.threshold_ps;
-                        let low_end = woken.max(low_start).min(at);
-                        let low = low_end.saturating_sub(low_start);
-                        let active = span.saturating_sub(spin + low);
-                        t.spin += spin;
-                        t.low += low;
-                        t.transition += active;
                         self.cores[r].low_waits += 1;
-                        p.spin_w * to_seconds(spin)
-                            + p.low_w * to_seconds(low)
-                            + p.compute_w * to_seconds(active)
+                        let spin = p.threshold_ps.min(span);
+                        let low = woken.max(low_start).min(at).saturating_sub(low_start);
+                        (spin, low, span.saturating_sub(spin + low), low_start)
                     }
-                }
+                };
+                // Copying a message in, the core works instead of spinning or sleeping.
+                let copy_spin = self.copy_overlap(r, c.since, c.since + spin);
+                let copy_low = self.copy_overlap(r, low_at, low_at + low);
+                let copying = copy_spin + copy_low;
+                let (spin, low) = (spin - copy_spin, low - copy_low);
+                t.spin += spin;
+                t.low += low;
+                t.transition += transition;
+                t.copy += copying;
+                p.spin_w * to_seconds(spin)
+                    + p.low_w * to_seconds(low)
+                    + p.compute_w * to_seconds(transition + copying)
             }
         };
+        // Copies that ended by now are accounted (or fell outside any wait).
+        self.copies[r].retain(|cp| cp.1 > at);
         self.cores[r].times = t;
         if span > 0 {
             self.timeline.add(0, c.since, at, w / to_seconds(span));
@@ -209,6 +240,10 @@ impl PowerModel for CorePower {
         );
     }
 
+    fn on_copy(&mut self, rank: u32, start: Ps, end: Ps) {
+        self.copies[rank as usize].push((start, end));
+    }
+
     fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
         let r = rank as usize;
         let c = self.cores[r];
@@ -231,7 +266,7 @@ impl PowerModel for CorePower {
         }
         let p = self.params;
         let energy = |t: &Times| {
-            p.compute_w * to_seconds(t.compute + t.mpi + t.transition)
+            p.compute_w * to_seconds(t.compute + t.mpi + t.transition + t.copy)
                 + p.spin_w * to_seconds(t.spin)
                 + p.low_w * to_seconds(t.low)
                 + p.idle_w * to_seconds(t.idle)
@@ -243,6 +278,7 @@ impl PowerModel for CorePower {
                 ("mpi_s", t.mpi),
                 ("spin_s", t.spin),
                 ("transition_s", t.transition),
+                ("copy_s", t.copy),
                 ("idle_s", t.idle),
             ];
             match p.policy {
@@ -302,6 +338,7 @@ impl PowerModel for CorePower {
                 ("block_s", low_s(WaitPolicy::Block)),
                 ("mwait_s", low_s(WaitPolicy::Mwait)),
                 ("transition_s", secs(|t| t.transition)),
+                ("copy_s", secs(|t| t.copy)),
                 ("idle_s", secs(|t| t.idle)),
                 (
                     "low_power_waits",

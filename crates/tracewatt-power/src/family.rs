@@ -120,6 +120,13 @@ impl Power {
         t
     }
 
+    /// Rank `rank`'s core copies an intra-node message over [start, end).
+    pub fn on_copy(&mut self, rank: u32, start: Ps, end: Ps) {
+        for &i in &self.ranks {
+            self.models[i].on_copy(rank, start, end);
+        }
+    }
+
     /// The last frame of message `token` reached `node` at `now`: true if MPI may see it now,
     /// false if a model holds it (it comes back from `release`).
     #[inline]

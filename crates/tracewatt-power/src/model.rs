@@ -149,6 +149,10 @@ pub trait PowerModel: std::fmt::Debug + Send {
     /// Rank `rank` on `node` starts `activity` at `at`.
     fn on_rank(&mut self, _rank: u32, _node: u32, _activity: Activity, _at: Ps) {}
 
+    /// Rank `rank`'s core copies an intra-node message over [start, end) (it is active then,
+    /// even inside a wait). Signalled with the rank signals.
+    fn on_copy(&mut self, _rank: u32, _start: Ps, _end: Ps) {}
+
     /// Rank `rank` starts computing `ps` at `now`: how long does it take (e.g. longer with memory
     /// channels off)?
     fn compute_ps(&mut self, _rank: u32, _now: Ps, ps: Ps) -> Ps {

@@ -1112,6 +1112,10 @@ impl<'a> Engine<'a> {
                 + self.costs.intra_latency_ps
                 + serialization_ps(wire, self.costs.intra_bits_per_s);
             self.q.push(t, Ev::LocalArrive { msg });
+            if self.links.power.observes_ranks() && m.kind != MsgKind::Cts {
+                // The receiving core copies the data (or a request) out of shared memory.
+                self.links.power.on_copy(m.dst, now, t);
+            }
         } else {
             // Rendezvous control messages do not queue behind bulk data at the NIC.
             let urgent =

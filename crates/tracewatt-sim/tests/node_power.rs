@@ -513,3 +513,52 @@ fn ideal_dimms_slow_compute_by_the_share_of_channels_they_leave_off() {
     let r = dimm_run("memory_gib = 6.0", "policy = \"ideal\"");
     assert_eq!(makespan_ps(&r), 100 * US);
 }
+
+#[test]
+fn a_core_copying_a_message_in_works_instead_of_sleeping() {
+    // Two ranks on one node; rank 0 computes 10 us and sends 1 MB, copied through memory at
+    // 80 Gb/s in 100 us after 300 ns: [10, 110.3) us. Rank 1 waits in mwait after 1 us of spin
+    // and wakes in 3 us: spin [0, 1), low power [1, 110.3) less the copy, active while copying,
+    // waking [110.3, 113.3).
+    let text = r#"
+[machine]
+ranks_per_node = 2
+[machine.topology]
+kind = "single_switch"
+nodes = 2
+[machine.links]
+bandwidth_gbps = 1.0
+latency_ns = 0
+[mpi]
+send_overhead_ns = 0
+recv_overhead_ns = 0
+eager_limit_bytes = 2000000
+[mpi.wait]
+policy = "mwait"
+spin_threshold_us = 1.0
+enter_overhead_us = 0.0
+wake_latency_us = 3.0
+[[jobs]]
+ranks = 2
+[jobs.workload]
+kind = "pingpong"
+"#;
+    let c = Config::parse(text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let programs = vec![
+        vec![Op::Compute { ps: 10 * US }, send(1, 1_000_000)],
+        vec![recv(0, 1_000_000)],
+    ];
+    let r = run(&c, programs, Vec::new());
+    assert_eq!(makespan_ps(&r), 113_300_000);
+    let col = |name: &str| match column(&r, "cores", name) {
+        tracewatt_sim::Column::F64(v) => v[1],
+        other => panic!("{other:?}"),
+    };
+    assert!((col("spin_s") - 1e-6).abs() < 1e-15);
+    assert!((col("mwait_s") - 9e-6).abs() < 1e-15, "{}", col("mwait_s"));
+    assert!((col("copy_s") - 100.3e-6).abs() < 1e-15);
+    assert!((col("transition_s") - 3e-6).abs() < 1e-15);
+    // 20 W spinning and working, 5 W in mwait.
+    let want = 20.0 * 1e-6 + 5.0 * 9e-6 + 20.0 * (100.3e-6 + 3e-6);
+    assert!((core_j(&r, 1) - want).abs() < 1e-12, "{}", core_j(&r, 1));
+}
