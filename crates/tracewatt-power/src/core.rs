@@ -135,6 +135,9 @@ impl CorePower {
 
     /// Time in [from, to) that rank `r`'s core spends copying messages in.
     fn copy_overlap(&self, r: usize, from: Ps, to: Ps) -> Ps {
+        if self.copies[r].is_empty() || to <= from {
+            return 0;
+        }
         // Copies into one rank overlap each other when messages arrive together: count the
         // union, not the sum.
         let mut spans: Vec<(Ps, Ps)> = self.copies[r]
@@ -200,7 +203,9 @@ impl CorePower {
             }
         };
         // Copies that ended by now are accounted (or fell outside any wait).
-        self.copies[r].retain(|cp| cp.1 > at);
+        if !self.copies[r].is_empty() {
+            self.copies[r].retain(|cp| cp.1 > at);
+        }
         self.cores[r].times = t;
         if span > 0 {
             self.timeline.add(0, c.since, at, w / to_seconds(span));

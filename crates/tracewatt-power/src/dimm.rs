@@ -242,7 +242,8 @@ impl DimmPower {
 impl PowerModel for DimmPower {
     fn signals(&self) -> Signals {
         Signals {
-            ranks: true,
+            // Only the policies that switch DIMMs need the jobs' exits.
+            ranks: self.params.policy != DimmPolicy::AlwaysOn,
             wakes: self.params.policy == DimmPolicy::BandwidthPreserving
                 && self.params.transition_ps > 0,
             computes: self.params.policy == DimmPolicy::Ideal
