@@ -12,13 +12,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import PINGPONG, CliResult
-from tracewatt import cli
+from test_study import SMALL_STUDY
+from tracewatt import cli, report
+from tracewatt.plots import STUDY_METRICS
 from tracewatt.report import figures, load
 from tracewatt.results import Results
 
+# The small study with EEE (waking right after each packet) against always-on: savings and
+# slowdowns that are not zero.
+STUDY = (
+    SMALL_STUDY
+    + """
+[[variants]]
+name = "eee"
+set = { "power.links.idle_timeout_us" = 1.0 }
+
+[[variants]]
+name = "always_on"
+set = { "power.links.policy" = "always_on" }
+"""
+)
 FIGURES = ("energy_breakdown", "power_timeline", "idle_cdf", "lpi_heatmap")
 NODE_BASE_W = 90.0  # docs/config.md, power.nodes.base_w default
 INTERVAL_US = 100.0  # the ping-pong's send interval (conftest.PINGPONG)
@@ -50,6 +67,21 @@ def compared(compare_dir: Path) -> tuple[Results, Results]:
     results, baseline = load(compare_dir)
     assert baseline is not None
     return results, baseline
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("study")
+    (d / "small.toml").write_text(STUDY, encoding="utf-8")
+    assert cli.main(["study", "-q", "--study", str(d / "small.toml"), "-o", str(d / "out")]) == 0
+    return d / "out"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    assert cli.main(["run", "-q", "-o", str(out / "res"), _config_file(out)]) == 0
+    return out / "res"
 
 
 def test_breakdown_bars_are_the_energy_of_each_component(compared: tuple[Results, Results]) -> None:
@@ -160,16 +192,37 @@ def test_html_is_self_contained_and_holds_every_figure(
     assert "energy saved" in text
 
 
-def test_report_of_a_run_draws_no_baseline(run_cli: Any, tmp_path: Path) -> None:
-    cfg = tmp_path / "pp.json"
-    cfg.write_text(json.dumps(_eee_pingpong()), encoding="utf-8")
-    assert run_cli("run", "-q", "-o", tmp_path / "run", cfg).code == 0
-    _report(run_cli, [tmp_path / "run", "-q"])
-    page = _parse((tmp_path / "run" / "report.html").read_text(encoding="utf-8"))
+def test_report_of_a_run_draws_no_baseline(run_cli: Any, run_dir: Path) -> None:
+    _report(run_cli, [run_dir, "-q"])
+    page = _parse((run_dir / "report.html").read_text(encoding="utf-8"))
     assert page.figures == list(FIGURES)
-    results, baseline = load(tmp_path / "run")
+    results, baseline = load(run_dir)
     assert baseline is None
     assert len(results.plot.energy_breakdown().axes[0].containers) == 1
+
+
+def test_study_bars_are_the_study_table(run_cli: Any, study_dir: Path) -> None:
+    r = _report(run_cli, [study_dir, "--figures", study_dir / "figs"])
+    assert r.out == f"{study_dir / 'figs' / 'study_bars.png'}\n"
+    study = pd.read_csv(study_dir / "study.csv")
+    assert study["slowdown_pct"].notna().all()
+    report_figures = report.study_figures(study)
+    axes = report_figures[0].figure.axes
+    workloads = [t.get_text() for t in axes[-1].get_xticklabels()]
+    assert workloads == ["perm", "halo"]
+    for ax, (column, _) in zip(axes, STUDY_METRICS, strict=True):
+        topologies = [str(c.get_label()) for c in ax.containers]
+        assert topologies == ["ft", "torus"]
+        for topology, bars in zip(topologies, ax.containers, strict=True):
+            for workload, bar in zip(workloads, bars.patches, strict=True):
+                row = study[(study["topology"] == topology) & (study["workload"] == workload)]
+                assert bar.get_height() == pytest.approx(float(row[column].iloc[0]))
+    _report(run_cli, [study_dir, "-q"])
+    text = (study_dir / "report.html").read_text(encoding="utf-8")
+    page = _parse(text)
+    assert page.figures == ["study_bars"]
+    assert all(ref.startswith("data:") for ref in page.refs)
+    assert "<td>halo</td>" in text
 
 
 def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path: Path) -> None:
@@ -188,7 +241,7 @@ def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path:
 def test_report_of_a_folder_without_results_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
     r = run_cli("report", tmp_path)
     assert r.code == 2
-    assert f"{tmp_path}: not a results folder (no summary.json)" in r.err
+    assert f"{tmp_path}: not a results folder (no summary.json or study.csv)" in r.err
 
 
 def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> None:
@@ -216,21 +269,29 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(
     CHROMIUM is None,
-    reason="chromium is not installed (scripts/test-all.sh "
-    "installs it): the report is not opened in a browser",
+    reason="chromium is not installed (scripts/test-all.sh installs it): "
+    "the report is not opened in a browser",
+)
+@pytest.mark.parametrize(
+    ("results", "expected"),
+    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("study_bars",))],
 )
 def test_report_renders_in_headless_chromium(
-    run_cli: Any, compare_dir: Path, tmp_path: Path
+    run_cli: Any,
+    request: pytest.FixtureRequest,
+    results: str,
+    expected: tuple[str, ...],
+    tmp_path: Path,
 ) -> None:
     from PIL import Image
 
     html = tmp_path / "report.html"
-    _report(run_cli, [compare_dir, "-o", html, "-q"])
+    _report(run_cli, [request.getfixturevalue(results), "-o", html, "-q"])
     url = html.as_uri()
     dom = _chromium("--dump-dom", url).stdout
     page = _parse(dom)
-    assert page.figures == list(FIGURES)
-    assert page.images == len(FIGURES)
+    assert page.figures == list(expected)
+    assert page.images == len(expected)
 
     shot = tmp_path / "shot.png"
     run = _chromium(

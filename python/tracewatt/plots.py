@@ -20,7 +20,15 @@ from matplotlib.ticker import MaxNLocator
 if TYPE_CHECKING:
     from tracewatt.results import Results
 
-__all__ = ["Plotter", "energy_breakdown", "idle_cdf", "lpi_heatmap", "power_timeline"]
+__all__ = [
+    "STUDY_METRICS",
+    "Plotter",
+    "energy_breakdown",
+    "idle_cdf",
+    "lpi_heatmap",
+    "power_timeline",
+    "study_bars",
+]
 
 #: Width, height of every figure, inches: readable on a laptop screen at 100 dpi.
 FIGSIZE = (9.0, 4.5)
@@ -177,6 +185,38 @@ def lpi_heatmap(results: Results) -> Figure:
     ax.set_xlabel("link direction (index within its kind, by link id)")
     ax.set_title("Time in low-power idle per link direction")
     fig.colorbar(image, ax=ax, label="LPI (% of run)")
+    return fig
+
+
+#: The ``study.csv`` columns :func:`study_bars` draws, with their axis labels.
+STUDY_METRICS = (
+    ("link_saving_pct", "link energy saved (%)"),
+    ("machine_saving_pct", "machine energy saved (%)"),
+    ("slowdown_pct", "slowdown (%)"),
+)
+
+
+def study_bars(study: pd.DataFrame) -> Figure:
+    """TraceRP Fig. 2-style grouped bars from ``study.csv``: per metric of
+    :data:`STUDY_METRICS` a panel, workloads along x, a bar per topology (failed cells, whose
+    metrics are empty, draw no bar)."""
+    workloads = list(dict.fromkeys(study["workload"]))
+    topologies = list(dict.fromkeys(study["topology"]))
+    fig = _figure((9.0, 2.5 * len(STUDY_METRICS) + 0.5))
+    axes = fig.subplots(len(STUDY_METRICS), 1, sharex=True)
+    x = np.arange(len(workloads))
+    width = 0.8 / max(len(topologies), 1)
+    for ax, (column, label) in zip(axes, STUDY_METRICS, strict=True):
+        values = study.pivot(index="workload", columns="topology", values=column)
+        for i, topology in enumerate(topologies):
+            heights = values.loc[workloads, topology].to_numpy(dtype=float)
+            offset = (i - (len(topologies) - 1) / 2) * width
+            ax.bar(x + offset, heights, width, label=topology)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_ylabel(label)
+    axes[0].set_title("EEE against always-on per workload and topology")
+    axes[0].legend(fontsize="small", ncols=len(topologies))
+    axes[-1].set_xticks(x, workloads, rotation=20, ha="right")
     return fig
 
 

@@ -1,7 +1,8 @@
 """The report of a results directory: its figures, and one self-contained HTML file.
 
 A directory written by ``tracewatt run -o`` or ``tracewatt compare -o`` (whose ``summary.json``
-has ``baseline`` and whose ``baseline/`` holds the baseline's tables). The HTML embeds every
+has ``baseline`` and whose ``baseline/`` holds the baseline's tables), or by ``tracewatt study
+-o`` (``study.csv``, see :func:`render_study_html`). The HTML embeds every
 figure as a ``data:`` PNG and refers to nothing outside itself, so it opens offline and can be
 mailed as one file.
 """
@@ -16,12 +17,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
 from matplotlib.figure import Figure
 
 from tracewatt import plots
 from tracewatt.results import Results
 
-__all__ = ["FORMATS", "ReportFigure", "figures", "load", "render_html", "write_figures"]
+__all__ = [
+    "FORMATS",
+    "ReportFigure",
+    "figures",
+    "load",
+    "page",
+    "render_html",
+    "render_study_html",
+    "run_sections",
+    "study_figures",
+    "study_sections",
+    "write_figures",
+]
 
 #: Formats ``write_figures`` writes.
 FORMATS = ("png", "svg")
@@ -106,8 +120,20 @@ def _png_bytes(figure: Figure) -> bytes:
     return buf.getvalue()
 
 
+def study_figures(study: pd.DataFrame) -> list[ReportFigure]:
+    """The figures of a study (``study.csv`` as a DataFrame)."""
+    return [
+        ReportFigure(
+            "study_bars",
+            "Energy EEE saves and the time it costs, per workload and topology: look for tall "
+            "saving bars over short slowdown bars.",
+            plots.study_bars(study),
+        )
+    ]
+
+
 def write_figures(
-    results: Results, baseline: Results | None, directory: str | os.PathLike[str], fmt: str
+    report_figures: list[ReportFigure], directory: str | os.PathLike[str], fmt: str
 ) -> list[Path]:
     """Writes each figure as ``<name>.<fmt>`` into ``directory`` (created if needed)."""
     if fmt not in FORMATS:
@@ -115,7 +141,7 @@ def write_figures(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     paths = []
-    for f in figures(results, baseline):
+    for f in report_figures:
         path = d / f"{f.name}.{fmt}"
         # A fixed salt for the ids of SVG elements, which are random otherwise.
         with matplotlib.rc_context({"svg.hashsalt": "tracewatt"}):
@@ -159,6 +185,8 @@ def _summary_text(results: Results, baseline: Results | None) -> str:
 _STYLE = """
 body { font-family: sans-serif; max-width: 960px; margin: 1em auto; padding: 0 1em; }
 table.config td { padding: 0 1em 0 0; vertical-align: top; }
+table.dataframe { display: block; overflow-x: auto; font-size: smaller; }
+table.dataframe td, table.dataframe th { padding: 0 0.5em; text-align: right; }
 pre { background: #f4f4f4; padding: 0.5em; overflow-x: auto; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; height: auto; }
@@ -166,24 +194,50 @@ figcaption { font-style: italic; }
 """
 
 
-def render_html(results: Results, baseline: Results | None = None, title: str = "") -> str:
-    """The report as one HTML document: the configuration, the summary, the figures."""
+def _figure_html(f: ReportFigure) -> str:
+    data = base64.b64encode(_png_bytes(f.figure)).decode("ascii")
+    return (
+        f'<figure id="{f.name}">\n<img alt="{html.escape(f.name)}" '
+        f'src="data:image/png;base64,{data}">\n'
+        f"<figcaption>{html.escape(f.caption)}</figcaption>\n</figure>\n"
+    )
+
+
+def page(title: str, sections: str, report_figures: list[ReportFigure]) -> str:
+    """One HTML document: a heading, ``sections`` (HTML), then the figures."""
+    e = html.escape
+    heading = f"tracewatt report{': ' + title if title else ''}"
+    body = "".join(_figure_html(f) for f in report_figures)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{e(heading)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+        f"<h1>{e(heading)}</h1>\n{sections}<h2>Figures</h2>\n{body}</body>\n</html>\n"
+    )
+
+
+def run_sections(results: Results, baseline: Results | None = None) -> str:
+    """The configuration and the summary of a run (or a compare), as HTML."""
     e = html.escape
     head = "".join(
         f"<tr><td>{e(what)}</td><td>{e(how)}</td></tr>\n" for what, how in _header(results)
     )
-    body = []
-    for f in figures(results, baseline):
-        data = base64.b64encode(_png_bytes(f.figure)).decode("ascii")
-        body.append(
-            f'<figure id="{f.name}">\n<img alt="{e(f.name)}" src="data:image/png;base64,{data}">\n'
-            f"<figcaption>{e(f.caption)}</figcaption>\n</figure>\n"
-        )
-    heading = f"tracewatt report{': ' + title if title else ''}"
     return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{e(heading)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
-        f'<h1>{e(heading)}</h1>\n<h2>Configuration</h2>\n<table class="config">\n{head}</table>\n'
+        f'<h2>Configuration</h2>\n<table class="config">\n{head}</table>\n'
         f"<h2>Summary</h2>\n<pre>{e(_summary_text(results, baseline))}</pre>\n"
-        f"<h2>Figures</h2>\n{''.join(body)}</body>\n</html>\n"
     )
+
+
+def study_sections(study: pd.DataFrame) -> str:
+    """A study's table (``study.csv``) as HTML."""
+    table = study.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0)
+    return f"<h2>Study</h2>\n{table}\n"
+
+
+def render_html(results: Results, baseline: Results | None = None, title: str = "") -> str:
+    """The report of a run (or a compare) as one HTML document."""
+    return page(title, run_sections(results, baseline), figures(results, baseline))
+
+
+def render_study_html(study: pd.DataFrame, title: str = "") -> str:
+    """The report of a study (``study.csv`` as a DataFrame) as one HTML document."""
+    return page(title, study_sections(study), study_figures(study))
