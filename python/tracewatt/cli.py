@@ -644,6 +644,49 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK if all(c.passed for c in checks) else EXIT_VALIDATION
 
 
+# --------------------------------------------------------------------------- report
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from tracewatt import report
+
+    path = Path(args.results)
+    if (path / "study.csv").is_file() and not (path / "summary.json").is_file():
+        import pandas as pd
+
+        study = pd.read_csv(path / "study.csv", keep_default_na=False, na_values=[""])
+        report_figures, sections = report.study_figures(study), report.study_sections(study)
+    elif (path / "summary.json").is_file():
+        if (
+            "baseline" in json.loads((path / "summary.json").read_text(encoding="utf-8"))
+            and not (path / "baseline" / "summary.json").is_file()
+        ):
+            raise UsageError(
+                f"{path / 'baseline'}: a compare output's baseline results are missing"
+                " (no summary.json)"
+            )
+        results, baseline = report.load(path)
+        report_figures = report.figures(results, baseline)
+        sections = report.run_sections(results, baseline)
+    else:
+        raise UsageError(
+            f"{args.results}: not a results folder (no summary.json or study.csv); write one "
+            "with `tracewatt run CONFIG -o DIR`, `tracewatt compare CONFIG -o DIR` or "
+            "`tracewatt study -o DIR`"
+        )
+    if args.figures is not None:
+        written = report.write_figures(report_figures, args.figures, args.format)
+        if not args.quiet:
+            sys.stdout.write("".join(f"{p}\n" for p in written))
+        if args.output is None:
+            return EXIT_OK
+    out = Path(args.output) if args.output is not None else path / "report.html"
+    out.write_text(report.page(str(path), sections, report_figures), encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(f"report written to {out}\n")
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -837,6 +880,29 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
     v.set_defaults(func=cmd_validate)
+
+    rp = sub.add_parser(
+        "report",
+        help="figures and a self-contained HTML report of a results folder",
+        description="Write one HTML file (figures embedded, no external links) for a results "
+        "folder written by run -o or compare -o; or, with --figures, the figures as files.",
+    )
+    rp.add_argument(
+        "results", metavar="RESULTS", help="a results folder (run -o, compare -o or study -o)"
+    )
+    rp.add_argument(
+        "-o",
+        "--output",
+        metavar="HTML",
+        help="the HTML file to write (default: RESULTS/report.html; with --figures, none unless "
+        "given)",
+    )
+    rp.add_argument("--figures", metavar="DIR", help="write each figure to DIR/<figure>.FORMAT")
+    rp.add_argument(
+        "--format", choices=("png", "svg"), default="png", help="figure file format (png)"
+    )
+    rp.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    rp.set_defaults(func=cmd_report)
 
     # Imported here: cli_trace imports this module's helpers.
     from tracewatt import cli_trace

@@ -12,11 +12,14 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from tracewatt.plots import Plotter
 
 __all__ = ["TABLES", "Results", "summary_json"]
 
@@ -282,6 +285,15 @@ class Results:
         """The resolved configuration of the run (every default filled in)."""
         cfg: dict[str, Any] = self.summary["config"]
         return cfg
+
+    @property
+    def plot(self) -> Plotter:
+        """The run's figures as matplotlib figures: ``energy_breakdown()``,
+        ``power_timeline()``, ``idle_cdf()``, ``lpi_heatmap()`` (see :mod:`tracewatt.plots`)."""
+        # Imported on use: matplotlib costs a fraction of a second that reading results need not.
+        from tracewatt.plots import Plotter
+
+        return Plotter(self)
 
     # ---------------------------------------------------------------- files
 

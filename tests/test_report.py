@@ -1,0 +1,306 @@
+"""Reports: figures drawn from a run's results, the self-contained HTML report, and that report
+opened in a real headless browser."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import PINGPONG, CliResult
+from test_study import SMALL_STUDY
+from tracewatt import cli, report
+from tracewatt.plots import STUDY_METRICS
+from tracewatt.report import figures, load
+from tracewatt.results import Results
+
+# The small study with EEE (waking right after each packet) against always-on: savings and
+# slowdowns that are not zero.
+STUDY = (
+    SMALL_STUDY
+    + """
+[[variants]]
+name = "eee"
+set = { "power.links.idle_timeout_us" = 1.0 }
+
+[[variants]]
+name = "always_on"
+set = { "power.links.policy" = "always_on" }
+"""
+)
+FIGURES = ("energy_breakdown", "power_timeline", "idle_cdf", "lpi_heatmap")
+NODE_BASE_W = 90.0  # docs/config.md, power.nodes.base_w default
+INTERVAL_US = 100.0  # the ping-pong's send interval (conftest.PINGPONG)
+
+
+def _eee_pingpong() -> dict[str, Any]:
+    """The ping-pong with an idle timeout shorter than its send interval: links sleep between
+    messages."""
+    cfg = copy.deepcopy(PINGPONG)
+    cfg["power"] = {"links": {"idle_timeout_us": 20.0}}
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cmp")
+    assert cli.main(["compare", "-q", "-o", str(out), _config_file(out.parent)]) == 0
+    return out
+
+
+def _config_file(directory: Path) -> str:
+    path = directory / "eee-pingpong.json"
+    path.write_text(json.dumps(_eee_pingpong()), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def compared(compare_dir: Path) -> tuple[Results, Results]:
+    results, baseline = load(compare_dir)
+    assert baseline is not None
+    return results, baseline
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("study")
+    (d / "small.toml").write_text(STUDY, encoding="utf-8")
+    assert cli.main(["study", "-q", "--study", str(d / "small.toml"), "-o", str(d / "out")]) == 0
+    return d / "out"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    assert cli.main(["run", "-q", "-o", str(out / "res"), _config_file(out)]) == 0
+    return out / "res"
+
+
+def test_breakdown_bars_are_the_energy_of_each_component(compared: tuple[Results, Results]) -> None:
+    results, baseline = compared
+    ax = results.plot.energy_breakdown().axes[0]
+    kinds = [t.get_text() for t in ax.get_xticklabels()]
+    base_bars, policy_bars = (
+        dict(zip(kinds, (b.get_height() for b in c.patches), strict=True)) for c in ax.containers
+    )
+    # Node base power is constant: 2 nodes x 90 W over the run, worked out by hand.
+    assert policy_bars["node_base"] == pytest.approx(2 * NODE_BASE_W * results.makespan_s)
+    assert base_bars["node_base"] == pytest.approx(2 * NODE_BASE_W * baseline.makespan_s)
+    # Link ports: the per-link table's energies, summed by the side that owns the port.
+    for res, bars in ((results, policy_bars), (baseline, base_bars)):
+        by_port = res.links.groupby("port")["energy_j"].sum()
+        assert bars["switch_ports"] == pytest.approx(by_port["switch"])
+        assert bars["nic_ports"] == pytest.approx(by_port["nic"])
+        assert sum(bars.values()) == pytest.approx(res.summary["energy_j"]["total"])
+    # EEE saves link energy: the policy's port bars are below the baseline's.
+    assert policy_bars["switch_ports"] < base_bars["switch_ports"]
+
+
+def test_timeline_lines_are_the_timeline_columns(compared: tuple[Results, Results]) -> None:
+    results, baseline = compared
+    ax = results.plot.power_timeline(baseline).axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    timeline = results.timeline
+    for column in (c for c in timeline.columns if c.endswith("_w")):
+        y = np.asarray(lines[column.removesuffix("_w")].get_ydata())
+        np.testing.assert_array_equal(y[:-1], timeline[column].to_numpy())
+    x_ms = np.asarray(lines["baseline total"].get_xdata())
+    assert x_ms[-1] == pytest.approx(baseline.timeline["t_end_s"].iloc[-1] * 1e3)
+
+
+def test_idle_cdf_steps_at_the_send_interval(compared: tuple[Results, Results]) -> None:
+    results, _ = compared
+    ax = results.plot.idle_cdf().axes[0]
+    curves = [ln for ln in ax.get_lines() if not ln.get_label().endswith(("idle_timeout", "above"))]
+    assert [ln.get_label() for ln in curves] == sorted(set(results.links["kind"]))
+    for ln in curves:
+        x_us, cdf = np.asarray(ln.get_xdata()), np.asarray(ln.get_ydata())
+        assert cdf[-1] == pytest.approx(1.0)
+        # A packet every 100 us each way: most idle intervals are a little under 100 us.
+        median_us = x_us[np.searchsorted(cdf, 0.5)]
+        assert 0.5 * INTERVAL_US < median_us <= 1.3 * INTERVAL_US
+    timeouts = [ln for ln in ax.get_lines() if "idle_timeout" in str(ln.get_label())]
+    assert timeouts and all(ln.get_xdata()[0] == pytest.approx(20.0) for ln in timeouts)
+
+
+def test_heatmap_cells_are_each_links_lpi_share(compared: tuple[Results, Results]) -> None:
+    results, _ = compared
+    image = results.plot.lpi_heatmap().axes[0].images[0]
+    grid = np.asarray(image.get_array())
+    links = results.links.sort_values("link_id")
+    for row, (_, rows) in enumerate(links.groupby("kind", sort=True)):
+        expected = 100.0 * rows["lpi_s"].to_numpy() / results.makespan_s
+        np.testing.assert_allclose(grid[row, : len(rows)], expected)
+    # Links sleep through most of each 100 us gap after a 20 us timeout.
+    assert np.nanmean(grid) > 30.0
+
+
+class _Refs(HTMLParser):
+    """Collects every src and href, and the figures' ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+        self.figures: list[str] = []
+        self.images = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.refs += [v for k, v in attrs if k in ("src", "href") and v is not None]
+        if tag == "figure" and a.get("id"):
+            self.figures.append(str(a["id"]))
+        if tag == "img" and str(a.get("src", "")).startswith("data:image/png;base64,"):
+            self.images += 1
+
+
+def _parse(text: str) -> _Refs:
+    p = _Refs()
+    p.feed(text)
+    return p
+
+
+def _report(run_cli: Any, args: list[str | Path]) -> CliResult:
+    r: CliResult = run_cli("report", *args)
+    assert r.code == 0, r.err
+    return r
+
+
+def test_html_is_self_contained_and_holds_every_figure(
+    run_cli: Any, compare_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.html"
+    r = _report(run_cli, [compare_dir, "-o", out])
+    assert r.out == f"report written to {out}\n"
+    text = out.read_text(encoding="utf-8")
+    page = _parse(text)
+    assert page.figures == list(FIGURES)
+    assert page.images == len(FIGURES)
+    assert all(ref.startswith("data:") for ref in page.refs), page.refs
+    assert "http://" not in text and "https://" not in text
+    # The header names the machine, the workload and the policy; the summary the saving.
+    assert "single_switch: 2 nodes" in text
+    assert "pingpong, 2 ranks" in text
+    assert "EEE: idle timeout 20 us" in text
+    assert "energy saved" in text
+
+
+def test_report_of_a_run_draws_no_baseline(run_cli: Any, run_dir: Path) -> None:
+    _report(run_cli, [run_dir, "-q"])
+    page = _parse((run_dir / "report.html").read_text(encoding="utf-8"))
+    assert page.figures == list(FIGURES)
+    results, baseline = load(run_dir)
+    assert baseline is None
+    assert len(results.plot.energy_breakdown().axes[0].containers) == 1
+
+
+def test_study_bars_are_the_study_table(run_cli: Any, study_dir: Path) -> None:
+    r = _report(run_cli, [study_dir, "--figures", study_dir / "figs"])
+    assert r.out == f"{study_dir / 'figs' / 'study_bars.png'}\n"
+    study = pd.read_csv(study_dir / "study.csv")
+    assert study["slowdown_pct"].notna().all()
+    report_figures = report.study_figures(study)
+    axes = report_figures[0].figure.axes
+    workloads = [t.get_text() for t in axes[-1].get_xticklabels()]
+    assert workloads == ["perm", "halo"]
+    for ax, (column, _) in zip(axes, STUDY_METRICS, strict=True):
+        topologies = [str(c.get_label()) for c in ax.containers]
+        assert topologies == ["ft", "torus"]
+        for topology, bars in zip(topologies, ax.containers, strict=True):
+            for workload, bar in zip(workloads, bars.patches, strict=True):
+                row = study[(study["topology"] == topology) & (study["workload"] == workload)]
+                assert bar.get_height() == pytest.approx(float(row[column].iloc[0]))
+    _report(run_cli, [study_dir, "-q"])
+    text = (study_dir / "report.html").read_text(encoding="utf-8")
+    page = _parse(text)
+    assert page.figures == ["study_bars"]
+    assert all(ref.startswith("data:") for ref in page.refs)
+    assert "<td>halo</td>" in text
+
+
+def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path: Path) -> None:
+    r = _report(run_cli, [compare_dir, "--figures", tmp_path / "f", "--format", "svg"])
+    assert r.out.split() == [str(tmp_path / "f" / f"{n}.svg") for n in FIGURES]
+    assert (tmp_path / "f" / "idle_cdf.svg").read_text().lstrip().startswith("<?xml")
+    assert not (compare_dir / "report.html").exists()  # only the figures were asked for
+    # Same results, same bytes (no dates, no random SVG ids).
+    _report(run_cli, [compare_dir, "--figures", tmp_path / "g", "--format", "svg"])
+    for n in FIGURES:
+        assert (tmp_path / "f" / f"{n}.svg").read_bytes() == (
+            tmp_path / "g" / f"{n}.svg"
+        ).read_bytes()
+
+
+def test_report_of_a_folder_without_results_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
+    r = run_cli("report", tmp_path)
+    assert r.code == 2
+    assert f"{tmp_path}: not a results folder (no summary.json or study.csv)" in r.err
+
+
+def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> None:
+    results, baseline = compared
+    bare = Results(results.summary, {"links": results.links})
+    assert [f.name for f in figures(bare)] == ["energy_breakdown", "lpi_heatmap"]
+    assert [f.name for f in figures(results, baseline)] == list(FIGURES)
+
+
+# ------------------------------------------------------------------ headless browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (scripts/test-all.sh installs it): "
+    "the report is not opened in a browser",
+)
+@pytest.mark.parametrize(
+    ("results", "expected"),
+    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("study_bars",))],
+)
+def test_report_renders_in_headless_chromium(
+    run_cli: Any,
+    request: pytest.FixtureRequest,
+    results: str,
+    expected: tuple[str, ...],
+    tmp_path: Path,
+) -> None:
+    from PIL import Image
+
+    html = tmp_path / "report.html"
+    _report(run_cli, [request.getfixturevalue(results), "-o", html, "-q"])
+    url = html.as_uri()
+    dom = _chromium("--dump-dom", url).stdout
+    page = _parse(dom)
+    assert page.figures == list(expected)
+    assert page.images == len(expected)
+
+    shot = tmp_path / "shot.png"
+    run = _chromium(
+        "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", "--window-size=1200,3000", url
+    )
+    assert "CONSOLE" not in run.stderr, run.stderr
+    pixels = np.asarray(Image.open(shot).convert("RGB"), dtype=float)
+    assert pixels.shape[:2] == (3000, 1200)
+    assert pixels.std() > 20.0  # not a blank page
+    # The figures' first colour (matplotlib's C0 blue, 31,119,180) is drawn: images rendered.
+    blue = np.all(np.abs(pixels - np.array([31.0, 119.0, 180.0])) < 12.0, axis=2)
+    assert blue.sum() > 2000
