@@ -347,3 +347,106 @@ fn npb_class_b_matches_dumpi2ascii() {
         all_ops(&t);
     }
 }
+
+/// sst-dumpi-testtrace with bytes of rank 0's file replaced; the error the reader gives.
+/// Offsets below are worked out by hand from the layout (module docs of `dumpi`) and
+/// `testtrace-0000.txt`: the body starts at 8 (two u32 biases), records have mask 0x4f
+/// (statuses, thread id, CPU and wall times): label u16, mask u8, thread u16, CPU {start,
+/// stop} then wall {start, stop}, each {u16 s, u32 ns}; Init (at 16) ends with argc and one
+/// 5-byte argument, so Comm_rank starts at 58; Isend starts at 159 and its `dest` is at 194; the
+/// footer is at 432 (the section index), its counts from 440, MPI_Recv's (label 1) at 444.
+fn corrupt_rank0(at: usize, bytes: &[u8]) -> String {
+    let d = common::scratch("corrupt-dumpi");
+    for e in std::fs::read_dir(data("dumpi/sst-dumpi-testtrace")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    let f = d.join("testtrace-0000.bin");
+    let mut b = std::fs::read(&f).unwrap();
+    b[at..at + bytes.len()].copy_from_slice(bytes);
+    std::fs::write(&f, b).unwrap();
+    let t = open_trace(&d, &ReadOptions::default());
+    let e = match t {
+        Err(e) => e.to_string(),
+        Ok(t) => t
+            .program(0)
+            .find_map(|op| op.err())
+            .expect("the corrupt trace read cleanly")
+            .to_string(),
+    };
+    assert!(
+        e.contains("testtrace-0000.bin") && e.contains("rank 0"),
+        "{e}"
+    );
+    e
+}
+
+#[test]
+fn nanoseconds_of_a_second_or_more_are_refused() {
+    // Init's wall start: seconds at 33, nanoseconds at 35.
+    let e = corrupt_rank0(35, &[0xff; 4]);
+    assert!(
+        e.contains("byte offset 33") && e.contains("below 1e9"),
+        "{e}"
+    );
+}
+
+#[test]
+fn time_going_backwards_is_refused() {
+    // Comm_rank's wall start (ns at 77) before Init's stop (737,670,000 ns).
+    let e = corrupt_rank0(77, &[0; 4]);
+    assert!(
+        e.contains("byte offset 75") && e.contains("backwards"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_end_of_stream_label_before_the_end_is_refused() {
+    let e = corrupt_rank0(58, &293u16.to_be_bytes());
+    assert!(e.contains("byte offset 58") && e.contains("got 293"), "{e}");
+}
+
+#[test]
+fn a_peer_beyond_the_ranks_is_refused() {
+    let e = corrupt_rank0(194, &4i32.to_be_bytes());
+    assert!(
+        e.contains("byte offset 159") && e.contains("`dest`") && e.contains("got 4"),
+        "{e}"
+    );
+}
+
+#[test]
+fn call_counts_disagreeing_with_the_footer_are_refused() {
+    let e = corrupt_rank0(444, &2u32.to_be_bytes());
+    assert!(
+        e.contains("byte offset 444") && e.contains("2 MPI_Recv calls") && e.contains("decoded 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn numprocs_must_match_the_rank_files() {
+    for (n, what) in [
+        (3, "testtrace-0003.bin is present"),
+        (5, "testtrace-0004.bin is missing"),
+    ] {
+        let d = common::scratch("numprocs");
+        for e in std::fs::read_dir(data("dumpi/sst-dumpi-testtrace")).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+        }
+        let meta = d.join("testtrace.meta");
+        let text = std::fs::read_to_string(&meta).unwrap();
+        std::fs::write(&meta, text.replace("numprocs=4", &format!("numprocs={n}"))).unwrap();
+        let e = open_trace(&d, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("testtrace.meta")
+                && e.contains(&format!("numprocs={n}"))
+                && e.contains(what),
+            "{e}"
+        );
+    }
+}
