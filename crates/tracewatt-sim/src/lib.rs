@@ -101,11 +101,11 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
     Ok(build_workloads_warned(config, source)?.0)
 }
 
-/// [`build_workloads`], with what the traces' pre-passes warn about (each prefixed by its job).
-fn build_workloads_warned(
-    config: &Config,
-    source: &str,
-) -> Result<(Vec<Box<dyn Workload>>, Vec<String>), SimError> {
+/// Every job's workload, and what the traces' pre-passes warn about (each prefixed by its job).
+type WarnedWorkloads = (Vec<Box<dyn Workload>>, Vec<String>);
+
+/// [`build_workloads`], with the traces' warnings.
+fn build_workloads_warned(config: &Config, source: &str) -> Result<WarnedWorkloads, SimError> {
     let mut warnings = Vec::new();
     let workloads = config
         .jobs

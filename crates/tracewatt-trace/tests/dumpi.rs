@@ -501,9 +501,11 @@ fn cpu_clock_replays_the_cpu_time_between_calls() {
     assert_eq!(compute_ps(ComputeClock::Wall), wall_ns * 1000);
     let t = open_trace(&data("dumpi/sst-dumpi-testtrace"), &ReadOptions::default()).unwrap();
     let r0 = &t.info().rank_times[0];
-    assert_eq!(r0.compute_wall_s, wall_ns as f64 / 1e9);
-    assert_eq!(r0.compute_cpu_s, Some(cpu_ns as f64 / 1e9));
-    assert_eq!(r0.mpi_s, mpi_ns as f64 / 1e9);
+    // Nanoseconds as seconds: exact to well below 1 ns at these magnitudes.
+    let ns = |s: f64| (s * 1e9).round() as u64;
+    assert_eq!(ns(r0.compute_wall_s), wall_ns);
+    assert_eq!(r0.compute_cpu_s.map(ns), Some(cpu_ns));
+    assert_eq!(ns(r0.mpi_s), mpi_ns);
 }
 
 /// NPB FT class S ran 4 ranks on 2 cores: its ranks' wall-clock compute exceeds their CPU time
