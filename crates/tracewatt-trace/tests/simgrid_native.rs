@@ -354,8 +354,9 @@ fn a_shared_simgrid_file_reads_each_rank_as_its_own_file() {
     bad[at] = "5 bcast x".into();
     let f = scratch("ti-shared-bad").join("bad.txt");
     std::fs::write(&f, bad.join("\n") + "\n").unwrap();
-    let t = open_trace(&f, &ReadOptions::default());
-    let e = t.err().expect("a bad line").to_string();
+    let e = open_trace(&f, &ReadOptions::default())
+        .expect_err("a bad line")
+        .to_string();
     assert!(
         e.contains("rank 5") && e.contains(&format!("line {}", at + 1)),
         "{e}"

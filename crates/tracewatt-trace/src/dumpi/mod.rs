@@ -664,6 +664,7 @@ impl DumpiCalls {
                 return Ok(None);
             }
             if self.finalized && label == 0 {
+                self.check_counts()?;
                 return Ok(None); // some writers leave zeros after Finalize
             }
             let (mpi_name, fields) = match FUNCS.get(label as usize) {
