@@ -287,6 +287,34 @@ def test_trace_info_table(trace_cli: Callable[..., CliResult]) -> None:
     assert "total" in r.out
 
 
+def test_trace_info_shows_rank_times_and_shared_core_warnings(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # NPB FT class S was traced with 4 ranks on 2 cores: wall-clock compute 2-3x CPU time.
+    ft = DATA / "dumpi" / "npb-ft.S-4ranks"
+    info = _info(ft)
+    shared = [
+        t["rank"] for t in info["rank_times"] if t["compute_wall_s"] > 1.5 * t["compute_cpu_s"]
+    ]
+    assert shared == [0, 1, 2, 3]
+    r = trace_cli("trace", "info", ft)
+    assert r.code == 0, r.err
+    assert re.search(r"rank\s+compute \(wall\)\s+compute \(CPU\)\s+inside MPI", r.out), r.out
+    warned = re.findall(r"^warning: rank (\d+): compute on the wall clock", r.out, re.M)
+    assert [int(w) for w in warned] == shared, r.out
+    for clock, warns in [("wall", True), ("cpu", False)]:
+        toml = tmp_path / f"{clock}.toml"
+        toml.write_text(
+            "seed = 1\n[machine]\nranks_per_node = 1\n[machine.topology]\n"
+            'kind = "single_switch"\nnodes = 4\n[machine.links]\nbandwidth_gbps = 10.0\n'
+            'latency_ns = 2500.0\n[[jobs]]\nname = "ft"\nranks = 4\n[jobs.trace]\n'
+            f'path = "{ft}"\ncompute_clock = "{clock}"\n'
+        )
+        r = trace_cli("run", toml)
+        assert r.code == 0, r.err
+        assert ("warning: ft: rank 0: compute on the wall clock" in r.err) == warns, r.err
+
+
 def test_trace_info_table_otf2(trace_cli: Callable[..., CliResult]) -> None:
     r = trace_cli("trace", "info", DATA / "otf2" / "pipit-ping-pong" / "traces.otf2")
     assert r.code == 0, r.err

@@ -333,6 +333,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if bar:
             bar.clear()
     timing = run_timing(res.summary, time.monotonic() - start)
+    if not args.quiet:
+        for w in res.summary.get("trace_warnings", []):
+            _warn(f"warning: {w}")
     if out is not None:
         res.write(out)
         _write_timing(out, timing)

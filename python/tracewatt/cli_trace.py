@@ -73,6 +73,27 @@ def info_text(info: dict[str, Any]) -> str:
     ]
     rows.append(["total", _format.count(sum(calls.values()))])
     lines.append(_format.table(["call", "count (all ranks)"], rows, [False, True]).rstrip("\n"))
+    rank_times: list[dict[str, Any]] = info.get("rank_times", [])
+    if rank_times:
+        lines.append("")
+        rows = [
+            [
+                str(t.get("rank")),
+                _format.seconds(t.get("compute_wall_s")),
+                _format.seconds(t.get("compute_cpu_s")),
+                _format.seconds(t.get("mpi_s")),
+            ]
+            for t in rank_times
+        ]
+        lines.append(
+            _format.table(
+                ["rank", "compute (wall)", "compute (CPU)", "inside MPI"],
+                rows,
+                [True, True, True, True],
+            ).rstrip("\n")
+        )
+    for w in info.get("warnings", []):
+        lines.append(f"warning: {w}")
     unsupported = info.get("unsupported", [])
     if unsupported:
         lines.append("")

@@ -287,6 +287,7 @@ fn read_options(
         compute_scale,
         flops_per_s,
         strict,
+        ..Default::default()
     })
 }
 

@@ -219,6 +219,10 @@ pub struct TraceSpec {
     /// Calls the simulator cannot replay are errors instead of being skipped.
     #[serde(default)]
     pub strict: bool,
+    /// The clock measuring compute between calls: `wall` (default) or `cpu` (formats that
+    /// record CPU time; checked when the trace is opened).
+    #[serde(default)]
+    pub compute_clock: tracewatt_trace::ComputeClock,
 }
 
 impl TraceSpec {

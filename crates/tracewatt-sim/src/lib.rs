@@ -98,7 +98,16 @@ fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
 /// Builds every job's workload: from its `[jobs.workload]` table (a generator) or its
 /// `[jobs.trace]` table (a trace, read with `tracewatt-trace`; one pre-pass over its files).
 pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Workload>>, SimError> {
-    config
+    Ok(build_workloads_warned(config, source)?.0)
+}
+
+/// Every job's workload, and what the traces' pre-passes warn about (each prefixed by its job).
+type WarnedWorkloads = (Vec<Box<dyn Workload>>, Vec<String>);
+
+/// [`build_workloads`], with the traces' warnings.
+fn build_workloads_warned(config: &Config, source: &str) -> Result<WarnedWorkloads, SimError> {
+    let mut warnings = Vec::new();
+    let workloads = config
         .jobs
         .iter()
         .enumerate()
@@ -109,12 +118,30 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
                     compute_scale: t.compute_scale,
                     flops_per_s: t.flops_per_s,
                     strict: t.strict,
+                    compute_clock: t.compute_clock,
                 };
-                let wl = tracewatt_trace::open(&path, &opts).map_err(|e| SimError::Trace {
+                let trace_err = |e: tracewatt_trace::TraceError| SimError::Trace {
                     source_name: source.to_string(),
                     job: i,
                     message: e.to_string(),
-                })?;
+                };
+                let format = tracewatt_trace::detect(&path).map_err(trace_err)?;
+                if t.compute_clock == tracewatt_trace::ComputeClock::Cpu
+                    && !format.records_cpu_time()
+                {
+                    return Err(SimError::config(
+                        source,
+                        &format!("jobs[{i}].trace.compute_clock"),
+                        format!(
+                            "\"wall\": the trace {} ({format:?}) records no CPU times",
+                            path.display()
+                        ),
+                        None,
+                    ));
+                }
+                let wl = tracewatt_trace::open_trace(&path, &opts).map_err(trace_err)?;
+                let name = job.name.clone().unwrap_or_else(|| format!("jobs[{i}]"));
+                warnings.extend(wl.info().warnings.iter().map(|w| format!("{name}: {w}")));
                 if wl.num_ranks() != job.ranks {
                     return Err(SimError::config(
                         source,
@@ -129,7 +156,7 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
                         None,
                     ));
                 }
-                return Ok(wl);
+                return Ok(Box::new(wl) as Box<dyn Workload>);
             }
             let Some(spec) = &job.workload else {
                 return Err(SimError::config(
@@ -158,19 +185,26 @@ pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Work
                 }
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((workloads, warnings))
 }
 
 /// Runs one simulation. `progress` is called periodically; returning `false` interrupts the run.
-/// A run that would not fit in the memory available is refused before anything is built.
+/// A run that would not fit in the memory available is refused before anything is built. What
+/// the jobs' traces warn about (e.g. ranks that shared cores while traced) is the summary's
+/// `trace_warnings` list, present only when there is something to say.
 pub fn simulate(
     config: &Config,
     source: &str,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
     memory::check(config, source, &memory::NATIVE, 1)?;
-    let workloads = build_workloads(config, source)?;
-    run(config, source, workloads, Vec::new(), progress)
+    let (workloads, warnings) = build_workloads_warned(config, source)?;
+    let mut results = run(config, source, workloads, Vec::new(), progress)?;
+    if !warnings.is_empty() {
+        results.summary["trace_warnings"] = json!(warnings);
+    }
+    Ok(results)
 }
 
 /// Runs one simulation with the given workloads, one per job in `config.jobs` (whose `workload`

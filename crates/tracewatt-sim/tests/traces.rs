@@ -306,6 +306,52 @@ fn npb_cg_replays_the_recorded_compute() {
     );
 }
 
+/// `compute_clock`: CPU time where the trace has it (NPB FT class S shared 2 cores between 4
+/// ranks, so its wall-clock compute is 2-3x its CPU time and the summary warns about each rank
+/// on the wall clock); a format without CPU times is a configuration error on the field.
+#[test]
+fn compute_clock_cpu_replays_cpu_time_and_wall_warns_about_shared_cores() {
+    let ft = data("dumpi/npb-ft.S-4ranks");
+    let with = |extra: &str| {
+        let text = config_text(&ft.display().to_string(), 4, extra);
+        let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
+        simulate(&config, "<test>", &mut |_| true).unwrap()
+    };
+    let (wall, cpu) = (with(""), with("compute_clock = \"cpu\""));
+    let warnings = wall.summary["trace_warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 4, "{warnings:?}");
+    assert!(warnings[0].as_str().unwrap().starts_with("trace: rank 0: "));
+    assert!(cpu.summary.get("trace_warnings").is_none());
+    // Each rank's replayed compute is its trace's compute on the chosen clock.
+    let t = open_trace(&ft, &ReadOptions::default()).unwrap();
+    for (results, cpu_clock) in [(&wall, false), (&cpu, true)] {
+        let replayed = per_rank(results, "compute_s");
+        for (r, times) in t.info().rank_times.iter().enumerate() {
+            let want = if cpu_clock {
+                times.compute_cpu_s.unwrap()
+            } else {
+                times.compute_wall_s
+            };
+            assert!(
+                (replayed[r] - want).abs() < 1e-9,
+                "rank {r}: {} vs {want}",
+                replayed[r]
+            );
+        }
+    }
+    let text = config_text(
+        &data("otf2/pipit-ping-pong").display().to_string(),
+        2,
+        "compute_clock = \"cpu\"",
+    );
+    let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
+    let err = simulate(&config, "<test>", &mut |_| true).unwrap_err();
+    assert!(
+        matches!(err, SimError::Config { .. }) && err.to_string().contains("compute_clock"),
+        "{err}"
+    );
+}
+
 #[test]
 fn converted_native_trace_gives_the_same_makespan() {
     for rel in [

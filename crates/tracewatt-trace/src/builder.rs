@@ -25,6 +25,23 @@ use crate::call::{
 };
 use crate::comms::CommHook;
 use crate::error::{Location, TraceError};
+use crate::{ComputeClock, ReadOptions};
+
+/// Compute periods on one clock: the time from the latest end so far to the next call's start
+/// (overlapping or out-of-order calls give none).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Gaps {
+    prev_end_ns: Option<u64>,
+}
+
+impl Gaps {
+    /// The gap before a call spanning `start_ns..end_ns` (0 for the first).
+    pub(crate) fn gap_ns(&mut self, start_ns: u64, end_ns: u64) -> u64 {
+        let gap = self.prev_end_ns.map_or(0, |p| start_ns.saturating_sub(p));
+        self.prev_end_ns = Some(self.prev_end_ns.map_or(end_ns, |p| p.max(end_ns)));
+        gap
+    }
+}
 
 /// Where a trace handle points: a live simulator request, or a request that moves nothing
 /// (MPI_PROC_NULL peer).
@@ -40,7 +57,8 @@ pub(crate) struct OpBuilder {
     file: PathBuf,
     compute_scale: f64,
     strict: bool,
-    prev_end: Option<u64>,
+    clock: ComputeClock,
+    gaps: Gaps,
     comms: BTreeMap<CommHandle, CommId>,
     /// Members (world ranks) of communicators this rank created from groups, so their groups
     /// are known during the pre-pass too.
@@ -59,21 +77,16 @@ pub(crate) struct OpBuilder {
 }
 
 impl OpBuilder {
-    pub fn new(
-        rank: Rank,
-        num_ranks: u32,
-        file: PathBuf,
-        compute_scale: f64,
-        strict: bool,
-    ) -> Self {
+    pub fn new(rank: Rank, num_ranks: u32, file: PathBuf, opts: &ReadOptions) -> Self {
         let mut comms = BTreeMap::new();
         comms.insert(WORLD_HANDLE, WORLD);
         OpBuilder {
             rank,
             file,
-            compute_scale,
-            strict,
-            prev_end: None,
+            compute_scale: opts.compute_scale,
+            strict: opts.strict,
+            clock: opts.compute_clock,
+            gaps: Gaps::default(),
             comms,
             created: BTreeMap::new(),
             groups: BTreeMap::new(),
@@ -180,13 +193,28 @@ impl OpBuilder {
     }
 
     pub fn feed(&mut self, call: Call, hook: &mut dyn CommHook) -> Result<(), TraceError> {
-        if call.start_ns != 0 || call.end_ns != 0 {
-            if let Some(prev) = self.prev_end {
-                if call.start_ns > prev {
-                    self.compute((call.start_ns - prev) as f64 * 1000.0 * self.compute_scale)?;
-                }
+        let timed = call.start_ns != 0 || call.end_ns != 0;
+        let span = match (self.clock, call.cpu_ns) {
+            (ComputeClock::Wall, _) => timed.then_some((call.start_ns, call.end_ns)),
+            (ComputeClock::Cpu, Some(cpu)) => Some(cpu),
+            (ComputeClock::Cpu, None) if timed => {
+                return Err(TraceError::format(
+                    Location {
+                        file: self.file.clone(),
+                        rank: Some(self.rank),
+                        ..Default::default()
+                    },
+                    "CPU times on every call for compute_clock = \"cpu\" (this trace records \
+                     wall-clock times only; use compute_clock = \"wall\")",
+                ))
             }
-            self.prev_end = Some(self.prev_end.map_or(call.end_ns, |p| p.max(call.end_ns)));
+            (ComputeClock::Cpu, None) => None,
+        };
+        if let Some((start, end)) = span {
+            let gap = self.gaps.gap_ns(start, end);
+            if gap > 0 {
+                self.compute(gap as f64 * 1000.0 * self.compute_scale)?;
+            }
         }
         if self.finalized {
             // MPI allows nothing after Finalize but a few queries; traces of finalize hooks

@@ -188,6 +188,8 @@ pub struct Call {
     pub func: Func,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The process's CPU time at start and end (ns), where the format records it (DUMPI).
+    pub cpu_ns: Option<(u64, u64)>,
     pub kind: CallKind,
 }
 
@@ -197,6 +199,7 @@ impl Call {
             func,
             start_ns: 0,
             end_ns: 0,
+            cpu_ns: None,
             kind,
         }
     }

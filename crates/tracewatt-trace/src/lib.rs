@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracewatt_workload::generators::Workload;
 use tracewatt_workload::{Program, Rank};
 
@@ -29,7 +29,7 @@ pub use call::{Call, CallKind};
 pub use error::{Location, TraceError};
 pub use native::{NativeWriter, NATIVE_VERSION};
 
-use builder::OpBuilder;
+use builder::{Gaps, OpBuilder};
 use comms::{CommTable, Replay, Resolver};
 
 /// How to read a trace.
@@ -41,15 +41,55 @@ pub struct ReadOptions {
     pub flops_per_s: f64,
     /// Unsupported calls are errors instead of warnings.
     pub strict: bool,
+    /// Which clock measures the compute between calls.
+    pub compute_clock: ComputeClock,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
+            compute_clock: ComputeClock::Wall,
             compute_scale: 1.0,
             flops_per_s: 1e9,
             strict: false,
         }
+    }
+}
+
+/// The clock measuring a rank's compute between MPI calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputeClock {
+    /// Wall-clock gaps: right when every rank had a core of its own.
+    #[default]
+    Wall,
+    /// The process's CPU time between calls (formats recording it: DUMPI): right when ranks
+    /// shared cores, whose wall-clock gaps include the time other ranks ran.
+    Cpu,
+}
+
+/// A rank's wall-clock compute over its CPU-time compute above which the rank is taken to have
+/// shared its core with others while traced (a warning: a wall-clock replay is too slow).
+pub const TIMESHARED_RATIO: f64 = 1.5;
+
+/// Where a rank's traced time went, from its timestamps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankTimes {
+    pub rank: Rank,
+    /// Time between calls on the wall clock (what `ComputeClock::Wall` replays as compute).
+    pub compute_wall_s: f64,
+    /// The same on the CPU clock, where every call of the rank records CPU times.
+    pub compute_cpu_s: Option<f64>,
+    /// Wall-clock time inside MPI calls (communication and waiting, which the replay simulates).
+    pub mpi_s: f64,
+}
+
+impl RankTimes {
+    /// Wall-clock over CPU compute, when both are known and the CPU compute is not zero.
+    pub fn wall_over_cpu(&self) -> Option<f64> {
+        self.compute_cpu_s
+            .filter(|&c| c > 0.0)
+            .map(|c| self.compute_wall_s / c)
     }
 }
 
@@ -60,6 +100,13 @@ pub enum TraceFormat {
     SimgridTi,
     Native,
     Otf2,
+}
+
+impl TraceFormat {
+    /// Whether the format records CPU times beside wall-clock times (`ComputeClock::Cpu`).
+    pub fn records_cpu_time(self) -> bool {
+        self == TraceFormat::Dumpi
+    }
 }
 
 /// An unsupported call name and how often the trace uses it (summed over ranks).
@@ -89,6 +136,11 @@ pub struct TraceInfo {
     /// formats without timestamps.
     pub duration_s: Option<f64>,
     pub unsupported: Vec<UnsupportedCall>,
+    /// Per rank compute and MPI time (empty for formats without timestamps).
+    pub rank_times: Vec<RankTimes>,
+    /// What a user should know before replaying (ranks that shared cores while traced, when
+    /// compute is measured on the wall clock).
+    pub warnings: Vec<String>,
 }
 
 pub(crate) type CallIter = Box<dyn Iterator<Item = Result<Call, TraceError>> + Send>;
@@ -148,8 +200,7 @@ impl Workload for TraceWorkload {
                 rank,
                 self.source.num_ranks(),
                 self.source.rank_file(rank),
-                self.opts.compute_scale,
-                self.opts.strict,
+                &self.opts,
             ),
             comms: self.comms.clone(),
             done: false,
@@ -270,17 +321,24 @@ fn prescan(
     let mut unsupported: BTreeMap<String, u64> = BTreeMap::new();
     let (mut p2p, mut coll) = (0u64, 0u64);
     let mut duration: Option<f64> = None;
+    let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
     for rank in 0..n {
-        let mut b = OpBuilder::new(
-            rank,
-            n,
-            source.rank_file(rank),
-            opts.compute_scale,
-            opts.strict,
-        );
+        let mut b = OpBuilder::new(rank, n, source.rank_file(rank), opts);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
+        let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
+        let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
+        let mut timed = false;
         for call in source.calls(rank)? {
             let call = call?;
+            if call.start_ns != 0 || call.end_ns != 0 {
+                timed = true;
+                wall_ns += wall.gap_ns(call.start_ns, call.end_ns);
+                mpi_ns += call.end_ns.saturating_sub(call.start_ns);
+                cpu_ns = match (cpu_ns, call.cpu_ns) {
+                    (Some(sum), Some((s, e))) => Some(sum + cpu.gap_ns(s, e)),
+                    _ => None,
+                };
+            }
             let name = match &call.kind {
                 CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
                 _ => funcs::func_name(call.func),
@@ -301,6 +359,26 @@ fn prescan(
         for (k, v) in b.unsupported {
             *unsupported.entry(k).or_insert(0) += v;
         }
+        if timed {
+            let t = RankTimes {
+                rank,
+                compute_wall_s: wall_ns as f64 / 1e9,
+                compute_cpu_s: cpu_ns.map(|c| c as f64 / 1e9),
+                mpi_s: mpi_ns as f64 / 1e9,
+            };
+            let wall_replay = opts.compute_clock == ComputeClock::Wall;
+            if let Some(r) = t
+                .wall_over_cpu()
+                .filter(|&r| wall_replay && r > TIMESHARED_RATIO)
+            {
+                warnings.push(format!(
+                    "rank {rank}: compute on the wall clock is {r:.2}x its CPU time (ranks shared \
+                     cores while traced); compute_clock = \"wall\" replays it too slowly, \
+                     compute_clock = \"cpu\" replays the CPU time"
+                ));
+            }
+            rank_times.push(t);
+        }
         if let (Some(f), Some(l)) = (first, last) {
             let d = l.saturating_sub(f) as f64 / 1e9;
             duration = Some(duration.map_or(d, |x: f64| x.max(d)));
@@ -320,6 +398,8 @@ fn prescan(
             .into_iter()
             .map(|(name, count)| UnsupportedCall { name, count })
             .collect(),
+        rank_times,
+        warnings,
     };
     Ok(TraceWorkload {
         source,

@@ -772,6 +772,7 @@ impl NativeCalls {
             func,
             start_ns: start,
             end_ns: end,
+            cpu_ns: None,
             kind,
         }))
     }

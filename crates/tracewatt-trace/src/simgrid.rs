@@ -12,10 +12,14 @@
 //! request). `reduce`, `allreduce`, `reducescatter` are followed by their `comp_size` flops as
 //! compute, like SimGrid does. `comm_size`, `comm_split`, `comm_dup`, `location` change nothing
 //! (SimGrid replays every collective on MPI_COMM_WORLD too).
+//!
+//! A file holding every rank's lines is indexed once when opened (where each rank's runs of
+//! consecutive lines start and end), so reading a rank seeks to its own lines instead of
+//! scanning the whole file: reading all ranks stays linear in the file's size.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use tracewatt_workload::{CollKind, Rank};
@@ -115,11 +119,21 @@ pub(crate) fn detect(path: &Path) -> bool {
     is_action_file(path) || is_list_file(path)
 }
 
+/// Consecutive lines of one rank in a shared file: bytes `start..end`, the first being line
+/// `first_line` (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    start: u64,
+    end: u64,
+    first_line: u64,
+}
+
 #[derive(Debug)]
 pub struct SimgridTrace {
-    /// Per-rank files, or one shared file whose lines are filtered by rank.
+    /// Per-rank files, or one shared file.
     files: Vec<PathBuf>,
-    shared: bool,
+    /// For a shared file: each rank's runs of lines, in file order.
+    runs: Option<BTreeMap<Rank, Vec<Run>>>,
     num_ranks: u32,
     flops_per_s: f64,
 }
@@ -156,32 +170,54 @@ impl SimgridTrace {
             let n = files.len() as u32;
             return Ok(SimgridTrace {
                 files,
-                shared: false,
+                runs: None,
                 num_ranks: n,
                 flops_per_s,
             });
         }
         // One file for all ranks: the highest rank id decides the job size.
         let f = File::open(path).map_err(|e| TraceError::io(path, e))?;
-        let mut max = None::<u32>;
-        for (i, line) in BufReader::new(f).lines().enumerate() {
-            let line = line.map_err(|_| {
-                TraceError::format(
-                    Location::line(path, None, i as u64 + 1),
-                    "a UTF-8 text line",
-                )
-            })?;
-            if let Some(tok) = line.split_whitespace().next() {
-                let r: u32 = tok.parse().ok().filter(|&r| r < 1 << 24).ok_or_else(|| {
-                    TraceError::format(
-                        Location::line(path, None, i as u64 + 1),
-                        "a rank number first",
-                    )
-                })?;
-                max = Some(max.map_or(r, |m: u32| m.max(r)));
+        let mut r = BufReader::new(f);
+        let mut runs: BTreeMap<Rank, Vec<Run>> = BTreeMap::new();
+        let (mut line, mut off, mut line_no) = (String::new(), 0u64, 0u64);
+        // The rank of the previous line when it was an action line (runs end at other lines).
+        let mut last: Option<Rank> = None;
+        loop {
+            line.clear();
+            line_no += 1;
+            let at = |l| Location::line(path, None, l);
+            let len = r
+                .read_line(&mut line)
+                .map_err(|_| TraceError::format(at(line_no), "a UTF-8 text line"))?
+                as u64;
+            if len == 0 {
+                break;
             }
+            let rank = match line.split_whitespace().next() {
+                Some(tok) if !tok.starts_with('#') => {
+                    let rank: u32 =
+                        tok.parse().ok().filter(|&r| r < 1 << 24).ok_or_else(|| {
+                            TraceError::format(at(line_no), "a rank number first")
+                        })?;
+                    Some(rank)
+                }
+                _ => None,
+            };
+            if let Some(rank) = rank {
+                let v = runs.entry(rank).or_default();
+                match v.last_mut() {
+                    Some(run) if last == Some(rank) => run.end = off + len,
+                    _ => v.push(Run {
+                        start: off,
+                        end: off + len,
+                        first_line: line_no,
+                    }),
+                }
+            }
+            last = rank;
+            off += len;
         }
-        let n = max.map_or(0, |m| m + 1);
+        let n = runs.keys().next_back().map_or(0, |m| m + 1);
         if n == 0 {
             return Err(TraceError::format(
                 Location::file(path),
@@ -190,7 +226,7 @@ impl SimgridTrace {
         }
         Ok(SimgridTrace {
             files: vec![path.to_path_buf()],
-            shared: true,
+            runs: Some(runs),
             num_ranks: n,
             flops_per_s,
         })
@@ -205,7 +241,11 @@ impl CallSource for SimgridTrace {
         self.num_ranks
     }
     fn rank_file(&self, rank: Rank) -> PathBuf {
-        let i = if self.shared { 0 } else { rank as usize };
+        let i = if self.runs.is_some() {
+            0
+        } else {
+            rank as usize
+        };
         self.files.get(i).cloned().unwrap_or_default()
     }
     fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
@@ -215,7 +255,14 @@ impl CallSource for SimgridTrace {
             r: BufReader::new(f),
             path,
             rank,
-            filter: self.shared,
+            runs: self.runs.as_ref().map(|m| {
+                m.get(&rank)
+                    .map_or_else(VecDeque::new, |v| v.iter().copied().collect())
+            }),
+            pos: 0,
+            // A shared file starts by seeking to the rank's first run; a rank's own file is
+            // one run, the whole file.
+            run_end: if self.runs.is_some() { 0 } else { u64::MAX },
             n: self.num_ranks,
             flops_per_s: self.flops_per_s,
             line_no: 0,
@@ -234,7 +281,11 @@ struct TiCalls {
     r: BufReader<File>,
     path: PathBuf,
     rank: Rank,
-    filter: bool,
+    /// For a shared file: the rank's runs of lines still to read (`None`: the whole file).
+    runs: Option<VecDeque<Run>>,
+    /// Byte offset of the next line, and where the current run ends.
+    pos: u64,
+    run_end: u64,
     n: u32,
     flops_per_s: f64,
     line_no: u64,
@@ -646,6 +697,15 @@ impl TiCalls {
             if let Some(c) = self.queue.pop_front() {
                 return Ok(Some(c));
             }
+            if self.pos >= self.run_end {
+                let Some(run) = self.runs.as_mut().and_then(VecDeque::pop_front) else {
+                    return Ok(None);
+                };
+                self.r
+                    .seek(SeekFrom::Start(run.start))
+                    .map_err(|e| TraceError::io(&self.path, e))?;
+                (self.pos, self.run_end, self.line_no) = (run.start, run.end, run.first_line - 1);
+            }
             self.line.clear();
             self.line_no += 1;
             let n = self
@@ -655,6 +715,7 @@ impl TiCalls {
             if n == 0 {
                 return Ok(None);
             }
+            self.pos += n as u64;
             let line = std::mem::take(&mut self.line);
             let t: Vec<&str> = line.split_whitespace().collect();
             if t.is_empty() || t[0].starts_with('#') {
@@ -663,13 +724,6 @@ impl TiCalls {
             }
             if t.len() < 2 {
                 return Err(self.err("`<rank> <action> [args]`"));
-            }
-            if self.filter && t[0].parse::<u32>().ok() != Some(self.rank) {
-                if t[0].parse::<u32>().is_err() {
-                    return Err(self.err("a rank number first"));
-                }
-                self.line = line;
-                continue;
             }
             let r = self.action(&t);
             self.line = line;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use common::{all_ops, data, shared_data};
 use tracewatt_trace::call::CallKind;
 use tracewatt_trace::funcs::func_name;
-use tracewatt_trace::{open_trace, ReadOptions};
+use tracewatt_trace::{open_trace, ComputeClock, ReadOptions};
 use tracewatt_workload::generators::Workload;
 use tracewatt_workload::{CollKind, Op};
 
@@ -346,4 +346,216 @@ fn npb_class_b_matches_dumpi2ascii() {
         assert!(t.warnings().is_empty(), "{}: {:?}", b.rel, t.warnings());
         all_ops(&t);
     }
+}
+
+/// sst-dumpi-testtrace with bytes of rank 0's file replaced; the error the reader gives.
+/// Offsets below are worked out by hand from the layout (module docs of `dumpi`) and
+/// `testtrace-0000.txt`: the body starts at 8 (two u32 biases), records have mask 0x4f
+/// (statuses, thread id, CPU and wall times): label u16, mask u8, thread u16, CPU {start,
+/// stop} then wall {start, stop}, each {u16 s, u32 ns}; Init (at 16) ends with argc and one
+/// 5-byte argument, so Comm_rank starts at 58; Isend starts at 159 and its `dest` is at 194; the
+/// footer is at 432 (the section index), its counts from 440, MPI_Recv's (label 1) at 444.
+fn corrupt_rank0(at: usize, bytes: &[u8]) -> String {
+    let d = common::scratch("corrupt-dumpi");
+    for e in std::fs::read_dir(data("dumpi/sst-dumpi-testtrace")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    let f = d.join("testtrace-0000.bin");
+    let mut b = std::fs::read(&f).unwrap();
+    b[at..at + bytes.len()].copy_from_slice(bytes);
+    std::fs::write(&f, b).unwrap();
+    let t = open_trace(&d, &ReadOptions::default());
+    let e = match t {
+        Err(e) => e.to_string(),
+        Ok(t) => t
+            .program(0)
+            .find_map(|op| op.err())
+            .expect("the corrupt trace read cleanly")
+            .to_string(),
+    };
+    assert!(
+        e.contains("testtrace-0000.bin") && e.contains("rank 0"),
+        "{e}"
+    );
+    e
+}
+
+#[test]
+fn nanoseconds_of_a_second_or_more_are_refused() {
+    // Init's wall start: seconds at 33, nanoseconds at 35.
+    let e = corrupt_rank0(35, &[0xff; 4]);
+    assert!(
+        e.contains("byte offset 33") && e.contains("below 1e9"),
+        "{e}"
+    );
+}
+
+#[test]
+fn time_going_backwards_is_refused() {
+    // Comm_rank's wall start (ns at 77) before Init's stop (737,670,000 ns).
+    let e = corrupt_rank0(77, &[0; 4]);
+    assert!(
+        e.contains("byte offset 75") && e.contains("backwards"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_end_of_stream_label_before_the_end_is_refused() {
+    let e = corrupt_rank0(58, &293u16.to_be_bytes());
+    assert!(e.contains("byte offset 58") && e.contains("got 293"), "{e}");
+}
+
+#[test]
+fn a_peer_beyond_the_ranks_is_refused() {
+    let e = corrupt_rank0(194, &4i32.to_be_bytes());
+    assert!(
+        e.contains("byte offset 159") && e.contains("`dest`") && e.contains("got 4"),
+        "{e}"
+    );
+}
+
+#[test]
+fn call_counts_disagreeing_with_the_footer_are_refused() {
+    let e = corrupt_rank0(444, &2u32.to_be_bytes());
+    assert!(
+        e.contains("byte offset 444") && e.contains("2 MPI_Recv calls") && e.contains("decoded 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn numprocs_must_match_the_rank_files() {
+    for (n, what) in [
+        (3, "testtrace-0003.bin is present"),
+        (5, "testtrace-0004.bin is missing"),
+    ] {
+        let d = common::scratch("numprocs");
+        for e in std::fs::read_dir(data("dumpi/sst-dumpi-testtrace")).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+        }
+        let meta = d.join("testtrace.meta");
+        let text = std::fs::read_to_string(&meta).unwrap();
+        std::fs::write(&meta, text.replace("numprocs=4", &format!("numprocs={n}"))).unwrap();
+        let e = open_trace(&d, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("testtrace.meta")
+                && e.contains(&format!("numprocs={n}"))
+                && e.contains(what),
+            "{e}"
+        );
+    }
+}
+
+/// Per call of sst-dumpi's text dump of rank 0: (wall start, wall stop, CPU start, CPU stop), ns.
+fn golden_clocks() -> Vec<[u64; 4]> {
+    let text = std::fs::read_to_string(data("dumpi/sst-dumpi-testtrace/testtrace-0000.txt"))
+        .expect("golden");
+    let ns = |s: &str| -> u64 {
+        let (a, b) = s.split_once('.').expect("s.ns");
+        a.parse::<u64>().expect("s") * 1_000_000_000 + b.parse::<u64>().expect("ns")
+    };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((_, t)) = line.split_once(" at walltime ") else {
+            continue;
+        };
+        let (wall, rest) = t.split_once(", cputime ").expect("cputime");
+        let cpu = rest.split_whitespace().next().expect("cpu seconds");
+        if line.contains(" entering ") {
+            out.push([ns(wall), 0, ns(cpu), 0]);
+        } else {
+            let last = out.last_mut().expect("entering before returning");
+            last[1] = ns(wall);
+            last[3] = ns(cpu);
+        }
+    }
+    out
+}
+
+#[test]
+fn cpu_clock_replays_the_cpu_time_between_calls() {
+    let g = golden_clocks();
+    assert_eq!(g.len(), 9);
+    let gaps = |s: usize, e: usize| -> u64 { g.windows(2).map(|w| w[1][s] - w[0][e]).sum() };
+    let (wall_ns, cpu_ns) = (gaps(0, 1), gaps(2, 3));
+    let mpi_ns: u64 = g.iter().map(|c| c[1] - c[0]).sum();
+    let compute_ps = |clock| -> u64 {
+        let opts = ReadOptions {
+            compute_clock: clock,
+            ..Default::default()
+        };
+        let t = open_trace(&data("dumpi/sst-dumpi-testtrace"), &opts).unwrap();
+        t.program(0)
+            .map(|o| match o.unwrap() {
+                Op::Compute { ps } => ps,
+                _ => 0,
+            })
+            .sum()
+    };
+    assert_eq!(compute_ps(ComputeClock::Cpu), cpu_ns * 1000);
+    assert_eq!(compute_ps(ComputeClock::Wall), wall_ns * 1000);
+    let t = open_trace(&data("dumpi/sst-dumpi-testtrace"), &ReadOptions::default()).unwrap();
+    let r0 = &t.info().rank_times[0];
+    // Nanoseconds as seconds: exact to well below 1 ns at these magnitudes.
+    let ns = |s: f64| (s * 1e9).round() as u64;
+    assert_eq!(ns(r0.compute_wall_s), wall_ns);
+    assert_eq!(r0.compute_cpu_s.map(ns), Some(cpu_ns));
+    assert_eq!(ns(r0.mpi_s), mpi_ns);
+}
+
+/// NPB FT class S ran 4 ranks on 2 cores: its ranks' wall-clock compute exceeds their CPU time
+/// by more than 1.5; the warning names exactly the ranks where the calls' own clocks say so.
+#[test]
+fn ranks_that_shared_cores_are_warned_about_on_the_wall_clock() {
+    for rel in ["dumpi/npb-ft.S-4ranks", "dumpi/npb-cg.S-4ranks"] {
+        let t = open_trace(&data(rel), &ReadOptions::default()).unwrap();
+        let shared: Vec<u32> = (0..4)
+            .filter(|&r| {
+                let calls: Vec<_> = t.calls(r).unwrap().map(Result::unwrap).collect();
+                let (mut wall, mut cpu) = (0u64, 0u64);
+                for w in calls.windows(2) {
+                    let (a, b) = (w[0].cpu_ns.unwrap(), w[1].cpu_ns.unwrap());
+                    wall += w[1].start_ns.saturating_sub(w[0].end_ns);
+                    cpu += b.0.saturating_sub(a.1);
+                }
+                wall as f64 > 1.5 * cpu as f64
+            })
+            .collect();
+        let warned: Vec<u32> = (0..4)
+            .filter(|r| {
+                let p = format!("rank {r}: compute on the wall clock");
+                t.info().warnings.iter().any(|w| w.starts_with(&p))
+            })
+            .collect();
+        assert_eq!(warned, shared, "{rel}");
+        if rel.contains("ft") {
+            assert_eq!(shared, [0, 1, 2, 3]);
+        }
+        let cpu = ReadOptions {
+            compute_clock: ComputeClock::Cpu,
+            ..Default::default()
+        };
+        assert!(open_trace(&data(rel), &cpu)
+            .unwrap()
+            .info()
+            .warnings
+            .is_empty());
+    }
+}
+
+#[test]
+fn cpu_clock_on_a_format_without_cpu_times_is_an_error_naming_the_rank() {
+    let opts = ReadOptions {
+        compute_clock: ComputeClock::Cpu,
+        ..Default::default()
+    };
+    let e = open_trace(&data("otf2/pipit-ping-pong"), &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rank 0") && e.contains("compute_clock"), "{e}");
 }

@@ -183,7 +183,12 @@ fn convert_round_trips_byte_identical_and_keeps_ops() {
             std::fs::read(a.join("trace.twi")).unwrap(),
             std::fs::read(b.join("trace.twi")).unwrap()
         );
-        assert_eq!(read_all(&src), read_all(&a));
+        // The native format keeps wall-clock times only (no CPU times).
+        let mut wall_only = read_all(&src);
+        for c in wall_only.iter_mut().flatten() {
+            c.cpu_ns = None;
+        }
+        assert_eq!(wall_only, read_all(&a));
         let (wo, wa) = (
             open_trace(&src, &ReadOptions::default()).unwrap(),
             open_trace(&a, &ReadOptions::default()).unwrap(),
@@ -301,4 +306,59 @@ fn version_1_files_still_read_and_unknown_versions_do_not() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(a);
+}
+
+/// One file holding all 32 ranks of ti-32ranks, its lines interleaved (a line of each rank in
+/// turn, so every rank's lines are many runs, with comments between some) or one rank after the
+/// other: each rank reads exactly the calls of its own file, and an error names its line in the
+/// shared file.
+#[test]
+fn a_shared_simgrid_file_reads_each_rank_as_its_own_file() {
+    let dir = data("simgrid-ti/ti-32ranks");
+    let per_rank: Vec<Vec<String>> = (0..32)
+        .map(|r| {
+            std::fs::read_to_string(dir.join(format!("ti_trace{r}.txt")))
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        })
+        .collect();
+    let listed = open_trace(&dir, &ReadOptions::default()).unwrap();
+    let longest = per_rank.iter().map(Vec::len).max().unwrap();
+    let interleaved: Vec<String> = (0..longest)
+        .flat_map(|i| {
+            let lines: Vec<String> = per_rank.iter().filter_map(|l| l.get(i).cloned()).collect();
+            lines
+                .into_iter()
+                .chain(std::iter::once(format!("# step {i}")))
+        })
+        .collect();
+    let blocked: Vec<String> = per_rank.concat();
+    for (name, lines) in [("interleaved", &interleaved), ("blocked", &blocked)] {
+        let f = scratch("ti-shared").join(format!("{name}.txt"));
+        std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+        let shared = open_trace(&f, &ReadOptions::default()).unwrap();
+        assert_eq!(shared.info().ranks, 32);
+        for r in 0..32 {
+            let a: Vec<Call> = listed.calls(r).unwrap().map(Result::unwrap).collect();
+            let b: Vec<Call> = shared.calls(r).unwrap().map(Result::unwrap).collect();
+            assert_eq!(a, b, "{name}: rank {r}");
+        }
+    }
+    // Rank 5's third line made bad: two steps of 33 lines (32 ranks' lines and a comment)
+    // and ranks 0-4's lines come before it.
+    let mut bad = interleaved.clone();
+    let at = 2 * 33 + 5;
+    assert!(bad[at].starts_with("5 "), "{}", bad[at]);
+    bad[at] = "5 bcast x".into();
+    let f = scratch("ti-shared-bad").join("bad.txt");
+    std::fs::write(&f, bad.join("\n") + "\n").unwrap();
+    let e = open_trace(&f, &ReadOptions::default())
+        .expect_err("a bad line")
+        .to_string();
+    assert!(
+        e.contains("rank 5") && e.contains(&format!("line {}", at + 1)),
+        "{e}"
+    );
 }

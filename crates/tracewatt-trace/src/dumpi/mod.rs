@@ -9,6 +9,13 @@
 //! perf counters, then the call's arguments. Records carry no length, so every call needs its
 //! layout, even the ones the simulator ignores: `table.rs` describes all of them.
 //! Message bytes are count x the datatype's size from the file's datatype size table.
+//!
+//! The body ends with the end-of-stream label (293) just before the next section; the footer is
+//! a u32, the magic `F0 07 FE E7`, then per label (0..=290, the last one the total) how often
+//! the rank called it, then how often it was ignored (called but not written). Because records
+//! carry no length or checksum, corruption is caught by what must hold in a genuine trace: the
+//! decoded calls per label equal the footer's, the end-of-stream label comes only at the end,
+//! timestamps never go backwards and have nanoseconds below 1e9, peers are ranks of the trace.
 
 mod layout;
 mod table;
@@ -27,6 +34,11 @@ use layout::{Cond, Kind};
 use table::FUNCS;
 
 const MAGIC: u64 = 0xffaa_dd44_554d_5049;
+const FOOTER_MAGIC: u32 = 0xf007_fee7;
+/// Labels the footer counts: every MPI function and the total (`MPI_ALL_FUNCTIONS`).
+const COUNTED_LABELS: usize = 291;
+/// The label closing the body.
+const END_OF_STREAM: u16 = 293;
 
 /// True if `path` is a `.meta` file or a directory holding one.
 pub(crate) fn detect(path: &Path) -> bool {
@@ -104,15 +116,48 @@ impl DumpiTrace {
             ));
         }
         let dir = meta.parent().unwrap_or(Path::new("."));
-        let files = (0..n)
+        let files: Vec<PathBuf> = (0..n)
             .map(|r| dir.join(format!("{prefix}-{r:04}.bin")))
             .collect();
+        check_rank_files(&meta, dir, &prefix, n)?;
         Ok(DumpiTrace {
             meta,
             num_ranks: n,
             files,
         })
     }
+}
+
+/// `numprocs` must name exactly the `<prefix>-NNNN.bin` files present: rank files 0..n-1 and
+/// none beyond (a wrong `numprocs` would silently drop or invent ranks).
+fn check_rank_files(meta: &Path, dir: &Path, prefix: &str, n: u32) -> Result<(), TraceError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))?;
+    let mut present: Vec<u32> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let num = name.strip_prefix(prefix)?.strip_prefix('-')?;
+            num.strip_suffix(".bin")?.parse::<u32>().ok()
+        })
+        .collect();
+    present.sort_unstable();
+    let missing = (0..n).find(|r| present.binary_search(r).is_err());
+    let extra = present.iter().find(|&&r| r >= n);
+    let problem = match (missing, extra) {
+        (Some(r), _) => Some(format!("{prefix}-{r:04}.bin is missing")),
+        (None, Some(r)) => Some(format!("{prefix}-{r:04}.bin is present beyond them")),
+        (None, None) => None,
+    };
+    if let Some(what) = problem {
+        return Err(TraceError::format(
+            Location::file(meta),
+            format!(
+                "numprocs={n} to match the rank files beside it ({} found; {what})",
+                present.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl CallSource for DumpiTrace {
@@ -126,7 +171,11 @@ impl CallSource for DumpiTrace {
         self.files.get(rank as usize).cloned().unwrap_or_default()
     }
     fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
-        Ok(Box::new(DumpiCalls::open(&self.rank_file(rank), rank)?))
+        Ok(Box::new(DumpiCalls::open(
+            &self.rank_file(rank),
+            rank,
+            self.num_ranks,
+        )?))
     }
 }
 
@@ -217,6 +266,19 @@ enum Val {
     Skipped,
 }
 
+/// The footer's call counts then ignored counts per label (see the module docs).
+fn read_footer(rd: &mut Rd, at: u64) -> Result<Vec<u32>, TraceError> {
+    rd.seek(at)?;
+    rd.u32("the footer's first word")?;
+    if rd.u32("the footer magic")? != FOOTER_MAGIC {
+        rd.off -= 4;
+        return Err(rd.err("the footer magic F0 07 FE E7"));
+    }
+    (0..2 * COUNTED_LABELS)
+        .map(|_| rd.u32("a footer call count"))
+        .collect()
+}
+
 fn version_at_least(v: [u8; 3], a: u8, b: u8, c: u8) -> bool {
     (v[0], v[1], v[2]) >= (a, b, c)
 }
@@ -227,16 +289,24 @@ struct DumpiCalls {
     version: [u8; 3],
     sizes: Vec<u32>,
     perf_labels: Option<u32>,
-    footer: u64,
+    /// Where the body's records end (the next section).
+    body_end: u64,
+    /// The footer's offset and its call count per label, when the file has one.
+    footer: Option<(u64, Vec<u32>)>,
+    /// Calls decoded so far per label (compared with the footer at the end).
+    decoded: Vec<u32>,
+    num_ranks: u32,
     cpu_bias: u64,
     wall_bias: u64,
+    /// The previous record's stop times (wall, CPU): time never goes backwards.
+    prev_stop: (u64, u64),
     finalized: bool,
     done: bool,
     vals: Vec<(&'static str, Val)>,
 }
 
 impl DumpiCalls {
-    fn open(path: &Path, rank: Rank) -> Result<Self, TraceError> {
+    fn open(path: &Path, rank: Rank, num_ranks: u32) -> Result<Self, TraceError> {
         let f = File::open(path).map_err(|e| TraceError::io(path, e))?;
         let len = f.metadata().map_err(|e| TraceError::io(path, e))?.len();
         let mut rd = Rd {
@@ -265,7 +335,7 @@ impl DumpiCalls {
             *p += 1;
             x
         };
-        let (mut sizelbl, mut perflbl) = (0, 0);
+        let (mut sizelbl, mut addrlbl, mut perflbl) = (0, 0, 0);
         let mut m = next(&mut p);
         if m != MAGIC {
             m = next(&mut p);
@@ -275,7 +345,7 @@ impl DumpiCalls {
         if m != MAGIC {
             m = next(&mut p);
         } else {
-            let _addrlbl = next(&mut p);
+            addrlbl = next(&mut p);
         }
         if m != MAGIC {
             m = next(&mut p);
@@ -310,6 +380,15 @@ impl DumpiCalls {
         if body == 0 || body >= len {
             return Err(rd.err(format!("a body offset inside the file (got {body})")));
         }
+        let body_end = [header, footer, sizelbl, addrlbl, perflbl]
+            .into_iter()
+            .filter(|&o| o > body)
+            .fold(len - 64, u64::min);
+        let footer = if footer > 0 {
+            Some((footer, read_footer(&mut rd, footer)?))
+        } else {
+            None
+        };
         rd.seek(body)?;
         let cpu_bias = rd.u32("the CPU time bias")? as u64;
         let wall_bias = rd.u32("the wall time bias")? as u64;
@@ -318,13 +397,13 @@ impl DumpiCalls {
             version,
             sizes,
             perf_labels,
-            footer: if footer > 0 && footer <= len {
-                footer
-            } else {
-                len
-            },
+            body_end,
+            footer,
+            decoded: vec![0; COUNTED_LABELS],
+            num_ranks,
             cpu_bias,
             wall_bias,
+            prev_stop: (0, 0),
             finalized: false,
             done: false,
             vals: Vec::with_capacity(16),
@@ -346,12 +425,78 @@ impl DumpiCalls {
             .unwrap_or(0)
     }
 
-    fn times(&mut self, bias: u64) -> Result<(u64, u64), TraceError> {
-        let s0 = self.rd.u16("a start time")? as u64 + bias;
-        let n0 = self.rd.u32("a start time")? as u64;
-        let s1 = self.rd.u16("a stop time")? as u64 + bias;
-        let n1 = self.rd.u32("a stop time")? as u64;
-        Ok((s0 * 1_000_000_000 + n0, s1 * 1_000_000_000 + n1))
+    /// A record's {start, stop} on one clock, checked: nanoseconds below 1e9, stop not before
+    /// start, start not before the previous record's stop (`prev`, updated).
+    fn times(&mut self, bias: u64, clock: &str, prev: &mut u64) -> Result<(u64, u64), TraceError> {
+        let mut t = [0u64; 2];
+        for (x, what) in t.iter_mut().zip(["start", "stop"]) {
+            let at = self.rd.off;
+            let s = self.rd.u16("a time's seconds")? as u64 + bias;
+            let ns = self.rd.u32("a time's nanoseconds")? as u64;
+            *x = s * 1_000_000_000 + ns;
+            let problem = if ns >= 1_000_000_000 {
+                Some(format!("nanoseconds below 1e9 (got {ns})"))
+            } else if *x < *prev {
+                Some(format!(
+                    "time that does not go backwards (the previous {clock} time is {} ns later)",
+                    *prev - *x
+                ))
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                self.rd.off = at;
+                return Err(self.rd.err(format!("a {clock} {what} time with {p}")));
+            }
+            *prev = *x;
+        }
+        Ok((t[0], t[1]))
+    }
+
+    /// A peer rank argument: a rank of the trace or a negative special value (ANY_SOURCE,
+    /// PROC_NULL, ...); corrupt values are refused where they were read.
+    fn check_peers(&mut self, record: u64, mpi_name: &str) -> Result<(), TraceError> {
+        for name in ["dest", "source", "root"] {
+            let Some(p) = self
+                .vals
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, v)| if let Val::Int(i) = v { Some(*i) } else { None })
+            else {
+                continue;
+            };
+            if !(-4..self.num_ranks as i64).contains(&p) {
+                self.rd.off = record;
+                return Err(self.rd.err(format!(
+                    "{mpi_name}'s `{name}` a rank below numprocs={} or a special value (got {p})",
+                    self.num_ranks
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// At the end of the body: the decoded calls per label must equal the footer's counts
+    /// (called, or called minus ignored: writers differ in whether ignored calls are written).
+    fn check_counts(&mut self) -> Result<(), TraceError> {
+        let Some((off, called)) = &self.footer else {
+            return Ok(());
+        };
+        let ignored = &called[COUNTED_LABELS..];
+        for (label, (&c, &d)) in called.iter().zip(&self.decoded).enumerate() {
+            if label == COUNTED_LABELS - 1 {
+                continue; // the total, implied by the others
+            }
+            if d != c && d != c.saturating_sub(ignored[label]) {
+                let name = FUNCS.get(label).map_or("?", |f| f.0);
+                self.rd.off = off + 8 + 4 * label as u64;
+                return Err(self.rd.err(format!(
+                    "{c} {name} calls as the footer counts, decoded {d}: the body is corrupt, or \
+                     the file was cut and patched"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn int(&self, name: &str) -> i64 {
@@ -508,17 +653,31 @@ impl DumpiCalls {
 
     fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
         loop {
-            if self.rd.off >= self.footer {
+            if self.rd.off >= self.body_end {
+                self.check_counts()?;
                 return Ok(None);
             }
             let start_off = self.rd.off;
             let label = self.rd.u16("a function label")?;
-            let Some((mpi_name, fields)) = FUNCS.get(label as usize) else {
-                return Ok(None); // DUMPI_END_OF_STREAM (or beyond): the body ends here
-            };
-            if *mpi_name == "MPI_ALL_FUNCTIONS" || (self.finalized && label == 0) {
+            if label == END_OF_STREAM && self.rd.off == self.body_end {
+                self.check_counts()?;
                 return Ok(None);
             }
+            if self.finalized && label == 0 {
+                self.check_counts()?;
+                return Ok(None); // some writers leave zeros after Finalize
+            }
+            let (mpi_name, fields) = match FUNCS.get(label as usize) {
+                Some(f) if label as usize != COUNTED_LABELS - 1 => f,
+                _ => {
+                    self.rd.off = start_off;
+                    return Err(self.rd.err(format!(
+                        "a function label below {END_OF_STREAM}, or {END_OF_STREAM} (end of \
+                         stream) at the body's end (offset {}); got {label}",
+                        self.body_end - 2
+                    )));
+                }
+            };
             let Some(fields) = fields else {
                 self.rd.off = start_off;
                 return Err(self.rd.err(format!(
@@ -529,22 +688,28 @@ impl DumpiCalls {
             if mask & 0x40 != 0 {
                 self.rd.u16("a thread id")?;
             }
-            let mut t = (0, 0);
+            let (mut t, mut cpu) = ((0, 0), None);
+            let (mut prev_wall, mut prev_cpu) = self.prev_stop;
             if mask & 0x04 != 0 {
-                t = self.times(self.cpu_bias)?;
+                cpu = Some(self.times(self.cpu_bias, "CPU", &mut prev_cpu)?);
             }
             if mask & 0x08 != 0 {
-                t = self.times(self.wall_bias)?;
+                t = self.times(self.wall_bias, "wall", &mut prev_wall)?;
             }
+            self.prev_stop = (prev_wall, prev_cpu);
             if mask & 0x80 != 0 {
                 let count = self.rd.u8("a perf counter count")? as u64;
                 let n = self.perf_labels.map_or(count, |l| l as u64);
                 self.rd.skip(n * 16, "perf counter values")?;
             }
             self.read_fields(fields, mask)?;
+            if let Some(n) = self.decoded.get_mut(label as usize) {
+                *n += 1;
+            }
             if mpi_name.starts_with("Function_") {
                 continue; // user-function enter/exit markers, not MPI calls
             }
+            self.check_peers(start_off, mpi_name)?;
             let func = label as Func;
             let kind = self.kind(mpi_name);
             if label as Func == funcs::F_FINALIZE {
@@ -554,6 +719,7 @@ impl DumpiCalls {
                 func,
                 start_ns: t.0,
                 end_ns: t.1,
+                cpu_ns: cpu,
                 kind,
             }));
         }

@@ -413,6 +413,7 @@ impl Otf2Calls {
                 func: o.func,
                 start_ns: self.ns(o.start_ticks),
                 end_ns: self.ns(end_ticks.max(o.start_ticks)),
+                cpu_ns: None,
                 kind,
             });
         }
