@@ -654,7 +654,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tracewatt import report
 
     path = Path(args.results)
-    if (path / "study.csv").is_file() and not (path / "summary.json").is_file():
+    if (path / "sweep.json").is_file() and (path / "sweep.parquet").is_file():
+        try:
+            frame, meta = report.load_sweep(path)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+        report_figures = report.sweep_figures(frame, meta)
+        sections = report.sweep_sections(frame, meta)
+    elif (path / "study.csv").is_file() and not (path / "summary.json").is_file():
         import pandas as pd
 
         study = pd.read_csv(path / "study.csv", keep_default_na=False, na_values=[""])

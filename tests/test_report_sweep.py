@@ -1,0 +1,222 @@
+"""The report of a sweep directory (``sweep.parquet`` + ``sweep.json``): TraceRP Fig. 2-style
+bars and Fig. 3-5-style curves, checked against the dataset they were drawn from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
+from tracewatt import report
+from tracewatt.plots import SWEEP_SAVING_METRICS
+
+PRESETS = ("ft", "torus")
+JOBS = ("nn", "qbox", "a2a")
+TIMEOUTS_US = (1250.0, 0.0, 50.0)  # not in order: the curves sort them
+PRESET, JOB, TIMEOUT = "machine.preset", "jobs[0]", "power.links.idle_timeout_us"
+
+
+def _row(group: str, variant: str, preset: str, job: str, timeout_us: float) -> dict[str, Any]:
+    """A run with energy and time that differ per cell and fall with the timeout for EEE."""
+    base_j = 100.0 * (1 + PRESETS.index(preset)) + 10.0 * JOBS.index(job)
+    base_s = 1.0 + 0.5 * JOBS.index(job) + 0.25 * PRESETS.index(preset)
+    eee = variant == "eee"
+    return {
+        "group": group,
+        "variant": variant,
+        PRESET: preset,
+        JOB: job,
+        TIMEOUT: timeout_us,
+        "status": "ok",
+        "error": "",
+        "dir": f"runs/{group}{variant}{preset}{job}{timeout_us:g}",
+        "energy_j": base_j * (0.6 + 0.0002 * timeout_us + 0.01 * JOBS.index(job))
+        if eee
+        else base_j,
+        "makespan_s": base_s * (1.1 - 0.00005 * timeout_us) if eee else base_s,
+        "link_wakes": 7,
+        "lpi_share": 0.5,
+    }
+
+
+def _with_savings(frame: pd.DataFrame) -> pd.DataFrame:
+    """The baseline columns as the sweep computes them: against the always_on run of the cell."""
+    cell = ["group", PRESET, JOB, TIMEOUT]
+    base = frame.loc[frame["variant"] == "always_on", [*cell, "energy_j", "makespan_s"]]
+    joined = frame.merge(base, on=cell, how="left", suffixes=("", "_base"))
+    eee = frame["variant"] == "eee"
+    frame["saving_pct"] = np.where(
+        eee, 100 * (1 - joined["energy_j"] / joined["energy_j_base"]), np.nan
+    )
+    frame["link_saving_pct"] = 1.5 * frame["saving_pct"]
+    frame["slowdown_pct"] = np.where(
+        eee, 100 * (joined["makespan_s"] / joined["makespan_s_base"] - 1), np.nan
+    )
+    return frame
+
+
+def sweep_frame() -> pd.DataFrame:
+    """Two groups: "fig2" every preset x job at 600 us, "fig3" the timeout axis too; EEE
+    failed on torus / a2a in fig2."""
+    rows = [
+        _row(group, variant, preset, job, timeout_us)
+        for group, timeouts in (("fig2", (600.0,)), ("fig3", TIMEOUTS_US))
+        for timeout_us in timeouts
+        for preset in PRESETS
+        for job in JOBS
+        for variant in ("eee", "always_on")
+    ]
+    frame = _with_savings(pd.DataFrame(rows))
+    failed = (frame["group"] == "fig2") & (frame[PRESET] == "torus") & (frame[JOB] == "a2a")
+    failed &= frame["variant"] == "eee"
+    metrics = ["energy_j", "makespan_s", "saving_pct", "link_saving_pct", "slowdown_pct"]
+    frame.loc[failed, metrics] = np.nan
+    frame.loc[failed, ["status", "error"]] = ["failed", "ConfigError: bad value"]
+    return frame
+
+
+META: dict[str, Any] = {
+    "name": "synthetic",
+    "description": "a sweep in the documented format",
+    "mode": "grid",
+    "axes": [PRESET, JOB],
+    "groups": [
+        {"name": "fig2", "axes": {TIMEOUT: [600.0]}},
+        {"name": "fig3", "axes": {TIMEOUT: list(TIMEOUTS_US)}},
+    ],
+    "variants": ["eee", "always_on"],
+    "baseline": "always_on",
+    "tracewatt_version": "0.1.0",
+}
+FIGURES = ["sweep_bars_fig2", "sweep_curves_fig3_power_links_idle_timeout_us"]
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("sweep")
+    sweep_frame().to_parquet(d / "sweep.parquet")
+    (d / "sweep.json").write_text(json.dumps(META), encoding="utf-8")
+    return d
+
+
+def test_bars_are_the_datasets_savings_per_job_and_preset() -> None:
+    frame = sweep_frame()
+    figs = {f.name: f for f in report.sweep_figures(frame, META)}
+    assert list(figs) == FIGURES
+    axes = figs["sweep_bars_fig2"].figure.axes
+    # Jobs (3 values) along x, a bar per preset (2 values).
+    assert [t.get_text() for t in axes[-1].get_xticklabels()] == list(JOBS)
+    eee = frame[(frame["group"] == "fig2") & (frame["variant"] == "eee")]
+    for ax, (column, _) in zip(axes, SWEEP_SAVING_METRICS, strict=True):
+        assert [c.get_label() for c in ax.containers] == list(PRESETS)
+        for preset, bars in zip(PRESETS, ax.containers, strict=True):
+            for job, bar in zip(JOBS, bars.patches, strict=True):
+                row = eee[(eee[PRESET] == preset) & (eee[JOB] == job)]
+                if preset == "torus" and job == "a2a":
+                    assert np.isnan(bar.get_height())  # the failed run draws no bar
+                else:
+                    assert bar.get_height() == pytest.approx(float(row[column].iloc[0]))
+
+
+def test_curves_are_energy_and_time_relative_to_the_baseline_run() -> None:
+    frame = sweep_frame()
+    fig = report.sweep_figures(frame, META)[1].figure
+    energy_ax, time_ax = fig.axes[:2]
+    fig3 = frame[frame["group"] == "fig3"]
+    base = fig3[fig3["variant"] == "always_on"].set_index([PRESET, JOB, TIMEOUT])
+    labels = [f"{p} / {j}" for p in PRESETS for j in JOBS]
+    for ax, column in ((energy_ax, "energy_j"), (time_ax, "makespan_s")):
+        lines = ax.get_lines()
+        assert [ln.get_label() for ln in lines] == labels
+        for line, label in zip(lines, labels, strict=True):
+            preset, job = label.split(" / ")
+            x_us = np.asarray(line.get_xdata())
+            assert list(x_us) == sorted(TIMEOUTS_US)
+            # Worked out from the energy and run time columns, not the saving columns.
+            runs = fig3[(fig3["variant"] == "eee") & (fig3[PRESET] == preset) & (fig3[JOB] == job)]
+            runs = runs.set_index(TIMEOUT).loc[x_us]
+            want = [100 * runs.loc[t, column] / base.loc[(preset, job, t), column] for t in x_us]
+            np.testing.assert_allclose(np.asarray(line.get_ydata()), want)
+    # EEE spends less energy but more time than always-on in every run drawn.
+    assert all(max(ln.get_ydata()) < 100.0 for ln in energy_ax.get_lines())
+    assert all(min(ln.get_ydata()) > 100.0 for ln in time_ax.get_lines())
+
+
+def test_without_a_baseline_the_figures_are_absolute() -> None:
+    frame = sweep_frame()
+    frame = frame[(frame["variant"] == "eee") & (frame["status"] == "ok")]
+    frame = frame.drop(columns=["saving_pct", "link_saving_pct", "slowdown_pct"])
+    meta = {**META, "variants": ["eee"], "baseline": None}
+    bars, curves = (f.figure for f in report.sweep_figures(frame, meta))
+    assert [ax.get_ylabel() for ax in bars.axes] == ["energy (J)", "run time (s)"]
+    ft_nn = frame[(frame["group"] == "fig2") & (frame[PRESET] == "ft") & (frame[JOB] == "nn")]
+    assert bars.axes[0].containers[0].patches[0].get_height() == ft_nn["energy_j"].iloc[0]
+    line = curves.axes[1].get_lines()[0]
+    runs = frame[(frame["group"] == "fig3") & (frame[PRESET] == "ft") & (frame[JOB] == "nn")]
+    np.testing.assert_array_equal(line.get_ydata(), runs.sort_values(TIMEOUT)["makespan_s"])
+
+
+def test_a_random_sweep_draws_points_per_categorical_value() -> None:
+    # Two numeric axes sampled at random: a line per preset would zig-zag, so points.
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {
+            "group": "",
+            "variant": "run",
+            PRESET: ["ft", "torus"] * 4,
+            TIMEOUT: rng.uniform(1, 1000, 8),
+            "power.links.wake_time_us": rng.uniform(1, 20, 8),
+            "status": "ok",
+            "energy_j": rng.uniform(50, 60, 8),
+            "makespan_s": rng.uniform(1, 2, 8),
+        }
+    )
+    meta = {"mode": "random", "axes": [TIMEOUT, PRESET, "power.links.wake_time_us"]}
+    figs = report.sweep_figures(frame, meta)
+    assert [f.name for f in figs] == [
+        "sweep_curves_power_links_idle_timeout_us",
+        "sweep_curves_power_links_wake_time_us",
+    ]
+    lines = figs[0].figure.axes[0].get_lines()
+    assert [ln.get_label() for ln in lines] == ["ft", "torus"]
+    assert all(ln.get_linestyle() == "None" for ln in lines)
+    assert sorted(lines[0].get_xdata()) == sorted(frame.loc[frame[PRESET] == "ft", TIMEOUT])
+
+
+def test_report_of_a_sweep_directory(run_cli: Any, sweep_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = run_cli("report", sweep_dir, "-o", out)
+    assert r.code == 0, r.err
+    text = out.read_text(encoding="utf-8")
+    page = parse_html(text)
+    assert page.figures == FIGURES
+    assert page.images == len(FIGURES)
+    assert all(ref.startswith("data:") for ref in page.refs)
+    assert "<td>12 runs" not in text and "<td>48 (1 failed)</td>" in text
+    assert "ConfigError: bad value" in text
+    r = run_cli("report", sweep_dir, "--figures", tmp_path / "figs")
+    assert r.out.split() == [str(tmp_path / "figs" / f"{n}.png") for n in FIGURES]
+
+
+def test_a_broken_sweep_json_is_a_usage_error(
+    run_cli: Any, sweep_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "sweep.parquet").write_bytes((sweep_dir / "sweep.parquet").read_bytes())
+    (tmp_path / "sweep.json").write_text("{", encoding="utf-8")
+    r = run_cli("report", tmp_path)
+    assert r.code == 2
+    assert f"{tmp_path / 'sweep.json'}: not JSON" in r.err
+
+
+@needs_browser
+def test_sweep_report_renders_in_headless_chromium(
+    run_cli: Any, sweep_dir: Path, tmp_path: Path
+) -> None:
+    html = tmp_path / "report.html"
+    assert run_cli("report", sweep_dir, "-o", html, "-q").code == 0
+    assert_offline_and_drawn(open_page(html), html, FIGURES)
