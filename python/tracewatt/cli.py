@@ -626,6 +626,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
+    out = _output_dir(args)
     checks = []
     for k in CHECKS:
         if select is not None and k not in select:
@@ -633,6 +634,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
         checks.extend(run_checks([k]))
+    if out is not None:
+        from tracewatt import __version__
+
+        record = {"tracewatt_version": __version__, "checks": [c.record() for c in checks]}
+        (out / "validate.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        if not args.quiet:
+            _warn(f"checks' data written to {out / 'validate.json'} (`tracewatt report {out}`)")
     if args.json:
         sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
     elif not args.quiet:
@@ -661,6 +669,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from e
         report_figures = report.sweep_figures(frame, meta)
         sections = report.sweep_sections(frame, meta)
+    elif (path / "validate.json").is_file():
+        try:
+            validation = report.load_validation(path)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+        report_figures = report.validation_figures(validation)
+        sections = report.validation_sections(validation)
     elif (path / "study.csv").is_file() and not (path / "summary.json").is_file():
         import pandas as pd
 
@@ -680,9 +695,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         sections = report.run_sections(results, baseline)
     else:
         raise UsageError(
-            f"{args.results}: not a results folder (no summary.json or study.csv); write one "
-            "with `tracewatt run CONFIG -o DIR`, `tracewatt compare CONFIG -o DIR` or "
-            "`tracewatt study -o DIR`"
+            f"{args.results}: not a results folder (no summary.json, study.csv, sweep.json "
+            "with sweep.parquet, or validate.json); write one with `tracewatt run CONFIG -o "
+            "DIR`, `tracewatt compare CONFIG -o DIR`, `tracewatt study -o DIR` or `tracewatt "
+            "validate -o DIR`"
         )
     if args.figures is not None:
         written = report.write_figures(report_figures, args.figures, args.format)
@@ -886,6 +902,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--check", action="append", metavar="ID", help="run only this check (repeatable)"
     )
+    v.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="also write DIR/validate.json: each check with the data of its figure "
+        "(`tracewatt report DIR` draws them)",
+    )
+    add_force(v)
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")

@@ -32,6 +32,7 @@ __all__ = [
     "figures",
     "load",
     "load_sweep",
+    "load_validation",
     "page",
     "render_html",
     "render_study_html",
@@ -42,6 +43,8 @@ __all__ = [
     "sweep_axes",
     "sweep_figures",
     "sweep_sections",
+    "validation_figures",
+    "validation_sections",
     "write_figures",
 ]
 
@@ -249,6 +252,46 @@ def sweep_sections(frame: pd.DataFrame, meta: dict[str, Any]) -> str:
 def render_sweep_html(frame: pd.DataFrame, meta: dict[str, Any], title: str = "") -> str:
     """The report of a sweep (``sweep.parquet`` as a DataFrame, ``sweep.json`` as a dict)."""
     return page(title, sweep_sections(frame, meta), sweep_figures(frame, meta))
+
+
+def load_validation(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """A ``validate -o`` directory's ``validate.json``: ``{tracewatt_version, checks}``."""
+    path = Path(directory) / "validate.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from e
+    if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
+        raise ValueError(f"{path}: expected an object with a list `checks`")
+    return data
+
+
+def validation_figures(validation: dict[str, Any]) -> list[ReportFigure]:
+    """A figure per check that has one, its caption the check's target and simulated value."""
+    return [
+        ReportFigure(
+            f"check_{_slug(c['id'])}",
+            f"{c['id']}. {c['name']}. Target: {c['target']}. Simulated: {c['simulated']}.",
+            plots.check_figure(c),
+        )
+        for c in validation["checks"]
+        if c.get("panels")
+    ]
+
+
+def validation_sections(validation: dict[str, Any]) -> str:
+    """Each check's verdict, target and simulated value, as the HTML table."""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(c['id'])}</td><td>{'PASS' if c['passed'] else 'FAIL'}</td>"
+        f"<td>{e(c['name'])}</td><td>{e(c['target'])}</td><td>{e(c['simulated'])}</td></tr>\n"
+        for c in validation["checks"]
+    )
+    return (
+        f"<h2>Validation (tracewatt {e(str(validation.get('tracewatt_version', '?')))})</h2>\n"
+        '<table class="dataframe">\n<tr><th>check</th><th>verdict</th><th>what</th>'
+        f"<th>target</th><th>simulated</th></tr>\n{rows}</table>\n"
+    )
 
 
 def write_figures(

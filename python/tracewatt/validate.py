@@ -46,6 +46,29 @@ BACKPLANE_W, PORT_ACTIVE_W, PORT_LPI_W = SWITCH_FIGURES_W["powerconnect-8132"]
 
 
 @dataclass
+class Series:
+    """One series of a check's figure, a value (or None) per x of its panel: simulated, or
+    ``target`` (the paper's or the check's expected values)."""
+
+    label: str
+    y: list[float | None]
+    target: bool = False
+
+
+@dataclass
+class Panel:
+    """One panel of a check's figure. ``x`` holds numbers (a line per series) or labels (a bar
+    per series); units are in the labels."""
+
+    title: str
+    x_label: str
+    y_label: str
+    x: list[float] | list[str]
+    series: list[Series]
+    x_log: bool = False
+
+
+@dataclass
 class Check:
     id: str
     name: str
@@ -53,8 +76,17 @@ class Check:
     simulated: str
     passed: bool
     details: list[str] = field(default_factory=list)
+    #: What the report draws: the simulated values beside their targets.
+    panels: list[Panel] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The check as ``validate --json`` prints it (``record`` adds the figure's data)."""
+        d = self.record()
+        del d["panels"]
+        return d
+
+    def record(self) -> dict[str, Any]:
+        """Everything, as ``validate -o DIR`` writes it to ``validate.json``."""
         return asdict(self)
 
 
@@ -108,6 +140,13 @@ def _pingpong(
     }
 
 
+def _pingpong_added_us(control: str, interval_us: float, eee_links: int, share: float) -> float:
+    """The round trip's target increase over EEE off: above idle_timeout a wake per EEE link
+    (paired) or per EEE link direction traversed (independent), in ``share`` of the rounds."""
+    per_link = 1 if control == "paired" else 2
+    return per_link * eee_links * WAKE_US * share if interval_us > TIMEOUT_US else 0.0
+
+
 def check_pingpong() -> Check:
     """Round-trip time flat below idle_timeout; above it one wake_time more per EEE link
     (paired) or per EEE link direction traversed (independent)."""
@@ -125,8 +164,7 @@ def check_pingpong() -> Check:
     for c, i, e in cases:
         if e == 0:
             continue
-        per_link = 1 if c == "paired" else 2
-        want_us = per_link * e * WAKE_US * share if i > TIMEOUT_US else 0.0
+        want_us = _pingpong_added_us(c, i, e, share)
         got_us = (rtt[(c, i, e)] - rtt[(c, i, 0)]) * 1e6
         good = abs(got_us - want_us) < 1e-3
         ok &= good
@@ -141,7 +179,53 @@ def check_pingpong() -> Check:
         "as targeted in every case" if ok else "mismatch, see details",
         ok,
         details,
+        panels=_pingpong_panels(intervals, rtt, share),
     )
+
+
+#: Miwa et al. Fig. 7 (research.md section 1): the response time at a 2 ms send interval rose
+#: 24 us with EEE on one link and 18 us more with EEE on both.
+PAPER_RTT_ADDED_US = {1: 24.0, 2: 42.0}
+PAPER_RTT_INTERVAL_US = 2000.0
+
+
+def _pingpong_panels(
+    intervals: list[float], rtt: dict[tuple[str, float, int], float], share: float
+) -> list[Panel]:
+    panels = []
+    for c in ("paired", "independent"):
+        off_us = [rtt[(c, i, 0)] * 1e6 for i in intervals]
+        series = [
+            Series(f"EEE on {e} link(s)", [rtt[(c, i, e)] * 1e6 for i in intervals])
+            for e in range(3)
+        ]
+        series += [
+            Series(
+                f"target, {e} link(s)",
+                [
+                    o + _pingpong_added_us(c, i, e, share)
+                    for o, i in zip(off_us, intervals, strict=True)
+                ],
+                target=True,
+            )
+            for e in (1, 2)
+        ]
+        if c == "paired":  # the paper's 10GBASE-T links sleep in pairs
+            series += [
+                Series(
+                    f"paper Fig. 7, {e} link(s): EEE off +{added:g} us",
+                    [
+                        o + added if i == PAPER_RTT_INTERVAL_US else None
+                        for o, i in zip(off_us, intervals, strict=True)
+                    ],
+                    target=True,
+                )
+                for e, added in PAPER_RTT_ADDED_US.items()
+            ]
+        panels.append(
+            Panel(f"{c} control", "send interval (us)", "round-trip time (us)", intervals, series)
+        )
+    return panels
 
 
 #: Two nodes on different switches of each topology family (plus a single switch).
@@ -225,7 +309,32 @@ def check_reviriego() -> Check:
         f"worst error {100 * worst:.3f} %",
         ok,
         details,
+        panels=_reviriego_panels(cases, res, intervals),
     )
+
+
+def _reviriego_panels(
+    cases: list[tuple[str, dict[str, Any], list[int], float]],
+    res: list[Results],
+    intervals: list[float],
+) -> list[Panel]:
+    """Switch 0's power against the send interval, simulated and modelled, per topology."""
+    power: dict[str, tuple[list[float | None], list[float | None]]] = {}
+    for (name, _, _, i), r in zip(cases, res, strict=True):
+        sim, model = power.setdefault(name, ([], []))
+        sim.append(float(r.switches.sort_values("switch_id")["avg_power_w"].iloc[0]))
+        model.append(reviriego_w(r, i * 1e-6)[0])
+    return [
+        Panel(
+            name,
+            "send interval (us)",
+            "switch 0 power (W)",
+            intervals,
+            [Series("simulated", sim), Series("Reviriego's model", model, target=True)],
+            x_log=True,
+        )
+        for name, (sim, model) in power.items()
+    ]
 
 
 #: Length of the idle runs of check 3: one rank computing, nothing sent.
@@ -287,7 +396,28 @@ def check_idle_switch() -> Check:
         "as targeted for every switch, n and policy" if ok else "mismatch, see details",
         ok,
         details,
+        panels=_idle_switch_panels(cases, res),
     )
+
+
+def _idle_switch_panels(cases: list[tuple[str, int, str]], res: list[Results]) -> list[Panel]:
+    """Idle switch power against linked ports, simulated and targeted, per switch model."""
+    panels = []
+    for model in SWITCH_FIGURES_W:
+        ports = sorted({n for m, n, _ in cases if m == model})
+        series = []
+        for policy in ("always_on", "timeout"):
+            sim: list[float | None] = [
+                float(r.switches["avg_power_w"].iloc[0])
+                for (m, _, p), r in zip(cases, res, strict=True)
+                if m == model and p == policy
+            ]
+            want: list[float | None] = [idle_switch_w(model, n, policy) for n in ports]
+            series += [Series(policy, sim), Series(f"target, {policy}", want, target=True)]
+        panels.append(
+            Panel(model, "linked idle ports", "switch power (W)", [float(n) for n in ports], series)
+        )
+    return panels
 
 
 def _npb(kind: str, cls: str, power: dict[str, Any]) -> dict[str, Any]:
@@ -335,7 +465,27 @@ def check_penalty_bound() -> Check:
             "in the always-on run; "
             f"the EEE run woke {wakes_sim} times",
         ],
+        panels=_penalty_panels(pct, slowdown, bound_pct),
     )
+
+
+#: Miwa et al.'s penalty bound (Fig. 21-23), % of SP class C's run time.
+PAPER_PENALTY_PCT = 0.783
+
+
+def _penalty_panels(arith_pct: float, slowdown_pct: float, bound_pct: float) -> list[Panel]:
+    return [
+        Panel(
+            "penalty bound",
+            "",
+            "% of run time",
+            ["paper: 38,770 wakes x 17 us / 84.1 s", "CG.A: slowdown under its bound"],
+            [
+                Series("computed / simulated", [arith_pct, slowdown_pct]),
+                Series("paper / bound", [PAPER_PENALTY_PCT, bound_pct], target=True),
+            ],
+        )
+    ]
 
 
 #: The paper's sensitivity runs: NPB class C (Fig. 28-33).
@@ -427,7 +577,40 @@ def check_sensitivity() -> Check:
         f"170 us: {max(slow_170):.3f} %; 1,700 us: up to {max(slow_1700):.1f} %",
         ok,
         details,
+        panels=_sensitivity_panels(res),
     )
+
+
+def _sensitivity_panels(res: dict[tuple[str, tuple[float, float] | None], Results]) -> list[Panel]:
+    """Link energy saved against idle_timeout (wake 17 us) and run time against wake_time
+    (timeout 600 us), per benchmark, against its always-on run."""
+
+    def link_j(r: Results) -> float:
+        return float(r.summary["energy_j"]["switch_ports"] + r.summary["energy_j"]["nic_ports"])
+
+    timeouts, wakes = [600.0, 1600.0, 16000.0, 160000.0], [17.0, 170.0, 1700.0]
+    saving, slowdown = [], []
+    for kind, _ in SENSITIVITY_BENCHMARKS:
+        base = res[(kind, None)]
+        saving.append(
+            Series(
+                kind.upper(),
+                [-pct_change(link_j(res[(kind, (t, 17.0))]), link_j(base)) for t in timeouts],
+            )
+        )
+        slowdown.append(
+            Series(
+                kind.upper(),
+                [pct_change(res[(kind, (600.0, w))].makespan_s, base.makespan_s) for w in wakes],
+            )
+        )
+    slowdown.append(Series("target: < 1 % at 170 us, > 5 % at 1,700 us", [None, 1.0, 5.0], True))
+    return [
+        Panel(
+            "wake_time 17 us", "idle_timeout (us)", "link energy saved (%)", timeouts, saving, True
+        ),
+        Panel("idle_timeout 600 us", "wake_time (us)", "slowdown (%)", wakes, slowdown, True),
+    ]
 
 
 #: Tanaka et al. Table 1 (research.md section 3): Mb/s -> receiver interrupts/s and packets per
@@ -563,7 +746,25 @@ def check_nic_coalescing() -> Check:
         f"round trip +{rtt_cost_us:.1f} us",
         ok,
         details,
+        panels=_nic_panels(paced, shaped),
     )
+
+
+def _nic_panels(
+    paced: dict[int, tuple[float, float, float]], shaped: dict[int, tuple[float, float, float]]
+) -> list[Panel]:
+    """Interrupts per second and frames per interrupt against the rate, beside Table 1."""
+    rates = sorted(NIC_TABLE1)
+    panels = []
+    for col, label in ((0, "interrupts per second"), (1, "frames per interrupt")):
+        series = [
+            Series("paced", [paced[r][col] for r in rates]),
+            Series("shaped", [shaped[r][col] for r in rates]),
+            Series("paper Table 1, paced", [NIC_TABLE1[r][col] for r in rates], True),
+            Series("paper Table 1, shaped", [NIC_TABLE1[r][2 + col] for r in rates], True),
+        ]
+        panels.append(Panel(label, "stream rate (Mb/s)", label, [float(r) for r in rates], series))
+    return panels
 
 
 #: Kondo et al.'s thresholds (polling iterations, Fig. 6) and benchmarks.
@@ -658,7 +859,28 @@ def check_mpi_wait() -> Check:
         f"({max(savings, key=lambda x: x[1])[2].upper()})",
         ok,
         details,
+        panels=_mpi_wait_panels(spin, res[len(WAIT_BENCHMARKS) :]),
     )
+
+
+def _mpi_wait_panels(spin: dict[str, Results], runs: list[Results]) -> list[Panel]:
+    """Run time and node energy against the spin threshold, per benchmark and policy, against
+    the benchmark's spin run (``runs`` in the check's order: benchmark, policy, threshold)."""
+    rest = iter(runs)
+    slow, saved = [], []
+    for k in WAIT_BENCHMARKS:
+        base = spin[k]
+        for p in ("block", "mwait"):
+            row = [next(rest) for _ in WAIT_THRESHOLDS]
+            label = f"{k.upper()} {p}"
+            slow.append(Series(label, [pct_change(r.makespan_s, base.makespan_s) for r in row]))
+            saved.append(Series(label, [-pct_change(_node_j(r), _node_j(base)) for r in row]))
+    slow.append(Series("target for mwait: within +1 %", [1.0] * len(WAIT_THRESHOLDS), True))
+    x_label = "spin threshold (polling iterations)"
+    return [
+        Panel("run time", x_label, "run time change (%)", WAIT_THRESHOLDS, slow, True),
+        Panel("node energy", x_label, "node energy saved (%)", WAIT_THRESHOLDS, saved, True),
+    ]
 
 
 #: Miwa et al. Fig. 24-25 (research.md section 1): EEE saved 93.7 W = 4.72 % of the system,
@@ -716,7 +938,38 @@ def check_whole_system() -> Check:
         f"{switch_saved:.1f} W ({100 * switch_saved / saved:.0f} %); run time {slow:+.3f} %",
         ok,
         details,
+        panels=_whole_system_panels(saved, switch_saved, pct, slow),
     )
+
+
+#: Miwa et al. Fig. 24-25: run time 342.79 s always on, 342.76 s with EEE.
+PAPER_WHOLE_SYSTEM_RUN_S = (342.79, 342.76)
+
+
+def _whole_system_panels(saved_w: float, switch_w: float, pct: float, slow: float) -> list[Panel]:
+    paper_slow = pct_change(PAPER_WHOLE_SYSTEM_RUN_S[1], PAPER_WHOLE_SYSTEM_RUN_S[0])
+    return [
+        Panel(
+            "power saved",
+            "",
+            "power saved (W)",
+            ["whole system", "switch ports"],
+            [
+                Series("simulated", [saved_w, switch_w]),
+                Series("paper", [WHOLE_SYSTEM_SAVED_W, WHOLE_SYSTEM_SWITCH_W], target=True),
+            ],
+        ),
+        Panel(
+            "share and cost",
+            "",
+            "share (%)",
+            ["system power saved", "run time change"],
+            [
+                Series("simulated", [pct, slow]),
+                Series("paper", [WHOLE_SYSTEM_PCT, paper_slow], target=True),
+            ],
+        ),
+    ]
 
 
 #: Oe et al.'s test node (research.md section 5): 4 channels x 2 DIMMs of 4 GB, 0.9 W each.
@@ -803,7 +1056,31 @@ def check_dimm_hotplug() -> Check:
         f"{added * 1e3:.3f} ms for {n_tr:.0f} transition(s); ideal: {ideal_more}",
         ok,
         details,
+        panels=_dimm_panels(e_on, e_bp, e_id, want_on, node0(g_bp, "energy_j"), want_bp),
     )
+
+
+def _dimm_panels(
+    on_j: float, bp_j: float, ideal_j: float, want_on_j: float, grows_j: float, want_grows_j: float
+) -> list[Panel]:
+    """Node 0's DIMM energy per policy and memory profile, beside the energy by hand."""
+    return [
+        Panel(
+            "DIMM energy of node 0",
+            "",
+            "energy (J)",
+            [
+                "fits: always_on",
+                "fits: bandwidth_preserving",
+                "fits: ideal",
+                "grows: bw-preserving",
+            ],
+            [
+                Series("simulated", [on_j, bp_j, ideal_j, grows_j]),
+                Series("by hand", [want_on_j, want_on_j / 2, None, want_grows_j], target=True),
+            ],
+        )
+    ]
 
 
 CHECKS: dict[str, Callable[[], Check]] = {
