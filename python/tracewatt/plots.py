@@ -286,8 +286,10 @@ def _is_numeric(values: pd.Series) -> bool:
 def sweep_groups(frame: pd.DataFrame, meta: dict[str, Any], axes: list[str]) -> list[SweepGroup]:
     """The groups of a sweep dataset, in dataset order. ``axes`` are its axis columns."""
     baseline = meta.get("baseline")
+    modes = {g["name"]: g.get("mode") for g in meta.get("groups", []) if isinstance(g, dict)}
     out = []
     for name, rows in frame.groupby("group", sort=False):
+        random = "random" in (meta.get("mode"), modes.get(name))
         policy = rows[rows["variant"] != baseline] if baseline is not None else rows
         categorical, numeric, fixed = [], [], {}
         for axis in axes:
@@ -310,7 +312,7 @@ def sweep_groups(frame: pd.DataFrame, meta: dict[str, Any], axes: list[str]) -> 
                 numeric,
                 fixed,
                 baseline,
-                meta.get("mode") == "random",
+                random,
             )
         )
     return out
