@@ -289,7 +289,7 @@ def validation_sections(validation: dict[str, Any]) -> str:
     )
     return (
         f"<h2>Validation (tracewatt {e(str(validation.get('tracewatt_version', '?')))})</h2>\n"
-        '<table class="dataframe">\n<tr><th>check</th><th>verdict</th><th>what</th>'
+        '<table class="checks">\n<tr><th>check</th><th>verdict</th><th>what</th>'
         f"<th>target</th><th>simulated</th></tr>\n{rows}</table>\n"
     )
 
@@ -349,6 +349,7 @@ body { font-family: sans-serif; max-width: 960px; margin: 1em auto; padding: 0 1
 table.config td { padding: 0 1em 0 0; vertical-align: top; }
 table.dataframe { display: block; overflow-x: auto; font-size: smaller; }
 table.dataframe td, table.dataframe th { padding: 0 0.5em; text-align: right; }
+table.checks td, table.checks th { padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 pre { background: #f4f4f4; padding: 0.5em; overflow-x: auto; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; height: auto; }
