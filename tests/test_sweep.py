@@ -393,18 +393,6 @@ def _interrupt_after(args: list[str], out: Path, runs_done: int) -> tuple[int, f
     return p.returncode, time.monotonic() - t0, err
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.append(int(stat.parent.name))
-    return kids
-
-
 @pytest.mark.parametrize("where", [["--cluster", "local:2"], ["-j", "2"]])
 def test_sigint_keeps_finished_runs_and_exits_130(tmp_path: Path, where: list[str]) -> None:
     out = tmp_path / "out"
@@ -425,51 +413,6 @@ def test_sigint_keeps_finished_runs_and_exits_130(tmp_path: Path, where: list[st
         assert r.code == 0, r.err
         assert f"12 runs, {len(df)} already done; {12 - len(df)} to run" in r.err
         assert len(sweep.read_dataset(out)[1]) == 12
-
-
-def test_sigint_stops_the_pool_workers(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tracewatt",
-            "sweep",
-            str(spec_file(tmp_path, TWELVE)),
-            "-o",
-            str(out),
-            "-j",
-            "2",
-            "-q",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while len(workers := [k for k in _children(p.pid) if _is_worker(k)]) < 2:
-        assert time.monotonic() < deadline and p.poll() is None
-        time.sleep(0.05)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
-    p.communicate(timeout=60)
-    assert p.returncode == 130
-    assert not [w for w in workers if _alive(w)]
-
-
-def _is_worker(pid: int) -> bool:
-    try:
-        return "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 # --------------------------------------------------------------------------- SLURM / PBS
