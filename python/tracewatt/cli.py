@@ -554,7 +554,8 @@ def sweep_table(df: Any, axes: Sequence[str]) -> str:
         cells.append(str(rec["status"]))
         for k, f in metrics:
             v = rec[k]
-            cells.append("" if v is None or v != v else f(v))
+            # `+ 0.0` prints a saving of -0.0 as 0.00.
+            cells.append("" if v is None or v != v else f(v + 0.0))
         rows.append(cells)
     right = [False] * (len(headers) - len(metrics)) + [True] * len(metrics)
     return _format.table(headers, rows, right)

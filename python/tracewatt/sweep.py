@@ -558,6 +558,7 @@ def _run_pool(
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for f in finished:
                     h = inflight.pop(f)
+                    on_running(len(inflight))
                     try:
                         outcome = f.result()
                     except BrokenProcessPool:
