@@ -156,10 +156,8 @@ class Run:
 
     @property
     def label(self) -> str:
-        parts = [self.group] if self.group else []
-        parts.append(self.variant)
-        parts += [f"{k}={_short(v)}" for k, v in self.values.items()]
-        return " ".join(parts)
+        """``group, variant, axis=value, ...``: how messages name the run."""
+        return _label(self.group, self.variant, self.values)
 
     @property
     def dir(self) -> str:
@@ -257,13 +255,7 @@ class SweepSpec:
                 dv = copy.deepcopy(d)
                 for path, value in v.overrides.items():
                     set_path(dv, path, copy.deepcopy(value), source=f"{self.source}: {v.name}")
-                where = ", ".join(
-                    [
-                        *([group] if group else []),
-                        v.name,
-                        *(f"{k}={_short(x)}" for k, x in values.items()),
-                    ]
-                )
+                where = _label(group, v.name, values)
                 cfg = Config.from_dict(dv, source=f"{self.source}[{where}]")
                 try:
                     resolved: Any = cfg.resolved()
@@ -445,8 +437,9 @@ def _column_value(v: Any) -> Any:
     return json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
 
 
-def _short(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
+def _label(group: str, variant: str, values: Mapping[str, Any]) -> str:
+    short = [f"{k}={f'{v:g}' if isinstance(v, float) else v}" for k, v in values.items()]
+    return ", ".join([*([group] if group else []), variant, *short])
 
 
 # --------------------------------------------------------------------------- shipped specs
@@ -486,13 +479,14 @@ def _execute(config: Config, run_dir: str) -> dict[str, Any]:
     (d / "error.json").unlink(missing_ok=True)
     start = time.monotonic()
     try:
-        res = simulate(config)
-    except Exception as e:
+        simulate(config).write(d)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # a Rust panic is a BaseException: it fails this run only
         error = f"{type(e).__name__}: {e}"
         _write_json(d / "error.json", {"status": "failed", "error": error})
         return {"status": "failed", "error": error}
     wall_s = time.monotonic() - start
-    res.write(d)
     _write_json(d / "done.json", {"status": "ok", "error": "", "wall_s": wall_s})
     return {"status": "ok", "error": ""}
 
