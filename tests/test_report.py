@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from conftest import PINGPONG, CliResult
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
 from test_study import SMALL_STUDY
 from tracewatt import cli, report
-from tracewatt.plots import STUDY_METRICS
+from tracewatt.plots import SWEEP_SAVING_METRICS
 from tracewatt.report import figures, load
 from tracewatt.results import Results
 
 # The small study with EEE (waking right after each packet) against always-on: savings and
 # slowdowns that are not zero.
 STUDY = (
-    SMALL_STUDY
+    'baseline = "always_on"\n'
+    + SMALL_STUDY
     + """
 [[variants]]
 name = "eee"
@@ -71,7 +71,7 @@ def compared(compare_dir: Path) -> tuple[Results, Results]:
 def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("study")
     (d / "small.toml").write_text(STUDY, encoding="utf-8")
-    assert cli.main(["study", "-q", "--study", str(d / "small.toml"), "-o", str(d / "out")]) == 0
+    assert cli.main(["sweep", str(d / "small.toml"), "-q", "-o", str(d / "out")]) == 0
     return d / "out"
 
 
@@ -175,26 +175,47 @@ def test_report_of_a_run_draws_no_baseline(run_cli: Any, run_dir: Path) -> None:
     assert len(results.plot.energy_breakdown().axes[0].containers) == 1
 
 
-def test_study_bars_are_the_study_table(run_cli: Any, study_dir: Path) -> None:
+def _summary(directory: Path, run: dict[str, Any]) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads((directory / run["dir"] / "summary.json").read_text())
+    return summary
+
+
+def test_study_bars_are_each_runs_saving(run_cli: Any, study_dir: Path) -> None:
     r = _report(run_cli, [study_dir, "--figures", study_dir / "figs"])
-    assert r.out == f"{study_dir / 'figs' / 'study_bars.png'}\n"
-    study = pd.read_csv(study_dir / "study.csv")
-    assert study["slowdown_pct"].notna().all()
-    report_figures = report.study_figures(study)
-    axes = report_figures[0].figure.axes
+    assert r.out == f"{study_dir / 'figs' / 'sweep_bars.png'}\n"
+    frame, meta = report.load_sweep(study_dir)
+    (bars,) = report.sweep_figures(frame, meta)
+    axes = bars.figure.axes
+    # Two topologies, two workloads: on a tie the later axis (the workload) goes along x.
     workloads = [t.get_text() for t in axes[-1].get_xticklabels()]
     assert workloads == ["perm", "halo"]
-    for ax, (column, _) in zip(axes, STUDY_METRICS, strict=True):
+    runs = frame.set_index(["machine.preset", "jobs[0]", "variant"])
+    for ax, (column, _) in zip(axes, SWEEP_SAVING_METRICS, strict=True):
         topologies = [str(c.get_label()) for c in ax.containers]
         assert topologies == ["ft", "torus"]
-        for topology, bars in zip(topologies, ax.containers, strict=True):
-            for workload, bar in zip(workloads, bars.patches, strict=True):
-                row = study[(study["topology"] == topology) & (study["workload"] == workload)]
-                assert bar.get_height() == pytest.approx(float(row[column].iloc[0]))
+        for topology, container in zip(topologies, ax.containers, strict=True):
+            for workload, bar in zip(workloads, container.patches, strict=True):
+                # Worked out from the two runs' own summaries, not the dataset's columns.
+                eee, base = (
+                    _summary(study_dir, runs.loc[(topology, workload, v)])
+                    for v in ("eee", "always_on")
+                )
+                e, b = eee["energy_j"], base["energy_j"]
+                want = {
+                    "saving_pct": 100 * (1 - e["total"] / b["total"]),
+                    "link_saving_pct": 100
+                    * (
+                        1
+                        - (e["switch_ports"] + e["nic_ports"])
+                        / (b["switch_ports"] + b["nic_ports"])
+                    ),
+                    "slowdown_pct": 100 * (eee["makespan_s"] / base["makespan_s"] - 1),
+                }[column]
+                assert bar.get_height() == pytest.approx(want)
     _report(run_cli, [study_dir, "-q"])
     text = (study_dir / "report.html").read_text(encoding="utf-8")
     page = parse_html(text)
-    assert page.figures == ["study_bars"]
+    assert page.figures == ["sweep_bars"]
     assert all(ref.startswith("data:") for ref in page.refs)
     assert "<td>halo</td>" in text
 
@@ -215,7 +236,7 @@ def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path:
 def test_report_of_a_folder_without_results_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
     r = run_cli("report", tmp_path)
     assert r.code == 2
-    assert f"{tmp_path}: not a results folder (no summary.json, study.csv," in r.err
+    assert f"{tmp_path}: not a results folder (no summary.json, sweep.json with" in r.err
 
 
 def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> None:
@@ -231,7 +252,7 @@ def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> 
 @needs_browser
 @pytest.mark.parametrize(
     ("results", "expected"),
-    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("study_bars",))],
+    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("sweep_bars",))],
 )
 def test_report_renders_in_headless_chromium(
     run_cli: Any,

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from tracewatt.results import Results
 
 __all__ = [
-    "STUDY_METRICS",
     "SWEEP_ABSOLUTE_METRICS",
     "SWEEP_SAVING_METRICS",
     "Plotter",
@@ -33,7 +32,6 @@ __all__ = [
     "idle_cdf",
     "lpi_heatmap",
     "power_timeline",
-    "study_bars",
     "sweep_bars",
     "sweep_curves",
     "sweep_groups",
@@ -197,38 +195,6 @@ def lpi_heatmap(results: Results) -> Figure:
     return fig
 
 
-#: The ``study.csv`` columns :func:`study_bars` draws, with their axis labels.
-STUDY_METRICS = (
-    ("link_saving_pct", "link energy saved (%)"),
-    ("machine_saving_pct", "machine energy saved (%)"),
-    ("slowdown_pct", "slowdown (%)"),
-)
-
-
-def study_bars(study: pd.DataFrame) -> Figure:
-    """TraceRP Fig. 2-style grouped bars from ``study.csv``: per metric of
-    :data:`STUDY_METRICS` a panel, workloads along x, a bar per topology (failed cells, whose
-    metrics are empty, draw no bar)."""
-    workloads = list(dict.fromkeys(study["workload"]))
-    topologies = list(dict.fromkeys(study["topology"]))
-    fig = _figure((9.0, 2.5 * len(STUDY_METRICS) + 0.5))
-    axes = fig.subplots(len(STUDY_METRICS), 1, sharex=True)
-    x = np.arange(len(workloads))
-    width = 0.8 / max(len(topologies), 1)
-    for ax, (column, label) in zip(axes, STUDY_METRICS, strict=True):
-        values = study.pivot(index="workload", columns="topology", values=column)
-        for i, topology in enumerate(topologies):
-            heights = values.loc[workloads, topology].to_numpy(dtype=float)
-            offset = (i - (len(topologies) - 1) / 2) * width
-            ax.bar(x + offset, heights, width, label=topology)
-        ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.set_ylabel(label)
-    axes[0].set_title("EEE against always-on per workload and topology")
-    axes[0].legend(fontsize="small", ncols=len(topologies))
-    axes[-1].set_xticks(x, workloads, rotation=20, ha="right")
-    return fig
-
-
 class Plotter:
     """The figures of one run: ``results.plot.energy_breakdown()`` and so on."""
 
@@ -332,11 +298,12 @@ def _fixed_text(fixed: dict[str, Any]) -> str:
 def sweep_bars(group: SweepGroup) -> Figure:
     """TraceRP Fig. 2-style grouped bars of one sweep group with no varying numeric axis: a
     panel per metric (saving, link saving and slowdown against the baseline; energy and run time
-    without one), the categorical axis with the most values along x, a bar per combination of
-    the others. Failed runs draw no bar."""
+    without one), the categorical axis with the most values (the later one on a tie) along x, a
+    bar per combination of the others. Failed runs draw no bar."""
     metrics = SWEEP_SAVING_METRICS if group.baseline is not None else SWEEP_ABSOLUTE_METRICS
     cats = group.categorical
-    along = max(cats, key=lambda c: group.rows[c].nunique()) if cats else None
+    # The later axis on a tie: spec order usually puts the machine before the workload.
+    along = max(reversed(cats), key=lambda c: group.rows[c].nunique()) if cats else None
     across = [c for c in cats if c != along]
     rows = group.rows.assign(
         _x=_labels(group.rows, [along] if along else []), _bar=_labels(group.rows, across)

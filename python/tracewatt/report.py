@@ -1,10 +1,11 @@
 """The report of a results directory: its figures, and one self-contained HTML file.
 
 A directory written by ``tracewatt run -o`` or ``tracewatt compare -o`` (whose ``summary.json``
-has ``baseline`` and whose ``baseline/`` holds the baseline's tables), or by ``tracewatt study
--o`` (``study.csv``, see :func:`render_study_html`). The HTML embeds every
-figure as a ``data:`` PNG and refers to nothing outside itself, so it opens offline and can be
-mailed as one file.
+has ``baseline`` and whose ``baseline/`` holds the baseline's tables), by ``tracewatt sweep -o``
+or ``tracewatt study -o`` (``sweep.parquet`` and ``sweep.json``, see :func:`sweep_figures`), or
+by ``tracewatt validate -o`` (``validate.json``, see :func:`validation_figures`). The HTML embeds
+every figure as a ``data:`` PNG and refers to nothing outside itself, so it opens offline and
+can be mailed as one file.
 """
 
 from __future__ import annotations
@@ -35,11 +36,8 @@ __all__ = [
     "load_validation",
     "page",
     "render_html",
-    "render_study_html",
     "render_sweep_html",
     "run_sections",
-    "study_figures",
-    "study_sections",
     "sweep_axes",
     "sweep_figures",
     "sweep_sections",
@@ -131,18 +129,6 @@ def _png_bytes(figure: Figure) -> bytes:
     return buf.getvalue()
 
 
-def study_figures(study: pd.DataFrame) -> list[ReportFigure]:
-    """The figures of a study (``study.csv`` as a DataFrame)."""
-    return [
-        ReportFigure(
-            "study_bars",
-            "Energy EEE saves and the time it costs, per workload and topology: look for tall "
-            "saving bars over short slowdown bars.",
-            plots.study_bars(study),
-        )
-    ]
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
@@ -159,15 +145,15 @@ def sweep_axes(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
 
 def load_sweep(directory: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A sweep directory's dataset (``sweep.parquet``) and description (``sweep.json``)."""
+    from tracewatt.sweep import read_dataset
+
     d = Path(directory)
-    meta_path = d / "sweep.json"
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta, frame = read_dataset(d)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{meta_path}: not JSON ({e})") from e
+        raise ValueError(f"{d / 'sweep.json'}: not JSON ({e})") from e
     if not isinstance(meta, dict):
-        raise ValueError(f"{meta_path}: expected a JSON object (name, axes, variants, ...)")
-    frame = pd.read_parquet(d / "sweep.parquet")
+        raise ValueError(f"{d / 'sweep.json'}: expected a JSON object (name, axes, variants, ...)")
     missing = [c for c in _SWEEP_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{d / 'sweep.parquet'}: no column {', '.join(missing)}")
@@ -390,17 +376,6 @@ def run_sections(results: Results, baseline: Results | None = None) -> str:
     )
 
 
-def study_sections(study: pd.DataFrame) -> str:
-    """A study's table (``study.csv``) as HTML."""
-    table = study.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0)
-    return f"<h2>Study</h2>\n{table}\n"
-
-
 def render_html(results: Results, baseline: Results | None = None, title: str = "") -> str:
     """The report of a run (or a compare) as one HTML document."""
     return page(title, run_sections(results, baseline), figures(results, baseline))
-
-
-def render_study_html(study: pd.DataFrame, title: str = "") -> str:
-    """The report of a study (``study.csv`` as a DataFrame) as one HTML document."""
-    return page(title, study_sections(study), study_figures(study))
