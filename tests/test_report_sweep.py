@@ -1,5 +1,6 @@
 """The report of a sweep directory (``sweep.parquet`` + ``sweep.json``): TraceRP Fig. 2-style
-bars and Fig. 3-5-style curves, checked against the dataset they were drawn from."""
+bars and Fig. 3-5-style curves, checked against the dataset they were drawn from (one built by
+hand in the documented format, and a real small sweep checked against its runs' summaries)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
-from tracewatt import report
+from tracewatt import cli, report
 from tracewatt.plots import SWEEP_SAVING_METRICS
 
 PRESETS = ("ft", "torus")
@@ -213,10 +214,115 @@ def test_a_broken_sweep_json_is_a_usage_error(
     assert f"{tmp_path / 'sweep.json'}: not JSON" in r.err
 
 
+# ------------------------------------------------------------------ a real sweep
+
+# Two workloads on a 4-node switch, EEE against always-on: a group over the control mode (bars)
+# and one over idle_timeout (curves).
+SMALL_SWEEP = """
+name = "small-sweep"
+description = "two workloads: bars over control, curves over idle_timeout"
+baseline = "always_on"
+
+[base]
+seed = 1
+machine.topology = { kind = "single_switch", nodes = 4 }
+machine.links = { bandwidth_gbps = 10.0 }
+
+[[base.jobs]]
+name = "job"
+ranks = 4
+
+[axes."jobs[0]".pingpong]
+name = "pingpong"
+ranks = 2
+workload = { kind = "pingpong", bytes = 64, iterations = 20, interval_us = 100.0 }
+
+[axes."jobs[0]".halo]
+name = "halo"
+ranks = 4
+workload = { kind = "near_neighbor", iterations = 5, bytes = 1024, compute_us = 100.0 }
+
+[[groups]]
+name = "control"
+axes = { "power.control" = ["independent", "paired"] }
+
+[[groups]]
+name = "timeout"
+axes = { "power.links.idle_timeout_us" = [1.0, 20.0, 400.0] }
+
+[[variants]]
+name = "eee"
+
+[[variants]]
+name = "always_on"
+set = { "power.links.policy" = "always_on" }
+"""
+SMALL_FIGURES = ["sweep_bars_control", "sweep_curves_timeout_power_links_idle_timeout_us"]
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("small-sweep")
+    (d / "spec.toml").write_text(SMALL_SWEEP, encoding="utf-8")
+    assert cli.main(["sweep", str(d / "spec.toml"), "-q", "-j", "2", "-o", str(d / "out")]) == 0
+    return d / "out"
+
+
+def _summaries(directory: Path, runs: pd.DataFrame) -> list[dict[str, Any]]:
+    return [json.loads((directory / d / "summary.json").read_text()) for d in runs["dir"]]
+
+
+def test_real_sweep_figures_are_its_runs(small_sweep: Path) -> None:
+    frame, meta = report.load_sweep(small_sweep)
+    bars, curves = report.sweep_figures(frame, meta)
+    assert [bars.name, curves.name] == SMALL_FIGURES
+    # Bars: the control mode (2 values, later than jobs[0] on the tie) along x, a bar per job;
+    # each the saving worked out from the two runs' own summaries.
+    saving_ax = bars.figure.axes[0]
+    assert [t.get_text() for t in bars.figure.axes[-1].get_xticklabels()] == [
+        "independent",
+        "paired",
+    ]
+    control = frame[frame["group"] == "control"]
+    for container in saving_ax.containers:
+        job = container.get_label()
+        for mode, bar in zip(("independent", "paired"), container.patches, strict=True):
+            cell = control[(control["jobs[0]"] == job) & (control["power.control"] == mode)]
+            eee, base = _summaries(small_sweep, cell.set_index("variant").loc[["eee", "always_on"]])
+            want = 100 * (1 - eee["energy_j"]["total"] / base["energy_j"]["total"])
+            assert bar.get_height() == pytest.approx(want)
+    # Curves: a line per job over the timeouts, energy and run time as % of always-on's.
+    timeout = frame[frame["group"] == "timeout"]
+    for ax, key in zip(curves.figure.axes[:2], ("energy_j", "makespan_s"), strict=True):
+        assert [ln.get_label() for ln in ax.get_lines()] == ["pingpong", "halo"]
+        for line in ax.get_lines():
+            runs = timeout[timeout["jobs[0]"] == line.get_label()]
+            eee = _summaries(small_sweep, runs[runs["variant"] == "eee"])
+            base = _summaries(small_sweep, runs[runs["variant"] == "always_on"])
+
+            def value(s: dict[str, Any], key: str = key) -> float:
+                return float(s[key]["total"] if key == "energy_j" else s[key])
+
+            want = [100 * value(e) / value(b) for e, b in zip(eee, base, strict=True)]
+            assert list(line.get_xdata()) == [1.0, 20.0, 400.0]
+            np.testing.assert_allclose(line.get_ydata(), want)
+            # A 400 us timeout never expires within the halo's 0.53 ms of 100 us compute
+            # phases: no link sleeps, and EEE's run is always-on's.
+            if line.get_label() == "halo":
+                assert line.get_ydata()[-1] == pytest.approx(100.0, abs=1e-9)
+
+
 @needs_browser
+@pytest.mark.parametrize(
+    ("directory", "expected"), [("sweep_dir", FIGURES), ("small_sweep", SMALL_FIGURES)]
+)
 def test_sweep_report_renders_in_headless_chromium(
-    run_cli: Any, sweep_dir: Path, tmp_path: Path
+    run_cli: Any,
+    request: pytest.FixtureRequest,
+    directory: str,
+    expected: list[str],
+    tmp_path: Path,
 ) -> None:
     html = tmp_path / "report.html"
-    assert run_cli("report", sweep_dir, "-o", html, "-q").code == 0
-    assert_offline_and_drawn(open_page(html), html, FIGURES)
+    assert run_cli("report", request.getfixturevalue(directory), "-o", html, "-q").code == 0
+    assert_offline_and_drawn(open_page(html), html, expected)
