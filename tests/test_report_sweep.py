@@ -204,6 +204,16 @@ def test_report_of_a_sweep_directory(run_cli: Any, sweep_dir: Path, tmp_path: Pa
     assert r.out.split() == [str(tmp_path / "figs" / f"{n}.png") for n in FIGURES]
 
 
+def test_a_sweep_parquet_that_is_not_parquet_is_a_usage_error(
+    run_cli: Any, sweep_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "sweep.json").write_bytes((sweep_dir / "sweep.json").read_bytes())
+    (tmp_path / "sweep.parquet").write_text("group,variant\n", encoding="utf-8")
+    r = run_cli("report", tmp_path)
+    assert r.code == 2
+    assert f"{tmp_path / 'sweep.parquet'}: not a Parquet table" in r.err
+
+
 def test_a_broken_sweep_json_is_a_usage_error(
     run_cli: Any, sweep_dir: Path, tmp_path: Path
 ) -> None:

@@ -152,6 +152,8 @@ def load_sweep(directory: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[st
         meta, frame = read_dataset(d)
     except json.JSONDecodeError as e:
         raise ValueError(f"{d / 'sweep.json'}: not JSON ({e})") from e
+    except ValueError as e:  # pyarrow's errors of a file that is not Parquet
+        raise ValueError(f"{d / 'sweep.parquet'}: not a Parquet table ({e})") from e
     if not isinstance(meta, dict):
         raise ValueError(f"{d / 'sweep.json'}: expected a JSON object (name, axes, variants, ...)")
     missing = [c for c in _SWEEP_COLUMNS if c not in frame.columns]
