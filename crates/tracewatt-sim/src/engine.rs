@@ -901,10 +901,12 @@ impl<'a> Engine<'a> {
         Ok(slot)
     }
 
-    /// What notifying `dst` of a message from `src` costs the sender: only on one node.
+    /// What notifying `dst` of a message from `src` costs the sender: only to another rank
+    /// on its node (a message to itself needs no notice).
     fn local_notify_ps(&self, src: u32, dst: u32) -> Ps {
-        if self.ranks[src as usize].node == self.ranks[dst as usize].node {
-            self.costs.notify_ps
+        let n = self.costs.notify_ps;
+        if n > 0 && src != dst && self.ranks[src as usize].node == self.ranks[dst as usize].node {
+            n
         } else {
             0
         }
@@ -1126,7 +1128,7 @@ impl<'a> Engine<'a> {
             // layer sends clear-to-sends and rendezvous data, and notifies, as it progresses.
             let start = match m.kind {
                 MsgKind::Eager | MsgKind::Rts => now,
-                MsgKind::Cts | MsgKind::Data => now + self.costs.notify_ps,
+                MsgKind::Cts | MsgKind::Data => now + self.local_notify_ps(m.src, m.dst),
             };
             let t = start
                 + self.costs.intra_latency_ps
