@@ -752,17 +752,25 @@ def check_mpi_wait(data: Path | None = None) -> Check:
         + "; saves energy (its sleep saves more than its slowdown costs): "
         + (", ".join(cheaper) or "none")
     )
+    # The block path's costs as the model resolves them (docs/config.md [mpi.wait]).
+    costs = Config.from_dict(_wait_doc(_skeleton_job("cg"), "block", 1e0)).resolved()
+    wake_us, enter_us, notify_us = (
+        costs["mpi"]["wait"][f]
+        for f in ("wake_latency_us", "enter_overhead_us", "notify_overhead_us")
+    )
+    need = BLOCK_TINY_SLOWDOWN_PCT / 100 / (wake_us * 1e-6)
     details.append(
         f"block 10^0 > {BLOCK_TINY_SLOWDOWN_PCT:.0f} % slower: "
         + (", ".join(over) or "none")
         + f"; the largest {tiny[worst].slowdown_pct:+.2f} % ({worst}). In the model a "
-        "low-power wait costs its rank the wake (30 us) and a wait whose message comes during "
-        "the 5 us select() entry the rest of the entry; every same-node message costs its "
-        "sender 1 us of write(). > 5 % needs some 1,600 wakes per rank per second on the "
-        f"critical path; the busiest job here sleeps {rate:.0f} times per rank per second, "
-        "its other waits end at once or within the entry. Larger penalties need larger per-wait "
-        "costs than the sourced ones (docs/config.md [mpi.wait]), e.g. a C6 exit (200 us) "
-        "for long waits, which the model does not have"
+        f"low-power wait costs its rank the wake ({wake_us:g} us) and a wait whose message "
+        f"comes during the {enter_us:g} us select() entry the rest of the entry; every "
+        f"same-node message costs its sender {notify_us:g} us of write(). > "
+        f"{BLOCK_TINY_SLOWDOWN_PCT:.0f} % needs some {need:,.0f} wakes per rank per second on "
+        f"the critical path; the busiest job here sleeps {rate:.0f} times per rank per second, "
+        "its other waits end at once or within the entry. Larger penalties need larger "
+        "per-wait costs than the sourced ones (docs/config.md [mpi.wait]), e.g. a C6 exit "
+        "(200 us) for long waits, which the model does not have"
     )
     details.append(
         "paper (whole-node energy at 10^6): mwait FT > 3 %, MG > 2 %; block IS ~2 %, "
