@@ -764,13 +764,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
+    data = Path(args.data) if args.slow else None
+    if data is not None and not (data / "dumpi").is_dir():
+        raise UsageError(
+            f"--slow: {data / 'dumpi'} is not a directory; --data DIR names the folder "
+            "holding dumpi/npb-*.B-4ranks (the data beside the repository)"
+        )
     checks = []
     for k in CHECKS:
         if select is not None and k not in select:
             continue
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
-        checks.extend(run_checks([k]))
+        checks.extend(run_checks([k], data))
     if args.json:
         sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
     elif not args.quiet:
@@ -1049,6 +1055,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="append", metavar="ID", help="run only this check (repeatable)"
     )
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    v.add_argument(
+        "--slow",
+        action="store_true",
+        help="also run the checks' slower parts on the data beside the repository "
+        "(mpi-wait: the real NPB class B traces)",
+    )
+    v.add_argument(
+        "--data",
+        default="../shared/data",
+        metavar="DIR",
+        help="where --slow finds that data (default: ../shared/data)",
+    )
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
     v.set_defaults(func=cmd_validate)
