@@ -186,9 +186,10 @@ def test_spec_errors_exit_2(run_cli: Run, tmp_path: Path, tail: str, message: st
     assert not (tmp_path / "out" / "runs").exists()  # nothing ran
 
 
-def test_shipped_default_study_is_a_sweep() -> None:
+def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
     spec = sweep.SweepSpec.load(sweep.shipped_spec_path("default"))
-    assert [n for n, _ in sweep.list_shipped()] == ["default"]
+    r = run_cli("sweep", "--list")
+    assert r.code == 0 and r.out.split(maxsplit=1) == ["default", spec.description + "\n"]
     runs = spec.runs()
     assert len(runs) == 30 and not any(r.error for r in runs)  # every run is a valid config
     assert len({r.hash for r in runs}) == 30
