@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,9 +186,10 @@ def test_spec_errors_exit_2(run_cli: Run, tmp_path: Path, tail: str, message: st
     assert not (tmp_path / "out" / "runs").exists()  # nothing ran
 
 
-def test_shipped_default_study_is_a_sweep() -> None:
+def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
     spec = sweep.SweepSpec.load(sweep.shipped_spec_path("default"))
-    assert [n for n, _ in sweep.list_shipped()] == ["default"]
+    r = run_cli("sweep", "--list")
+    assert r.code == 0 and r.out.split(maxsplit=1) == ["default", spec.description + "\n"]
     runs = spec.runs()
     assert len(runs) == 30 and not any(r.error for r in runs)  # every run is a valid config
     assert len({r.hash for r in runs}) == 30
@@ -285,6 +286,34 @@ def test_a_failing_value_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> No
     assert ok["makespan_s"].notna().all() and df[df["status"] != "ok"]["makespan_s"].isna().all()
 
 
+def test_groups_share_identical_runs(tmp_path: Path) -> None:
+    spec = spec_file(
+        tmp_path,
+        BASE.format(iterations=2)
+        + '[[groups]]\nname = "a"\naxes = { "power.links.idle_timeout_us" = [1.0, 2.0] }\n'
+        + '[[groups]]\nname = "b"\naxes = { "power.links.idle_timeout_us" = [2.0, 5.0] }\n',
+    )
+    progress: list[tuple[int, int]] = []
+    df = tracewatt.sweep(
+        spec, tmp_path / "out", workers=1, progress=lambda p: progress.append((p.done, p.total))
+    )
+    meta = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert meta["groups"] == [
+        {"name": "a", "axes": ["power.links.idle_timeout_us"], "mode": "grid"},
+        {"name": "b", "axes": ["power.links.idle_timeout_us"], "mode": "grid"},
+    ]
+    assert list(zip(df["group"], df["power.links.idle_timeout_us"], strict=True)) == [
+        ("a", 1.0),
+        ("a", 2.0),
+        ("b", 2.0),
+        ("b", 5.0),
+    ]
+    # The 2 us run is the same configuration in both groups: it ran once, both rows show it.
+    assert progress[-1] == (3, 3)
+    assert df["dir"].iloc[1] == df["dir"].iloc[2] and df["dir"].nunique() == 3
+    assert df["energy_j"].iloc[1] == df["energy_j"].iloc[2]
+
+
 # --------------------------------------------------------------------------- local pool
 
 
@@ -310,19 +339,7 @@ def test_local_pool_resubmits_the_runs_of_a_killed_worker(tmp_path: Path) -> Non
 # --------------------------------------------------------------------------- Dask
 
 
-@pytest.fixture
-def no_dask_warnings() -> Iterator[None]:
-    # distributed warns about its own shutdown races on some versions: not ours to fail on.
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        yield
-
-
-def test_local_cluster_runs_resumes_and_retries_a_killed_worker(
-    tmp_path: Path, no_dask_warnings: None
-) -> None:
+def test_local_cluster_runs_resumes_and_retries_a_killed_worker(tmp_path: Path) -> None:
     from distributed import Client, LocalCluster
 
     spec = spec_file(tmp_path, TWELVE)
@@ -418,7 +435,10 @@ def test_sigint_keeps_finished_runs_and_exits_130(tmp_path: Path, where: list[st
 # --------------------------------------------------------------------------- SLURM / PBS
 
 
-def test_slurm_job_script(no_dask_warnings: None) -> None:
+# The job's scheduler runs here, with its dashboard on the default port, which another process
+# may hold.
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
+def test_slurm_job_script() -> None:
     cluster = sweep.jobqueue_cluster(
         "slurm",
         {

@@ -764,6 +764,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
+    data = Path(args.data) if args.slow else None
+    if data is not None and not (data / "dumpi").is_dir():
+        raise UsageError(
+            f"--slow: {data / 'dumpi'} is not a directory; --data DIR names the folder "
+            "holding dumpi/npb-*.B-4ranks (the data beside the repository)"
+        )
     out = _output_dir(args)
     checks = []
     for k in CHECKS:
@@ -771,7 +777,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
-        checks.extend(run_checks([k]))
+        checks.extend(run_checks([k], data))
     if out is not None:
         from tracewatt import __version__
 
@@ -1077,6 +1083,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_force(v)
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    v.add_argument(
+        "--slow",
+        action="store_true",
+        help="also run the checks' slower parts on the data beside the repository "
+        "(mpi-wait: the real NPB class B traces)",
+    )
+    v.add_argument(
+        "--data",
+        default="../shared/data",
+        metavar="DIR",
+        help="where --slow finds that data (default: ../shared/data)",
+    )
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
     v.set_defaults(func=cmd_validate)
