@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
-from tracewatt import plots
+from tracewatt import plots, validate
 
 INTERVALS_US = [100.0, 300.0, 500.0, 700.0, 1000.0, 1500.0, 2000.0]
 WAKE_US = 17.0
@@ -161,3 +161,23 @@ def test_validation_report_renders_in_headless_chromium(
     html = tmp_path / "report.html"
     assert run_cli("report", validation_dir, "-o", html, "-q").code == 0
     assert_offline_and_drawn(open_page(html), html, ["check_1", "check_3"])
+
+
+def test_mpi_wait_figure_is_each_jobs_runs_against_spin() -> None:
+    # Made-up runs of one job: the figure draws each policy's slowdown and saving per threshold.
+    runs = {
+        (p, t): validate.WaitRun(
+            slowdown_pct=i + 0.5 * j, saved_pct=-i, low_power_waits=1, low_power_s=0
+        )
+        for i, p in enumerate(validate.WAIT_POLICIES)
+        for j, t in enumerate(validate.WAIT_THRESHOLDS)
+    }
+    sweep = validate.WaitSweep("CG skeleton", spin=None, runs=runs)  # type: ignore[arg-type]
+    time_panel, energy_panel = validate._mpi_wait_panels([sweep])
+    n = len(validate.WAIT_THRESHOLDS)
+    assert time_panel.x == energy_panel.x == validate.WAIT_THRESHOLDS
+    block, mwait, target = time_panel.series
+    assert (block.label, block.y) == ("CG skeleton block", [0.5 * j for j in range(n)])
+    assert (mwait.label, mwait.y) == ("CG skeleton mwait", [1 + 0.5 * j for j in range(n)])
+    assert target.target and target.y == [1.0] * n
+    assert [s.y for s in energy_panel.series] == [[0] * n, [-1] * n]
