@@ -193,6 +193,8 @@ PAPER_RTT_INTERVAL_US = 2000.0
 def _pingpong_panels(
     intervals: list[float], rtt: dict[tuple[str, float, int], float], share: float
 ) -> list[Panel]:
+    """Round-trip time against the send interval for 0, 1 and 2 EEE links, per control mode,
+    beside the check's target and (paired, as the paper's links) the paper's points."""
     panels = []
     for c in ("paired", "independent"):
         off_us = [rtt[(c, i, 0)] * 1e6 for i in intervals]
@@ -475,6 +477,7 @@ PAPER_PENALTY_PCT = 0.783
 
 
 def _penalty_panels(arith_pct: float, slowdown_pct: float, bound_pct: float) -> list[Panel]:
+    """The paper's arithmetic beside its figure, and CG.A's slowdown beside its bound."""
     return [
         Panel(
             "penalty bound",
@@ -1084,6 +1087,7 @@ PAPER_WHOLE_SYSTEM_RUN_S = (342.79, 342.76)
 
 
 def _whole_system_panels(saved_w: float, switch_w: float, pct: float, slow: float) -> list[Panel]:
+    """The power saved, its share and the run time change beside Fig. 24-25's."""
     paper_slow = pct_change(PAPER_WHOLE_SYSTEM_RUN_S[1], PAPER_WHOLE_SYSTEM_RUN_S[0])
     return [
         Panel(
