@@ -297,8 +297,65 @@ pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
     }
     Err(TraceError::UnknownFormat {
         path: path.to_path_buf(),
-        why: "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines found".into(),
+        why: format!(
+            "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines; {}",
+            what_is_there(path)
+        ),
     })
+}
+
+/// What a path that is not a trace holds, for the error: file kinds by extension (with what
+/// each lacks when it belongs to a known format), or the first bytes of a file.
+fn what_is_there(path: &Path) -> String {
+    if !path.is_dir() {
+        let mut head = [0u8; 8];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+            .unwrap_or(0);
+        let shown: String = head[..n]
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_graphic() || b == b' ' {
+                    (b as char).to_string()
+                } else {
+                    format!("\\x{b:02x}")
+                }
+            })
+            .collect();
+        return format!("the file starts with \"{shown}\"");
+    }
+    // Keyed by extension ("" for none, "/" for subdirectories).
+    let mut by_ext: BTreeMap<String, u32> = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(path) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let ext = if p.is_dir() {
+                "/".to_string()
+            } else {
+                p.extension()
+                    .map_or(String::new(), |e| e.to_string_lossy().into_owned())
+            };
+            *by_ext.entry(ext).or_insert(0) += 1;
+        }
+    }
+    if by_ext.is_empty() {
+        return "the directory is empty".into();
+    }
+    let found: Vec<String> = by_ext
+        .iter()
+        .map(|(ext, &n)| {
+            let s = if n == 1 { "" } else { "s" };
+            match ext.as_str() {
+                "/" => format!("{n} subdirector{}", if n == 1 { "y" } else { "ies" }),
+                "" => format!("{n} file{s} without an extension"),
+                "bin" => format!("{n} .bin file{s} (DUMPI rank files need the .meta naming them)"),
+                "twr" => format!("{n} .twr file{s} (native rank files need their trace.twi)"),
+                "evt" | "def" => format!("{n} .{ext} file{s} (OTF2 needs its .otf2 anchor)"),
+                _ => format!("{n} .{ext} file{s}"),
+            }
+        })
+        .collect();
+    format!("found {}", found.join(", "))
 }
 
 fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, TraceError> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tracewatt_workload::{CollKind, Rank};
 
 use crate::call::{Call, CallKind, VKind};
-use crate::error::{Location, TraceError};
+use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::Func;
 use crate::{CallIter, CallSource, TraceFormat};
 
@@ -512,7 +512,7 @@ impl NativeCalls {
     }
     fn read(&mut self, b: &mut [u8], what: &str) -> Result<(), TraceError> {
         if self.off + b.len() as u64 > self.len {
-            return Err(self.err(format!("{what}; the file is truncated")));
+            return Err(self.err(format!("{what}; {TRUNCATED}")));
         }
         self.r
             .read_exact(b)
@@ -585,7 +585,7 @@ impl NativeCalls {
     fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
         use CallKind as K;
         let rec = self.off;
-        let tag = self.u8("a record tag or the end record (the file is truncated)")?;
+        let tag = self.u8("a record tag or the end record")?;
         if tag == END_TAG {
             let n = self.v("the record count")?;
             if n != self.count {
