@@ -150,7 +150,7 @@ pub struct JobSpec {
     /// Name used in results (default `job<i>`).
     #[serde(default)]
     pub name: Option<String>,
-    /// MPI ranks.
+    /// MPI ranks (a trace job without it takes the trace's: [`crate::sizing`]).
     pub ranks: u32,
     /// Nodes the job takes (default: ranks / machine.ranks_per_node, rounded up).
     #[serde(default)]
@@ -230,15 +230,30 @@ impl TraceSpec {
     /// configuration file `source` (or to the current directory when `source` is not a file
     /// name, i.e. `<dict>` / `<string>`).
     pub fn resolve(&self, source: &str) -> std::path::PathBuf {
-        let p = std::path::Path::new(&self.path);
-        if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
-            return p.to_path_buf();
-        }
-        match std::path::Path::new(source).parent() {
-            Some(dir) => dir.join(p),
-            None => p.to_path_buf(),
-        }
+        resolve_trace_path(&self.path, source)
     }
+}
+
+/// [`TraceSpec::resolve`] of a path as written.
+pub(crate) fn resolve_trace_path(path: &str, source: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
+        return p.to_path_buf();
+    }
+    match std::path::Path::new(source).parent() {
+        Some(dir) => dir.join(p),
+        None => p.to_path_buf(),
+    }
+}
+
+/// The error for a trace path that does not exist.
+pub(crate) fn missing_trace(source: &str, job: usize, resolved: &std::path::Path) -> SimError {
+    SimError::config(
+        source,
+        &format!("jobs[{job}].trace.path"),
+        format!("{}: no such file or directory", resolved.display()),
+        None,
+    )
 }
 
 /// Which nodes a job gets.
@@ -387,8 +402,9 @@ impl Config {
                     .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?
             }
         };
-        let value = presets::apply(value)
+        let mut value = presets::apply(value)
             .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?;
+        crate::sizing::fill(&mut value, source)?;
         let mut config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." { String::new() } else { path };
@@ -560,10 +576,7 @@ impl Config {
                     }
                     let resolved = t.resolve(source);
                     if !resolved.exists() {
-                        return err(
-                            &f("path"),
-                            format!("{}: no such file or directory", resolved.display()),
-                        );
+                        return Err(missing_trace(source, i, &resolved));
                     }
                 }
             }

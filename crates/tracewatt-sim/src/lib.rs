@@ -16,6 +16,7 @@ pub mod memory;
 pub mod power;
 pub mod presets;
 pub mod results;
+mod sizing;
 pub mod stats;
 mod units;
 

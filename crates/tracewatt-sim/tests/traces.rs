@@ -451,6 +451,59 @@ fn rank_count_must_match_the_trace() {
     );
 }
 
+/// The configuration of `config_text` with the job's `ranks` and the switch's `nodes` left out
+/// and `ranks_per_node` set.
+fn sized_by_trace(path: &Path, ranks_per_node: u32) -> Config {
+    let text = config_text(&path.display().to_string(), 0, "")
+        .replace("nodes = 0\n", "")
+        .replace("ranks = 0\n", "")
+        .replace("ranks_per_node = 1", &format!("ranks_per_node = {ranks_per_node}"));
+    Config::parse(&text, Format::Toml, "<test>").unwrap()
+}
+
+#[test]
+fn ranks_and_a_single_switch_are_sized_by_the_trace() {
+    // sst-macro-testbgp's .meta says numprocs=7 (tests/data/README.md: 7 ranks).
+    let p = data("dumpi/sst-macro-testbgp");
+    for (per_node, nodes) in [(1, 7), (2, 4), (4, 2)] {
+        let config = sized_by_trace(&p, per_node);
+        let resolved = config.resolved_json();
+        assert_eq!(resolved["jobs"][0]["ranks"], 7);
+        assert_eq!(resolved["machine"]["topology"]["nodes"], nodes, "{per_node}");
+        let r = simulate(&config, "<test>", &mut |_| true).unwrap();
+        assert_eq!(r.summary["jobs"][0]["nodes"], nodes, "{}", r.summary);
+    }
+    // The same run as with the sizes typed in.
+    let typed = run(&p, 7).unwrap();
+    let sized = simulate(&sized_by_trace(&p, 1), "<test>", &mut |_| true).unwrap();
+    assert_eq!(makespan(&typed), makespan(&sized));
+}
+
+#[test]
+fn given_sizes_are_kept_and_a_workload_needs_ranks() {
+    let p = data("dumpi/npb-cg.S-4ranks");
+    // A machine larger than the job keeps its size.
+    let text = config_text(&p.display().to_string(), 4, "").replacen("ranks = 4\n", "", 1);
+    let text = text.replace("nodes = 4", "nodes = 6");
+    let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
+    let resolved = config.resolved_json();
+    assert_eq!(resolved["jobs"][0]["ranks"], 4);
+    assert_eq!(resolved["machine"]["topology"]["nodes"], 6);
+    let gen = "seed = 1\n[machine.topology]\nkind = \"single_switch\"\n[[jobs]]\n\
+               [jobs.workload]\nkind = \"pingpong\"\n";
+    let err = Config::parse(gen, Format::Toml, "<test>").unwrap_err();
+    assert!(
+        err.to_string().contains("jobs[0].ranks: missing: a [jobs.workload] job"),
+        "{err}"
+    );
+    let gone = config_text("nowhere", 0, "").replacen("ranks = 0\n", "", 1);
+    let err = Config::parse(&gone, Format::Toml, "<test>").unwrap_err();
+    assert!(
+        err.to_string().contains("jobs[0].trace.path") && err.to_string().contains("nowhere"),
+        "{err}"
+    );
+}
+
 #[test]
 fn corrupt_trace_names_file_rank_and_offset() {
     let src = data("dumpi/sst-dumpi-testtrace");

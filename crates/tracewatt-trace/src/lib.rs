@@ -269,6 +269,11 @@ pub fn open_trace(path: &Path, opts: &ReadOptions) -> Result<TraceWorkload, Trac
     prescan(path, source, opts)
 }
 
+/// The trace's rank count, from its index or meta data (no pass over the calls).
+pub fn num_ranks(path: &Path) -> Result<u32, TraceError> {
+    Ok(open_source(path, &ReadOptions::default())?.num_ranks())
+}
+
 /// Format, ranks, calls, bytes and duration of a trace (a full pass over it).
 pub fn info(path: &Path, opts: &ReadOptions) -> Result<TraceInfo, TraceError> {
     Ok(open_trace(path, opts)?.info)
