@@ -225,7 +225,7 @@ impl OpBuilder {
         match call.kind {
             CallKind::Local | CallKind::Init => {}
             CallKind::Unsupported { name } => self.unsupported(&name)?,
-            CallKind::Compute { ps } => self.compute(ps as f64 * self.compute_scale)?,
+            CallKind::Compute { ps, .. } => self.compute(ps as f64 * self.compute_scale)?,
             CallKind::Finalize => {
                 self.finish();
                 self.finalized = true;

@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use tracewatt_workload::collectives;
 use tracewatt_workload::generators::Workload;
-use tracewatt_workload::{Program, Rank};
+use tracewatt_workload::{CommId, Op, Program, Rank};
 
 pub use call::{Call, CallKind};
 pub use error::{Location, TraceError};
@@ -128,16 +129,26 @@ pub struct TraceInfo {
     pub calls: BTreeMap<String, u64>,
     /// Bytes sent point-to-point (send, isend, sendrecv; the bsend/ssend/rsend family).
     pub p2p_bytes: u64,
-    /// Sum over ranks and collective calls of the op's `bytes` (the buffer for bcast, reduce,
-    /// allreduce; the block for allgather, gather, scatter, alltoall; for v-collectives the sum
-    /// of the rank's send sizes).
+    /// The collective calls' size arguments (count x datatype size) summed over calls and ranks:
+    /// the buffer for bcast, reduce, allreduce; one block for allgather, gather, scatter and one
+    /// pair's share for alltoall; for v-collectives the sum of the rank's send sizes. Not what
+    /// the collectives move: see `wire_bytes`.
     pub collective_bytes: u64,
+    /// Bytes the replay sends from rank to rank: the point-to-point sends plus every message of
+    /// the collectives as the simulator decomposes them with its default algorithms
+    /// (`[mpi]` defaults; e.g. an alltoall on n ranks sends n - 1 blocks per rank). Computed by
+    /// [`info`] (a second pass), `None` from [`open_trace`].
+    pub wire_bytes: Option<u64>,
     /// Longest rank's span from its first call's start to its last call's end; `None` for
     /// formats without timestamps.
     pub duration_s: Option<f64>,
     pub unsupported: Vec<UnsupportedCall>,
     /// Per rank compute and MPI time (empty for formats without timestamps).
     pub rank_times: Vec<RankTimes>,
+    /// Per rank (index) the floating-point operations the trace's compute is given in: SimGrid
+    /// `compute` lines and the `comp_size` of reduce, allreduce and reducescatter. Empty for
+    /// traces whose compute is time.
+    pub rank_flops: Vec<f64>,
     /// What a user should know before replaying (ranks that shared cores while traced, when
     /// compute is measured on the wall clock).
     pub warnings: Vec<String>,
@@ -175,6 +186,91 @@ impl TraceWorkload {
     pub fn warnings(&self) -> &[UnsupportedCall] {
         &self.info.unsupported
     }
+    /// Bytes every rank's replay sends (see [`TraceInfo::wire_bytes`]): the ops a run streams,
+    /// collectives expanded as the engine expands them with their default algorithms.
+    fn wire_bytes(&self) -> Result<u64, TraceError> {
+        let mut total = 0u64;
+        let mut scratch = Vec::new();
+        for rank in 0..self.source.num_ranks() {
+            let file = self.source.rank_file(rank);
+            let mut b = OpBuilder::new(rank, self.source.num_ranks(), file.clone(), &self.opts);
+            for call in self.source.calls(rank)? {
+                b.feed(call?, &mut Replay(&self.comms))?;
+                total = total.saturating_add(self.sent(rank, &file, &mut b.out, &mut scratch)?);
+            }
+            b.finish();
+            total = total.saturating_add(self.sent(rank, &file, &mut b.out, &mut scratch)?);
+        }
+        Ok(total)
+    }
+
+    /// Bytes `rank` sends in `ops` (drained), collectives expanded into `scratch`.
+    fn sent(
+        &self,
+        rank: Rank,
+        file: &Path,
+        ops: &mut std::collections::VecDeque<Op>,
+        scratch: &mut Vec<Op>,
+    ) -> Result<u64, TraceError> {
+        let mut total = 0u64;
+        for op in ops.drain(..) {
+            let place = |c: CommId| {
+                let size = self.comms.size(c).unwrap_or(0);
+                (size, self.comms.rank_in(c, rank).unwrap_or(0))
+            };
+            scratch.clear();
+            let expanded = match op {
+                Op::Collective {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    algo,
+                } => {
+                    let (size, me) = place(comm);
+                    collectives::expand(comm, kind, algo, size, me, root, bytes, scratch)
+                }
+                Op::Alltoallv {
+                    comm,
+                    send_bytes,
+                    recv_bytes,
+                    algo,
+                } => {
+                    let (size, me) = place(comm);
+                    collectives::expand_alltoallv(
+                        comm,
+                        algo,
+                        size,
+                        me,
+                        &send_bytes,
+                        &recv_bytes,
+                        scratch,
+                    )
+                }
+                op => {
+                    scratch.push(op);
+                    Ok(())
+                }
+            };
+            expanded.map_err(|e| {
+                TraceError::format(
+                    Location {
+                        file: file.to_path_buf(),
+                        rank: Some(rank),
+                        ..Default::default()
+                    },
+                    format!("a collective the simulator can expand ({e})"),
+                )
+            })?;
+            for op in scratch.iter() {
+                if let Op::Send { bytes, .. } | Op::Isend { bytes, .. } = op {
+                    total = total.saturating_add(*bytes);
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// The raw recorded calls of a rank (what `convert` writes).
     pub fn calls(
         &self,
@@ -274,9 +370,15 @@ pub fn num_ranks(path: &Path) -> Result<u32, TraceError> {
     Ok(open_source(path, &ReadOptions::default())?.num_ranks())
 }
 
-/// Format, ranks, calls, bytes and duration of a trace (a full pass over it).
+/// Format, ranks, calls, bytes (with [`TraceInfo::wire_bytes`]) and duration of a trace (two
+/// passes over it).
 pub fn info(path: &Path, opts: &ReadOptions) -> Result<TraceInfo, TraceError> {
-    Ok(open_trace(path, opts)?.info)
+    let t = open_trace(path, opts)?;
+    let wire = t.wire_bytes()?;
+    Ok(TraceInfo {
+        wire_bytes: Some(wire),
+        ..t.info
+    })
 }
 
 /// Converts any readable trace to the native format in `out_dir` (created if missing).
@@ -384,6 +486,7 @@ fn prescan(
     let (mut p2p, mut coll) = (0u64, 0u64);
     let mut duration: Option<f64> = None;
     let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
+    let mut rank_flops = vec![0.0; n as usize];
     for rank in 0..n {
         let mut b = OpBuilder::new(rank, n, source.rank_file(rank), opts);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
@@ -407,6 +510,12 @@ fn prescan(
             };
             if !funcs::is_pseudo(call.func) {
                 *calls.entry(name.to_string()).or_insert(0) += 1;
+            }
+            if let CallKind::Compute {
+                flops: Some(f), ..
+            } = call.kind
+            {
+                rank_flops[rank as usize] += f;
             }
             p2p = p2p.saturating_add(call.p2p_bytes());
             coll = coll.saturating_add(call.coll_bytes());
@@ -461,6 +570,12 @@ fn prescan(
             .map(|(name, count)| UnsupportedCall { name, count })
             .collect(),
         rank_times,
+        rank_flops: if source.format() == TraceFormat::SimgridTi {
+            rank_flops
+        } else {
+            Vec::new()
+        },
+        wire_bytes: None,
         warnings,
     };
     Ok(TraceWorkload {

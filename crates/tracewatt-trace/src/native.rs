@@ -156,7 +156,7 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
             put_v(b, name.len() as u64);
             b.extend_from_slice(name.as_bytes());
         }
-        K::Compute { ps } => put_v(b, *ps),
+        K::Compute { ps, .. } => put_v(b, *ps),
         K::Send {
             comm,
             peer,
@@ -622,6 +622,7 @@ impl NativeCalls {
             }
             2 => K::Compute {
                 ps: self.v("compute ps")?,
+                flops: None,
             },
             3 => K::Init,
             4 => K::Finalize,

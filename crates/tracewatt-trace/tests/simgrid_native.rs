@@ -212,7 +212,10 @@ fn native_writer_by_hand() {
             .unwrap();
         rw.write(&Call::untimed(
             funcs::F_COMPUTE,
-            CallKind::Compute { ps: 1000 },
+            CallKind::Compute {
+                ps: 1000,
+                flops: None,
+            },
         ))
         .unwrap();
         let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
