@@ -626,13 +626,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
+    data = None
+    if args.slow:
+        from tracewatt.validate import CLASS_B_TRACES, class_b_trace
+
+        data = Path(args.data)
+        missing = [t for t in CLASS_B_TRACES if not class_b_trace(data, t).is_dir()]
+        if missing:
+            raise UsageError(
+                f"--slow replays the NPB class B traces; {class_b_trace(data, missing[0])} not "
+                "found (give the folder holding dumpi/npb-<name>.B-4ranks with --data)"
+            )
     checks = []
     for k in CHECKS:
         if select is not None and k not in select:
             continue
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
-        checks.extend(run_checks([k]))
+        checks.extend(run_checks([k], data))
     if args.json:
         sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
     elif not args.quiet:
@@ -878,6 +889,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument(
         "--check", action="append", metavar="ID", help="run only this check (repeatable)"
+    )
+    v.add_argument(
+        "--slow",
+        action="store_true",
+        help="check 5 also replays the real NPB class B traces (in --data)",
+    )
+    v.add_argument(
+        "--data",
+        default="../shared/data",
+        metavar="DIR",
+        help="folder holding dumpi/npb-<name>.B-4ranks for --slow (default: ../shared/data)",
     )
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
