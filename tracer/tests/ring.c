@@ -1,11 +1,19 @@
 /* Test program for the tracer: blocking and non-blocking point-to-point, collectives and a
  * communicator split. The Rust test (crates/tracewatt-trace/tests/tracer.rs) checks the trace
  * against the counts and sizes below; keep them in sync. */
+#define _POSIX_C_SOURCE 199309L
 #include <mpi.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define N 1000   /* doubles per ring message */
 #define ITERS 5
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -50,6 +58,11 @@ int main(int argc, char **argv) {
     /* split into even/odd halves and reduce within each */
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    /* Between two calls: 200 ms asleep (wall clock only), then 50 ms of CPU time spinning. */
+    struct timespec nap = {0, 200000000};
+    nanosleep(&nap, NULL);
+    volatile double x = 0;
+    for (double t = thread_cpu_s(); thread_cpu_s() - t < 0.05;) x += 1;
     MPI_Allreduce(a, b, 5, MPI_DOUBLE, MPI_SUM, half);
     MPI_Comm_free(&half);
     free(a);

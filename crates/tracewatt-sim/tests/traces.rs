@@ -369,6 +369,24 @@ fn converted_native_trace_gives_the_same_makespan() {
     }
 }
 
+/// A DUMPI trace's CPU times survive conversion (native version 3): on the CPU clock the
+/// native trace replays exactly as the DUMPI one.
+#[test]
+fn converted_native_trace_keeps_cpu_times() {
+    let src = data("dumpi/npb-ft.S-4ranks");
+    let out = scratch("native-cpu");
+    tracewatt_trace::convert(&src, &out, &ReadOptions::default()).unwrap();
+    let cpu_run = |p: &Path| {
+        let text = config_text(&p.display().to_string(), 4, "compute_clock = \"cpu\"");
+        let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
+        makespan(&simulate(&config, "<test>", &mut |_| true).unwrap())
+    };
+    let (a, b) = (cpu_run(&src), cpu_run(&out));
+    assert_eq!(a.to_bits(), b.to_bits(), "{a} vs {b}");
+    // ... and differs from the wall clock's (FT.S shared cores: wall compute 2-3x CPU).
+    assert!(makespan(&run(&out, 4).unwrap()) > a);
+}
+
 /// NPB class B (4 ranks on 2 cores when traced): each replays its recorded compute; NPB's timed
 /// loop (`Time in seconds` of run.log) lies within the traced span.
 #[test]
@@ -457,7 +475,10 @@ fn sized_by_trace(path: &Path, ranks_per_node: u32) -> Config {
     let text = config_text(&path.display().to_string(), 0, "")
         .replace("nodes = 0\n", "")
         .replace("ranks = 0\n", "")
-        .replace("ranks_per_node = 1", &format!("ranks_per_node = {ranks_per_node}"));
+        .replace(
+            "ranks_per_node = 1",
+            &format!("ranks_per_node = {ranks_per_node}"),
+        );
     Config::parse(&text, Format::Toml, "<test>").unwrap()
 }
 
@@ -469,7 +490,10 @@ fn ranks_and_a_single_switch_are_sized_by_the_trace() {
         let config = sized_by_trace(&p, per_node);
         let resolved = config.resolved_json();
         assert_eq!(resolved["jobs"][0]["ranks"], 7);
-        assert_eq!(resolved["machine"]["topology"]["nodes"], nodes, "{per_node}");
+        assert_eq!(
+            resolved["machine"]["topology"]["nodes"], nodes,
+            "{per_node}"
+        );
         let r = simulate(&config, "<test>", &mut |_| true).unwrap();
         assert_eq!(r.summary["jobs"][0]["nodes"], nodes, "{}", r.summary);
     }
@@ -493,7 +517,8 @@ fn given_sizes_are_kept_and_a_workload_needs_ranks() {
                [jobs.workload]\nkind = \"pingpong\"\n";
     let err = Config::parse(gen, Format::Toml, "<test>").unwrap_err();
     assert!(
-        err.to_string().contains("jobs[0].ranks: missing: a [jobs.workload] job"),
+        err.to_string()
+            .contains("jobs[0].ranks: missing: a [jobs.workload] job"),
         "{err}"
     );
     let gone = config_text("nowhere", 0, "").replacen("ranks = 0\n", "", 1);

@@ -104,9 +104,10 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
-    /// Whether the format records CPU times beside wall-clock times (`ComputeClock::Cpu`).
+    /// Whether the format can record CPU times beside wall-clock times (`ComputeClock::Cpu`;
+    /// native traces since version 3, checked per call when read).
     pub fn records_cpu_time(self) -> bool {
-        self == TraceFormat::Dumpi
+        matches!(self, TraceFormat::Dumpi | TraceFormat::Native)
     }
 }
 
@@ -511,10 +512,7 @@ fn prescan(
             if !funcs::is_pseudo(call.func) {
                 *calls.entry(name.to_string()).or_insert(0) += 1;
             }
-            if let CallKind::Compute {
-                flops: Some(f), ..
-            } = call.kind
-            {
+            if let CallKind::Compute { flops: Some(f), .. } = call.kind {
                 rank_flops[rank as usize] += f;
             }
             p2p = p2p.saturating_add(call.p2p_bytes());

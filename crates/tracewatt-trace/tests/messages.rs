@@ -60,7 +60,12 @@ fn a_dumpi_rank_file_cut_short_says_truncated_or_no_finalize() {
 #[test]
 fn a_native_rank_file_cut_short_says_truncated_or_no_finalize() {
     let d = scratch("cut-native");
-    convert(&data("dumpi/sst-dumpi-testtrace"), &d, &ReadOptions::default()).unwrap();
+    convert(
+        &data("dumpi/sst-dumpi-testtrace"),
+        &d,
+        &ReadOptions::default(),
+    )
+    .unwrap();
     let f = d.join("rank-2.twr");
     // Without its end record (the last 2 bytes: FF and a one-byte count).
     let len = std::fs::metadata(&f).unwrap().len() as usize;
@@ -75,7 +80,9 @@ fn a_native_rank_file_cut_short_says_truncated_or_no_finalize() {
 #[test]
 fn dumpi_rank_files_without_their_meta_are_named() {
     let d = scratch("no-meta");
-    copy_files(&data("dumpi/sst-dumpi-testtrace"), &d, |n| n.ends_with(".bin"));
+    copy_files(&data("dumpi/sst-dumpi-testtrace"), &d, |n| {
+        n.ends_with(".bin")
+    });
     std::fs::write(d.join("notes.txt"), "recorded on Monday\n").unwrap();
     let e = first_error(&d);
     assert!(
@@ -89,7 +96,12 @@ fn dumpi_rank_files_without_their_meta_are_named() {
 #[test]
 fn native_rank_files_without_their_index_are_named() {
     let d = scratch("no-index");
-    convert(&data("dumpi/sst-dumpi-testtrace"), &d, &ReadOptions::default()).unwrap();
+    convert(
+        &data("dumpi/sst-dumpi-testtrace"),
+        &d,
+        &ReadOptions::default(),
+    )
+    .unwrap();
     std::fs::remove_file(d.join("trace.twi")).unwrap();
     let e = first_error(&d);
     assert!(
@@ -106,7 +118,8 @@ fn an_empty_directory_and_a_stray_file_say_what_they_are() {
     std::fs::write(&f, b"\x7fELF\x02\x01\x01\x00rest").unwrap();
     let e = first_error(&f);
     assert!(
-        e.contains("not a trace") && e.contains(r#"the file starts with "\x7fELF\x02\x01\x01\x00""#),
+        e.contains("not a trace")
+            && e.contains(r#"the file starts with "\x7fELF\x02\x01\x01\x00""#),
         "{e}"
     );
 }

@@ -272,7 +272,9 @@ impl ChunkReader {
         if self.pos >= self.buf.len() {
             return Err(self.error_at(
                 self.offset(),
-                format!("a record or an end-of-file marker, found the end of the file; {TRUNCATED}"),
+                format!(
+                    "a record or an end-of-file marker, found the end of the file; {TRUNCATED}"
+                ),
             ));
         }
         let t = self.buf[self.pos];
