@@ -767,6 +767,13 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st) {
     rec_local(TW_F_IPROBE, sp);
     return rc;
 }
+/* A marker a program may call around its timed region ([jobs.trace.window] from / to). The
+ * level is all that is passed on: MPI defines no other arguments. */
+int MPI_Pcontrol(const int level, ...) {
+    T0; int rc = PMPI_Pcontrol(level); T1;
+    rec_local(TW_F_PCONTROL, sp);
+    return rc;
+}
 
 static void rec_unsupported(unsigned func, const char *name, tw_span sp) {
     if (!tw_active) return;
@@ -936,6 +943,16 @@ void mpi_waitall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ier
 }
 FORTRAN_ALIASES(mpi_waitall, (MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr),
                 (n, reqs, statuses, ierr))
+
+/* Fortran's MPI_PCONTROL(LEVEL) has no IERROR argument. */
+extern void pmpi_pcontrol_(MPI_Fint *level);
+void mpi_pcontrol_(MPI_Fint *level) {
+    T0;
+    pmpi_pcontrol_(level);
+    T1;
+    rec_local(TW_F_PCONTROL, sp);
+}
+FORTRAN_ALIASES(mpi_pcontrol, (MPI_Fint *level), (level))
 
 void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) {
     T0;

@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     double *a = calloc(N * size, sizeof(double)), *b = calloc(N * size, sizeof(double));
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Pcontrol(1); /* the timed region's start, for [jobs.trace.window] */
     for (int it = 0; it < ITERS; it++) {
         /* blocking ring: even ranks send first */
         if (rank % 2 == 0) {
@@ -48,6 +49,7 @@ int main(int argc, char **argv) {
         MPI_Alltoall(a, 16, MPI_INT, b, 16, MPI_INT, MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
     }
+    MPI_Pcontrol(0);
     MPI_Reduce(a, b, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Allgather(a, 2, MPI_DOUBLE, b, 2, MPI_DOUBLE, MPI_COMM_WORLD);
     MPI_Gather(a, 3, MPI_INT, b, 3, MPI_INT, 1, MPI_COMM_WORLD);

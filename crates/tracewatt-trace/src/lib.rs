@@ -44,6 +44,9 @@ pub struct ReadOptions {
     pub strict: bool,
     /// Which clock measures the compute between calls.
     pub compute_clock: ComputeClock,
+    /// The timed region: each rank's program marks where it enters and leaves it
+    /// (`Op::Window`); everything is still replayed.
+    pub window: Option<Window>,
 }
 
 impl Default for ReadOptions {
@@ -53,7 +56,35 @@ impl Default for ReadOptions {
             compute_scale: 1.0,
             flops_per_s: 1e9,
             strict: false,
+            window: None,
         }
+    }
+}
+
+/// A timed region of a trace, the same rule on every rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start: WindowEdge,
+    pub stop: WindowEdge,
+}
+
+/// Where a rank enters (`start`) or leaves (`stop`) the window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WindowEdge {
+    /// The rank's first call (start) or its last (stop).
+    Trace,
+    /// Start: at the first call starting at or after this many ns past the trace's first call
+    /// (over all ranks). Stop: after the last call starting at or before it.
+    Time { ns: u64 },
+    /// Start: at the `occurrence`-th call (1-based) of `func`. Stop: after it.
+    Call { func: funcs::Func, occurrence: u32 },
+}
+
+impl Window {
+    fn timed(&self) -> bool {
+        [self.start, self.stop]
+            .iter()
+            .any(|e| matches!(e, WindowEdge::Time { .. }))
     }
 }
 
@@ -177,6 +208,8 @@ pub struct TraceWorkload {
     comms: Arc<CommTable>,
     info: TraceInfo,
     opts: ReadOptions,
+    /// The trace's first call's start, ns: where window times count from.
+    origin_ns: u64,
 }
 
 impl TraceWorkload {
@@ -293,12 +326,7 @@ impl Workload for TraceWorkload {
             rank,
             calls: None,
             source: self.source.clone(),
-            builder: OpBuilder::new(
-                rank,
-                self.source.num_ranks(),
-                self.source.rank_file(rank),
-                &self.opts,
-            ),
+            builder: builder_for(self.source.as_ref(), rank, &self.opts, self.origin_ns),
             comms: self.comms.clone(),
             done: false,
         })
@@ -475,12 +503,57 @@ fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, T
     })
 }
 
+/// A rank's op builder, marking the window if there is one.
+fn builder_for(
+    source: &dyn CallSource,
+    rank: Rank,
+    opts: &ReadOptions,
+    origin_ns: u64,
+) -> OpBuilder {
+    let b = OpBuilder::new(rank, source.num_ranks(), source.rank_file(rank), opts);
+    match opts.window {
+        Some(w) => b.windowed(w, origin_ns),
+        None => b,
+    }
+}
+
+/// Where a window's times count from: the earliest first call's start over the ranks. A trace
+/// without timestamps has no times to count.
+fn window_origin(source: &dyn CallSource, window: &Window) -> Result<u64, TraceError> {
+    if !window.timed() {
+        return Ok(0);
+    }
+    let mut origin = None::<u64>;
+    for rank in 0..source.num_ranks() {
+        if !source.timed(rank)? {
+            return Err(TraceError::format(
+                Location {
+                    file: source.rank_file(rank),
+                    rank: Some(rank),
+                    ..Default::default()
+                },
+                "timestamps for a window given in seconds (this trace has none: give the \
+                 window as calls, `from` / `to`)",
+            ));
+        }
+        if let Some(call) = source.calls(rank)?.next() {
+            let s = call?.start_ns;
+            origin = Some(origin.map_or(s, |o| o.min(s)));
+        }
+    }
+    Ok(origin.unwrap_or(0))
+}
+
 fn prescan(
     path: &Path,
     source: Arc<dyn CallSource>,
     opts: &ReadOptions,
 ) -> Result<TraceWorkload, TraceError> {
     let n = source.num_ranks();
+    let origin_ns = match &opts.window {
+        Some(w) => window_origin(source.as_ref(), w)?,
+        None => 0,
+    };
     let mut resolver = Resolver::new(n);
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
     let mut unsupported: BTreeMap<String, u64> = BTreeMap::new();
@@ -489,7 +562,7 @@ fn prescan(
     let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
     let mut rank_flops = vec![0.0; n as usize];
     for rank in 0..n {
-        let mut b = OpBuilder::new(rank, n, source.rank_file(rank), opts);
+        let mut b = builder_for(source.as_ref(), rank, opts, origin_ns);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
         let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
         let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
@@ -525,6 +598,16 @@ fn prescan(
             b.out.clear();
         }
         b.finish();
+        if let Some(problem) = b.window_problem() {
+            return Err(TraceError::format(
+                Location {
+                    file: source.rank_file(rank),
+                    rank: Some(rank),
+                    ..Default::default()
+                },
+                format!("a window every rank goes through: {problem}"),
+            ));
+        }
         for (k, v) in b.unsupported {
             *unsupported.entry(k).or_insert(0) += v;
         }
@@ -581,5 +664,6 @@ fn prescan(
         comms: Arc::new(comms),
         info,
         opts: *opts,
+        origin_ns,
     })
 }

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use common::{all_ops, scratch};
 use tracewatt_trace::funcs::FUNC_NAMES;
-use tracewatt_trace::{open_trace, ComputeClock, ReadOptions, TraceFormat};
+use tracewatt_trace::{open_trace, ComputeClock, ReadOptions, TraceFormat, Window, WindowEdge};
 use tracewatt_workload::generators::Workload;
 
 fn tracer_dir() -> PathBuf {
@@ -118,6 +118,7 @@ fn tracer_records_a_c_program() {
         ("alltoallv", 1),
         ("comm_split", 1),
         ("comm_free", 1),
+        ("pcontrol", 2),
         ("init", 1),
         ("finalize", 1),
     ];
@@ -172,6 +173,34 @@ fn tracer_records_a_c_program() {
             "rank {r}: {ps} ps, {want} ps"
         );
     }
+    // MPI_Pcontrol(1) ... MPI_Pcontrol(0) as a window: each rank's ops enter and leave it once.
+    let pcontrol = tracewatt_trace::funcs::func_id("pcontrol").unwrap();
+    let edge = |occurrence| WindowEdge::Call {
+        func: pcontrol,
+        occurrence,
+    };
+    let windowed = ReadOptions {
+        window: Some(Window {
+            start: edge(1),
+            stop: edge(2),
+        }),
+        ..ReadOptions::default()
+    };
+    let wt = open_trace(&out, &windowed).unwrap();
+    for r in 0..4 {
+        let marks: Vec<_> = wt
+            .program(r)
+            .map(|op| op.unwrap())
+            .filter(|op| matches!(op, tracewatt_workload::Op::Window { .. }))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                tracewatt_workload::Op::Window { start: true },
+                tracewatt_workload::Op::Window { start: false }
+            ]
+        );
+    }
     // TRACEWATT_CPU_TIME=0: wall-clock times only, the same calls.
     let wall = build.join("trace-c-wall");
     run_traced(build, "ring_c", &wall, false);
@@ -209,6 +238,7 @@ fn tracer_records_a_fortran_program() {
         ("barrier", 3),
         ("bcast", 1),
         ("comm_split", 1),
+        ("pcontrol", 1),
         ("init", 1),
         ("finalize", 1),
     ] {
