@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def test_real_class_b_traces_against_the_paper() -> None:
         pytest.skip(f"{SHARED} missing: optional data beside the repository")
     figs = validate._sensitivity(
         {
-            t: (lambda p, t=t: validate._trace_doc(validate.class_b_trace(SHARED, t), p))
+            t: partial(validate._trace_doc, validate.class_b_trace(SHARED, t))
             for t in validate.CLASS_B_TRACES
         }
     )

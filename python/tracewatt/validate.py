@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -394,7 +395,7 @@ def _sensitivity(
     docs: dict[str, Callable[[dict[str, Any]], dict[str, Any]]],
 ) -> dict[str, _Sensitivity]:
     """Runs every workload (a doc for a power table) always on and at every setting."""
-    powers: list[dict[str, Any] | None] = [None, *SENSITIVITY_SETTINGS]
+    powers: list[tuple[float, float] | None] = [None, *SENSITIVITY_SETTINGS]
     keys = [(name, p) for name in docs for p in powers]
     runs = _run_all(
         [
@@ -464,10 +465,7 @@ def check_sensitivity(data: Path | None = None) -> Check:
     real NPB class B traces in ``data/dumpi`` beside the skeletons, and the paper's FT figure:
     FT the most slowed at 1,700 us, 3.92x."""
     skeletons = _sensitivity(
-        {
-            kind: (lambda p, kind=kind, cls=cls: _npb(kind, cls, p))
-            for kind, cls in SENSITIVITY_BENCHMARKS
-        }
+        {kind: partial(_npb, kind, cls) for kind, cls in SENSITIVITY_BENCHMARKS}
     )
     details = []
     for (kind, _), f in zip(SENSITIVITY_BENCHMARKS, skeletons.values(), strict=True):
@@ -501,7 +499,7 @@ def check_sensitivity(data: Path | None = None) -> Check:
     )
     if data is not None:
         traces = _sensitivity(
-            {t: (lambda p, t=t: _trace_doc(class_b_trace(data, t), p)) for t in CLASS_B_TRACES}
+            {t: partial(_trace_doc, class_b_trace(data, t)) for t in CLASS_B_TRACES}
         )
         details.append(
             "real NPB 3.4 class B traces (4 ranks, 1 per node, compute on the CPU clock; the "
