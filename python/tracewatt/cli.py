@@ -764,12 +764,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
-    data = Path(args.data) if args.slow else None
-    if data is not None and not (data / "dumpi").is_dir():
-        raise UsageError(
-            f"--slow: {data / 'dumpi'} is not a directory; --data DIR names the folder "
-            "holding dumpi/npb-*.B-4ranks (the data beside the repository)"
-        )
+    data = None
+    if args.slow:
+        from tracewatt.validate import CLASS_B_TRACES, class_b_trace
+
+        data = Path(args.data)
+        missing = [t for t in CLASS_B_TRACES if not class_b_trace(data, t).is_dir()]
+        if missing:
+            raise UsageError(
+                f"--slow replays the NPB class B traces; {class_b_trace(data, missing[0])} not "
+                "found (give the folder holding dumpi/npb-<name>.B-4ranks with --data)"
+            )
     out = _output_dir(args)
     checks = []
     for k in CHECKS:
@@ -1087,7 +1092,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--slow",
         action="store_true",
         help="also run the checks' slower parts on the data beside the repository "
-        "(mpi-wait: the real NPB class B traces)",
+        "(checks 5 and mpi-wait: the real NPB class B traces)",
     )
     v.add_argument(
         "--data",
