@@ -208,7 +208,7 @@ fn default_c3_w() -> f64 {
     2.0
 }
 fn default_c6_w() -> f64 {
-    0.5
+    1.0
 }
 fn default_idle_w() -> f64 {
     1.0

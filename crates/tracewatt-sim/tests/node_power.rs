@@ -523,11 +523,11 @@ fn the_menu_governor_puts_long_regular_waits_in_c6_and_pays_its_exit_on_every_wa
     assert_eq!(makespan_ps(&menu) - makespan_ps(&fixed), 2 * N * 180 * US);
     // Rank 0's waits span a round trip (2 L, L = 1,213 us) less its own compute, notice and
     // wake (T + 1 + 210): 1,215 us, of which 2 us entering and 2 us copying the reply in (its
-    // whole m) at active power, 1,211 us in C6 at 0.5 W. It never idles: 20 W otherwise.
+    // whole m) at active power, 1,211 us in C6 at 1 W. It never idles: 20 W otherwise.
     let c6_us = N as f64 * 1211.0;
     assert!((f64s(&menu, "cores", "c6_s")[0] - c6_us * 1e-6).abs() < 1e-15);
     let end_us = makespan_ps(&menu) as f64 * 1e-6;
-    let want = (20.0 * (end_us - c6_us) + 0.5 * c6_us) * 1e-6;
+    let want = (20.0 * (end_us - c6_us) + 1.0 * c6_us) * 1e-6;
     assert!(
         (core_j(&menu, 0) - want).abs() < 1e-12,
         "{}",
