@@ -277,6 +277,8 @@ def policies(config: dict[str, Any]) -> list[tuple[str, str]]:
             else wait["spin_threshold_iterations"] * wait["spin_iteration_ns"] * 1e-9
         )
         policy += f" after spinning {_format.seconds(threshold_s)}"
+    if policy.startswith("block"):
+        policy += ", C-state by the menu governor" if wait["governor"] == "menu" else ", in C3"
     out.append(("MPI waits", policy))
     out.append(("DIMMs", str(power["dimms"]["policy"])))
     out.append(("NIC coalescing", "on" if power["nic"].get("coalescing") else "off"))
