@@ -340,36 +340,36 @@ def test_local_pool_resubmits_the_runs_of_a_killed_worker(tmp_path: Path) -> Non
 
 
 def test_local_cluster_runs_resumes_and_retries_a_killed_worker(tmp_path: Path) -> None:
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     spec = spec_file(tmp_path, TWELVE)
     killed: list[int] = []
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+
+    # Only the sweep's own client talks to the scheduler: a second client in this process
+    # would run on another event loop, which the progress callback must not call into.
+    def worker_pids(cluster: LocalCluster) -> list[int]:
+        return [n.process.pid for n in cluster.workers.values() if n.process is not None]
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         # A 12-run sweep on a LocalCluster of worker processes.
         first = tmp_path / "first"
         reference = tracewatt.sweep(spec, first, scheduler=cluster.scheduler_address)
         assert len(reference) == 12 and (reference["status"] == "ok").all()
 
-        # The same sweep again, one worker process killed while it runs.
-        pids = client.run(os.getpid)
-
-        def kill_busy_worker(p: sweep.Progress) -> None:
+        # The same sweep again, one worker process killed while it runs: after the first of 12
+        # runs ends, both workers (one thread each) hold a run, so either one is mid-run.
+        def kill_a_worker(p: sweep.Progress) -> None:
             if p.done == 1 and not killed:
-                busy = [w for w, tasks in client.processing().items() if tasks]
-                assert busy, "no run in flight to kill"
-                os.kill(pids[busy[0]], signal.SIGKILL)
-                killed.append(pids[busy[0]])
+                assert p.running > 0, "no run in flight to kill"
+                pid = worker_pids(cluster)[0]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
 
         out = tmp_path / "killed"
-        df = tracewatt.sweep(
-            spec, out, scheduler=cluster.scheduler_address, progress=kill_busy_worker
-        )
-        assert killed and killed[0] not in client.run(os.getpid).values()
+        df = tracewatt.sweep(spec, out, scheduler=cluster.scheduler_address, progress=kill_a_worker)
+        assert killed and killed[0] not in worker_pids(cluster)
     assert len(df) == 12 and (df["status"] == "ok").all(), df["error"].tolist()
     # Nothing lost: the same runs and the same numbers as without the kill.
     columns = ["dir", "makespan_s", "energy_j", "link_wakes"]
