@@ -202,3 +202,66 @@ def test_paired_links_screen_exactly_from_their_own_idle_intervals() -> None:
     alone = screen_idle(tracewatt.simulate(base), [600.0], [17.0])
     assert not bool(alone["pairs_exact"].iloc[0])
     assert alone["wakes"].iloc[0] >= eee_wakes
+
+
+def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -> None:
+    """Worked by hand: 30 rounds of a cross-leaf ping-pong (node, tree1, tree1, node: 4 hops
+    each way), a round every 1,001 us, independent control. Every message waits for the one
+    before it, so the chain is all 60 messages x 4 hops = 240 hops, each on a link that sleeps
+    at 600 us. The run has 8 x 29 = 232 wakes (the first round finds every link awake), fewer
+    than the chain's hops, so the bound is 232 x (17 + 2.88) us."""
+    cfg = _cross_leaf_pingpong({"links": {"policy": "always_on"}})
+    cfg["output"] = {"messages": True}
+    run = tracewatt.simulate(cfg)
+    row = screen_idle(run, [TIMEOUT_US], [WAKE_US]).iloc[0]
+    assert row["bound"] == "critical_path"
+    assert row["chain_wakes"] == 240
+    assert row["wakes"] == 232
+    assert row["penalty_bound_s"] == pytest.approx(232 * (17.0 + 2.88) * 1e-6)
+    # Only the node links: 2 of the 4 hops per message.
+    node = screen_idle(run, [TIMEOUT_US], [WAKE_US], links=["node"]).iloc[0]
+    assert node["chain_wakes"] == 120
+    assert node["penalty_bound_s"] == pytest.approx(116 * (17.0 + 2.88) * 1e-6)
+
+
+def _ft(size: str, iterations: int) -> tracewatt.Config:
+    return tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml").with_overrides(
+        {"jobs[0].workload.class": size, "jobs[0].workload.iterations": iterations}
+    )
+
+
+@pytest.mark.parametrize(
+    ("cfg", "control"),
+    [
+        (_ft("S", 2), "paired"),
+        (_ft("S", 2), "independent"),
+        (tracewatt.Config.from_dict(_pingpong(0.0, "timeout")), "independent"),
+    ],
+)
+def test_critical_path_bound_holds_against_full_simulation(
+    cfg: tracewatt.Config, control: str
+) -> None:
+    """Simulated slowdown <= bound at every screened timeout and wake time, on FT's all-to-alls
+    (paired and independent) and on a back-to-back ping-pong where every wake is on the
+    critical path."""
+    cfg = cfg.with_overrides({"power.control": control})
+    timeouts, wakes = [0.0, 10.0, 50.0, 600.0], [5.0, 17.0]
+    base = tracewatt.simulate(
+        baseline_of(cfg).with_overrides(
+            {"output.messages": True, "output.pair_idle": True, "output.idle_thresholds_us": timeouts}
+        )
+    )
+    screen = screen_idle(base, timeouts, wakes)
+    assert (screen["bound"] == "critical_path").all()
+    assert bool(screen["pairs_exact"].all())
+    for r in screen.itertuples():
+        run = tracewatt.simulate(
+            cfg.with_overrides(
+                {
+                    "power.links.idle_timeout_us": r.idle_timeout_us,
+                    "power.links.wake_time_us": r.wake_time_us,
+                }
+            )
+        )
+        slowdown_s = run.makespan_s - base.makespan_s
+        assert slowdown_s <= r.penalty_bound_s + 1e-12, (r.idle_timeout_us, r.wake_time_us)

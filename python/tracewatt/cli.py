@@ -545,6 +545,7 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             _floats(args.wakes),
             _floats(args.sleeps) if args.sleeps else None,
             [k.strip() for k in args.links.split(",") if k.strip()] or None,
+            args.control,
         )
     except ValueError as e:
         raise UsageError(f"{args.results}: {e}") from None
@@ -579,17 +580,29 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             for r in df.itertuples()
         ]
         sys.stdout.write(_format.table(cols, rows, [True] * 7 + [False, False]))
+        bound = str(df["bound"].iloc[0])
         sys.stdout.write(
             "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by full "
             "simulation (tracewatt compare with --set power.links.idle_timeout_us=...).\n"
-            "penalty_bound_pct: every wake end to end, summed over all screened links: a worst "
-            "case that grows with the machine; wakes overlap each other and computation, so "
-            "real slowdowns are far lower (confirm by simulation).\n"
+            + (
+                "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
+                "dependent messages can meet on its routes: a first-order bound on the "
+                "slowdown (see docs/cli.md).\n"
+                if bound == "critical_path"
+                else "penalty_bound_pct: every wake end to end (x wake + sleep time): a worst "
+                "case that grows with the machine; run with --set output.messages=true for the "
+                "critical-path bound.\n"
+            )
         )
-        paired = int((res.links["control"] == "paired").sum()) if "control" in res.links else 0
-        if paired and not bool(df["pairs_exact"].all()):
+        paired = int(df["paired"].iloc[0])
+        if paired and bool(df["pairs_exact"].all()):
             sys.stdout.write(
-                f"caveat: {paired} of {len(res.links)} link directions are `paired` (they sleep "
+                f"paired: {paired} link directions screened as paired links (both directions "
+                "idle together, one wake per link) from pair_idle_thresholds.\n"
+            )
+        elif paired:
+            sys.stdout.write(
+                f"caveat: {paired} screened link directions are `paired` (they sleep "
                 "only when both directions are idle); the screening counts each direction's "
                 "idle intervals alone, so its LPI share and saving overestimate theirs; run "
                 "with --set output.pair_idle=true (at these timeouts among "
@@ -827,6 +840,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         metavar="KINDS",
         help="only links of these kinds, comma-separated (node, local, global, tree1, torus0, ...)",
+    )
+    ai.add_argument(
+        "--control",
+        choices=["paired", "independent"],
+        help="the candidate control of the screened links (default: the run's)",
     )
     ai.add_argument("-o", "--output", metavar="CSV", help="also write the table as CSV")
     ai.add_argument("--json", action="store_true", help="print the table as JSON")
