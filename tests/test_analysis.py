@@ -248,7 +248,11 @@ def test_critical_path_bound_holds_against_full_simulation(
     timeouts, wakes = [0.0, 10.0, 50.0, 600.0], [5.0, 17.0]
     base = tracewatt.simulate(
         baseline_of(cfg).with_overrides(
-            {"output.messages": True, "output.pair_idle": True, "output.idle_thresholds_us": timeouts}
+            {
+                "output.messages": True,
+                "output.pair_idle": True,
+                "output.idle_thresholds_us": timeouts,
+            }
         )
     )
     screen = screen_idle(base, timeouts, wakes)

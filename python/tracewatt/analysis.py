@@ -220,7 +220,9 @@ class _Routes:
         eager = results.config.get("mpi", {}).get("eager_limit_bytes", np.inf)
         self.rendezvous = messages["bytes"].to_numpy(float) > eager
 
-    def hops(self, can_wake: np.ndarray, kind_can_wake: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def hops(
+        self, can_wake: np.ndarray, kind_can_wake: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per message, the hops of its route (and of the reverse route) whose links can wake:
         ``can_wake`` per link id for the node links, ``kind_can_wake`` per switch-link kind."""
         inner = self.inner @ kind_can_wake.astype(float)
@@ -254,7 +256,7 @@ class _Routes:
                 np.maximum(delay[d], cts + fwd[e], out=delay[d])
             else:
                 np.maximum(delay[d], snap[e] + fwd[e], out=delay[d])
-        return delay.max(axis=0, initial=0.0)
+        return np.asarray(delay.max(axis=0, initial=0.0), dtype=float)
 
 
 def _bfs(adj: dict[str, list[tuple[str, int]]], start: str, n_kinds: int) -> dict[str, np.ndarray]:
