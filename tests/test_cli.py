@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from conftest import EXAMPLES, PINGPONG_TOML, CliResult, run_process, write_toml
@@ -418,16 +419,6 @@ def test_compare_force_clears_stale_results(
     assert (empty / "summary.json").is_file()
 
 
-def test_study_refuses_a_non_empty_output_dir(run_cli: Run, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "study.csv").write_text("old")
-    r = run_cli("study", "-o", out, "-q")
-    assert r.code == 2
-    assert "the output directory is not empty" in r.err
-    assert (out / "study.csv").read_text() == "old"
-
-
 # --------------------------------------------------------------------------- Ctrl-C
 
 
@@ -488,34 +479,32 @@ def test_interrupted_compare_stops_both_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-def test_interrupted_study_terminates_its_workers(tmp_path: Path) -> None:
-    study = tmp_path / "long.toml"
-    study.write_text(
+def test_interrupted_sweep_terminates_its_workers(tmp_path: Path) -> None:
+    spec = tmp_path / "long.toml"
+    spec.write_text(
         """
 name = "long"
-[[topologies]]
-name = "df"
-preset = "bench-dragonfly-1056"
-[[workloads]]
-name = "ur1"
+[base]
+machine.preset = "bench-dragonfly-1056"
+[[base.jobs]]
+name = "ur"
 ranks = 1056
 workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
-[[workloads]]
-name = "ur2"
-ranks = 1056
-workload = { kind = "uniform_random", messages = 2000, bytes = 4096 }
+[axes]
+seed = [1, 2]
 """
     )
     out = tmp_path / "res"
-    p = _start(["study", "--study", str(study), "-o", str(out)], 4.0)
+    p = _start(["sweep", str(spec), "-o", str(out), "-j", "2"], 4.0)
     workers = [
         k for k in _children(p.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()
     ]
     assert len(workers) == 2
     took, stdout, err = _interrupt(p)
     assert p.returncode == 130, err
-    assert took < 3.0, f"study took {took:.1f} s to stop"
+    assert took < 3.0, f"the sweep took {took:.1f} s to stop"
     assert stdout == ""
     assert err.endswith("tracewatt: error: interrupted\n"), err
     assert not [w for w in workers if _alive(w)]
-    assert not (out / "study.csv").exists()
+    # The dataset of what finished: nothing.
+    assert len(pd.read_parquet(out / "sweep.parquet")) == 0

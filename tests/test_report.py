@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from conftest import PINGPONG, CliResult
@@ -25,7 +24,8 @@ from tracewatt.results import Results
 # The small study with EEE (waking right after each packet) against always-on: savings and
 # slowdowns that are not zero.
 STUDY = (
-    SMALL_STUDY
+    'baseline = "always_on"\n'
+    + SMALL_STUDY
     + """
 [[variants]]
 name = "eee"
@@ -73,7 +73,7 @@ def compared(compare_dir: Path) -> tuple[Results, Results]:
 def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("study")
     (d / "small.toml").write_text(STUDY, encoding="utf-8")
-    assert cli.main(["study", "-q", "--study", str(d / "small.toml"), "-o", str(d / "out")]) == 0
+    assert cli.main(["sweep", str(d / "small.toml"), "-q", "-o", str(d / "out")]) == 0
     return d / "out"
 
 
@@ -204,7 +204,7 @@ def test_report_of_a_run_draws_no_baseline(run_cli: Any, run_dir: Path) -> None:
 def test_study_bars_are_the_study_table(run_cli: Any, study_dir: Path) -> None:
     r = _report(run_cli, [study_dir, "--figures", study_dir / "figs"])
     assert r.out == f"{study_dir / 'figs' / 'study_bars.png'}\n"
-    study = pd.read_csv(study_dir / "study.csv")
+    study = report.study_table(study_dir)
     assert study["slowdown_pct"].notna().all()
     report_figures = report.study_figures(study)
     axes = report_figures[0].figure.axes
@@ -241,7 +241,7 @@ def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path:
 def test_report_of_a_folder_without_results_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
     r = run_cli("report", tmp_path)
     assert r.code == 2
-    assert f"{tmp_path}: not a results folder (no summary.json or study.csv)" in r.err
+    assert f"{tmp_path}: not a results folder (no summary.json or sweep.parquet)" in r.err
 
 
 def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> None:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from tracewatt import cli, validate
+
+#: The optional data beside the repository (../shared/data/README.md).
+SHARED = ROOT.parent / "shared" / "data"
 
 
 @pytest.mark.parametrize(
@@ -62,3 +68,48 @@ def test_validate_cli_status_4_when_a_check_fails(
     assert cli.main(["validate", "--check", "3", "--json"]) == 4
     (check,) = json.loads(capsys.readouterr().out)
     assert check["id"] == "3" and check["passed"] is False
+
+
+@pytest.fixture
+def shared() -> Path:
+    """The optional data beside the repository; the test skips where it is missing."""
+    if not (SHARED / "dumpi").is_dir():
+        pytest.skip(f"{SHARED / 'dumpi'} missing: optional data beside the repository")
+    return SHARED
+
+
+@pytest.mark.optional
+def test_mpi_wait_check_holds_on_the_real_npb_class_b_traces(shared: Path) -> None:
+    c = validate.check_mpi_wait(shared)
+    assert c.passed, f"{c.simulated}\n" + "\n".join(c.details)
+    for k in validate.WAIT_TRACES:
+        assert any(d.startswith(f"{k.upper()} real B block") for d in c.details), k
+
+
+@pytest.mark.optional
+@pytest.mark.parametrize("kind", sorted(validate.WAIT_GFLOPS_PER_RANK))
+def test_mpi_wait_skeleton_rates_are_the_real_traces_measured_rates(
+    shared: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # NPB's operation count (its run.log) over the ranks' CPU time computing between calls.
+    d = shared / "dumpi" / f"npb-{kind}.B-4ranks"
+    log = (d / "run.log").read_text(encoding="utf-8")
+
+    def figure(key: str) -> float:
+        m = re.search(re.escape(key) + r"\s*=\s*([0-9.]+)", log)
+        assert m, key
+        return float(m.group(1))
+
+    gop = figure("Mop/s total") * figure("Time in seconds") / 1e3
+    assert cli.main(["trace", "info", "--json", str(d)]) == 0
+    cpu = [t["compute_cpu_s"] for t in json.loads(capsys.readouterr().out)["rank_times"]]
+    assert len(cpu) == 4
+    measured = gop / 4 / (sum(cpu) / 4)
+    assert validate.WAIT_GFLOPS_PER_RANK[kind] == pytest.approx(measured, abs=0.005)
+
+
+def test_validate_slow_without_the_data_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["validate", "--check", "mpi-wait", "--slow", "--data", str(tmp_path)]) == 2
+    assert str(tmp_path / "dumpi") in capsys.readouterr().err

@@ -49,6 +49,9 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "sweep":
+        # A callable module: ``tracewatt.sweep(spec, out_dir)`` runs a sweep.
+        return importlib.import_module("tracewatt.sweep")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tracewatt' has no attribute {name!r}")
@@ -77,6 +80,7 @@ __all__ = [
     "machine",
     "presets",
     "simulate",
+    "sweep",
     "tune",
 ]
 

@@ -404,50 +404,188 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------- study
+# --------------------------------------------------------------------------- sweep
+
+
+class SweepDisplay:
+    """Progress of a sweep on stderr: a rich bar (runs done, running, failed, ETA) on a
+    terminal, a plain line per finished run otherwise, nothing with ``-q``; failures are
+    reported unless ``-q``."""
+
+    def __init__(self, args: argparse.Namespace, name: str, where: str) -> None:
+        self.quiet = bool(args.quiet)
+        self.name, self.where = name, where
+        self.bar: Any = None
+        self.task: Any = None
+        if _show_progress(args):
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[running]} running, {task.fields[failed]} failed"),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True, no_color=True, highlight=False),
+            )
+
+    def __call__(self, p: Any) -> None:
+        if self.quiet:
+            return
+        todo = p.total - p.skipped
+        if p.last is None:
+            _warn(
+                f"sweep `{self.name}`: {p.total} runs, {p.skipped} already done"
+                + (f"; {todo} to run {self.where}" if todo else "; nothing to run")
+            )
+            if self.bar is not None and todo:
+                self.bar.start()
+                self.task = self.bar.add_task("runs", total=todo, running=0, failed=0)
+            return
+        if p.last_error:
+            # Most errors name the run already (its configuration's source).
+            named = p.last.config.source in p.last_error
+            self._say(f"{PROG}: error: {'' if named else p.last.label + ': '}{p.last_error}")
+        elif self.bar is None:
+            _warn(f"[{p.done}/{todo}] {p.last.label}: done")
+        if self.task is not None:
+            self.bar.update(self.task, completed=p.done, running=p.running, failed=p.failed)
+
+    def _say(self, line: str) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.console.print(line, markup=False)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.bar.stop()
+
+
+def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
+    """The executor options of ``sweep`` / ``study`` as keyword arguments of ``sweep.run``."""
+    jq = {k: getattr(args, k) for k in ("queue", "account", "walltime", "cores", "memory")}
+    given = [f"--{k}" for k, v in jq.items() if v is not None]
+    if args.jobs is not None:
+        given.append("--jobs")
+    if given and args.cluster not in ("slurm", "pbs"):
+        raise UsageError(f"{', '.join(given)}: only with --cluster slurm or --cluster pbs")
+    if args.cluster in ("slurm", "pbs") and (args.cores is None or args.memory is None):
+        raise UsageError(f"--cluster {args.cluster}: give --cores and --memory (per job)")
+    if args.cluster is not None and args.cluster not in ("slurm", "pbs"):
+        n = args.cluster.removeprefix("local:")
+        if not args.cluster.startswith("local:") or not n.isdigit() or int(n) < 1:
+            raise UsageError(f"--cluster {args.cluster}: expected local:N (N >= 1), slurm or pbs")
+    return {
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "cluster": args.cluster,
+        "cluster_options": jq,
+        "jobs": args.jobs or 1,
+    }
+
+
+def _where(args: argparse.Namespace) -> str:
+    if args.scheduler is not None:
+        return f"on the Dask scheduler {args.scheduler}"
+    if args.cluster is not None:
+        return f"on a Dask cluster ({args.cluster})"
+    return f"on {args.workers or os.cpu_count() or 1} local process(es)"
+
+
+def _sweep_dir(path: str) -> Path:
+    """``-o DIR``: new, empty, or a sweep's (which is resumed)."""
+    out = Path(path).absolute()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory; give a directory for -o")
+    if out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").is_file():
+        raise UsageError(
+            f"{out}: not empty and not a sweep's directory (no sweep.json); give a new or empty "
+            "directory, or a sweep's to resume it"
+        )
+    return out
+
+
+def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
+    from tracewatt import sweep
+
+    spec = sweep.SweepSpec.load(spec_path)
+    target = _sweep_target(args)
+    display = SweepDisplay(args, spec.name, _where(args))
+    try:
+        df = sweep.run(spec, out, progress=display, **target)
+    finally:
+        display.close()
+    if args.json:
+        sys.stdout.write(df.to_json(orient="records", indent=2) + "\n")
+    elif not args.quiet:
+        sys.stdout.write(sweep_table(df, spec.axis_names))
+        if args.output is not None:
+            sys.stdout.write(f"results written to {out}/ (sweep.parquet, sweep.json, runs/)\n")
+    return EXIT_INTERNAL if (df["status"] != "ok").any() else EXIT_OK
+
+
+def sweep_table(df: Any, axes: Sequence[str]) -> str:
+    """The table ``sweep`` and ``study`` print: a row per run."""
+    groups = ["group"] if (df["group"] != "").any() else []
+    variants = ["variant"] if df["variant"].nunique() > 1 else []
+    metrics = [
+        ("makespan_s", _format.seconds),
+        ("energy_j", lambda v: f"{v:.4g}"),
+        ("lpi_share", lambda v: f"{v:.3f}"),
+        ("saving_pct", lambda v: f"{v:.2f}"),
+        ("link_saving_pct", lambda v: f"{v:.1f}"),
+        ("slowdown_pct", lambda v: f"{v:.2f}"),
+    ]
+    metrics = [(k, f) for k, f in metrics if k in df.columns]
+    headers = [*groups, *axes, *variants, "status", *(k for k, _ in metrics)]
+    rows = []
+    for rec in df.to_dict("records"):
+        cells = [str(rec[k]) if rec[k] is not None else "" for k in [*groups, *axes, *variants]]
+        cells = [c if c not in ("nan", "None") else "" for c in cells]
+        cells.append(str(rec["status"]))
+        for k, f in metrics:
+            v = rec[k]
+            # `+ 0.0` prints a saving of -0.0 as 0.00.
+            cells.append("" if v is None or v != v else f(v + 0.0))
+        rows.append(cells)
+    right = [False] * (len(headers) - len(metrics)) + [True] * len(metrics)
+    return _format.table(headers, rows, right)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tracewatt import sweep
+
+    if args.list:
+        for name, description in sweep.list_shipped():
+            sys.stdout.write(f"{name:<12}{description}\n")
+        return EXIT_OK
+    if args.spec is None:
+        raise UsageError("give a sweep spec (a TOML file, or a shipped one: --list)")
+    if args.output is None:
+        raise UsageError("give the sweep's directory: -o DIR")
+    spec = Path(args.spec)
+    if not spec.is_file():
+        spec = sweep.shipped_spec_path(args.spec)
+    return _run_sweep(args, spec, _sweep_dir(args.output))
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from tracewatt import study
+    from tracewatt import sweep
 
-    spec = study.StudySpec.load(args.study)
-    out = _output_dir(args)
-    total = len(spec.cells)
-    bar = ProgressLine(sys.stderr) if _show_progress(args) else None
-    if not args.quiet:
-        workers = args.workers or os.cpu_count() or 1
-        _warn(f"study `{spec.name}`: {total} runs on {min(workers, total)} process(es)")
-    if bar:
-        bar.draw(f"runs done 0/{total}")
-
-    def on_done(c: study.CellResult, done: int, total: int) -> None:
-        if bar:
-            bar.clear()
-        if c.error is not None:
-            _error(f"{c.topology}/{c.workload}: {c.error[1]}")
-        elif not args.quiet and not bar:
-            _warn(f"[{done}/{total}] {c.topology}/{c.workload} done in {c.wall_s:.1f} s")
-        if bar:
-            bar.draw(f"runs done {done}/{total} (last: {c.topology}/{c.workload})")
-
-    try:
-        cells = study.run_study(spec, out, workers=args.workers, on_done=on_done)
-    finally:
-        if bar:
-            bar.clear()
-    if args.json:
-        frame = study.to_frame(cells)
-        sys.stdout.write(frame.to_json(orient="records", indent=2) + "\n")
-    elif not args.quiet:
-        sys.stdout.write(study.format_table(cells))
-        if out is not None:
-            sys.stdout.write(f"results written to {out}/ (study.csv, <topology>/<workload>/)\n")
-    codes = [
-        EXIT_USAGE if c.error[0] in ("ConfigError", "TopologyError") else EXIT_RUN
-        for c in cells
-        if c.error is not None
-    ]
-    return max(codes) if codes else EXIT_OK
+    spec = sweep.shipped_spec_path("default")
+    if args.output is not None:
+        return _run_sweep(args, spec, _sweep_dir(args.output))
+    with tempfile.TemporaryDirectory(prefix="tracewatt-study-") as tmp:
+        return _run_sweep(args, spec, Path(tmp))
 
 
 # --------------------------------------------------------------------------- compare
@@ -721,13 +859,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
+    data = Path(args.data) if args.slow else None
+    if data is not None and not (data / "dumpi").is_dir():
+        raise UsageError(
+            f"--slow: {data / 'dumpi'} is not a directory; --data DIR names the folder "
+            "holding dumpi/npb-*.B-4ranks (the data beside the repository)"
+        )
     checks = []
     for k in CHECKS:
         if select is not None and k not in select:
             continue
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
-        checks.extend(run_checks([k]))
+        checks.extend(run_checks([k], data))
     if args.json:
         sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
     elif not args.quiet:
@@ -749,10 +893,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tracewatt import report
 
     path = Path(args.results)
-    if (path / "study.csv").is_file() and not (path / "summary.json").is_file():
-        import pandas as pd
-
-        study = pd.read_csv(path / "study.csv", keep_default_na=False, na_values=[""])
+    if (path / "sweep.parquet").is_file() and not (path / "summary.json").is_file():
+        study = report.study_table(path)
         report_figures, sections = report.study_figures(study), report.study_sections(study)
     elif (path / "summary.json").is_file():
         if (
@@ -768,9 +910,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         sections = report.run_sections(results, baseline)
     else:
         raise UsageError(
-            f"{args.results}: not a results folder (no summary.json or study.csv); write one "
+            f"{args.results}: not a results folder (no summary.json or sweep.parquet); write one "
             "with `tracewatt run CONFIG -o DIR`, `tracewatt compare CONFIG -o DIR` or "
-            "`tracewatt study -o DIR`"
+            "`tracewatt sweep SPEC -o DIR`"
         )
     if args.figures is not None:
         written = report.write_figures(report_figures, args.figures, args.format)
@@ -853,30 +995,63 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true", help="print a JSON list")
     pr.set_defaults(func=cmd_presets)
 
+    def add_sweep_options(sp: argparse.ArgumentParser) -> None:
+        ex = sp.add_mutually_exclusive_group()
+        ex.add_argument(
+            "-j",
+            "--workers",
+            type=int,
+            metavar="N",
+            help="local worker processes (default: one per core)",
+        )
+        ex.add_argument(
+            "--scheduler", metavar="ADDR", help="run on this Dask scheduler (tcp://HOST:PORT)"
+        )
+        ex.add_argument(
+            "--cluster",
+            metavar="KIND",
+            help="start a Dask cluster: local:N (N worker processes here), slurm or pbs "
+            "(dask-jobqueue)",
+        )
+        jq = sp.add_argument_group("slurm / pbs (per job)")
+        jq.add_argument("--queue", metavar="Q", help="queue / partition")
+        jq.add_argument("--account", metavar="A", help="account to charge")
+        jq.add_argument("--walltime", metavar="HH:MM:SS", help="wall time per job")
+        jq.add_argument("--cores", type=int, metavar="N", help="cores per job (= worker processes)")
+        jq.add_argument("--memory", metavar="SIZE", help="memory per job, e.g. 16GB")
+        jq.add_argument("--jobs", type=int, metavar="N", help="jobs to submit (default 1)")
+        sp.add_argument("--json", action="store_true", help="print the rows as JSON instead")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a sweep spec in parallel (local processes or Dask); resumable",
+        description="Run every configuration of a sweep spec (base x axes x variants) on a "
+        "local process pool or a Dask cluster. Finished runs in DIR are skipped.",
+    )
+    sw.add_argument(
+        "spec", metavar="SPEC", nargs="?", help="a sweep spec (TOML), or a shipped one's name"
+    )
+    sw.add_argument(
+        "-o", "--output", metavar="DIR", help="the sweep's directory (runs/, sweep.parquet)"
+    )
+    sw.add_argument("--list", action="store_true", help="list the shipped sweep specs")
+    add_sweep_options(sw)
+    sw.set_defaults(func=cmd_sweep)
+
     s = sub.add_parser(
         "study",
-        help="run the default study (TraceRP machines x workloads) in parallel",
-        description="Run a study: every (topology, workload) cell of a study definition, in "
-        "parallel on a local process pool.",
+        help="run the default study (TraceRP machines x workloads, EEE vs always-on)",
+        description="Run the shipped sweep spec `default`: the same as `tracewatt sweep "
+        "default -o DIR`.",
     )
     s.add_argument(
-        "-o", "--output", metavar="DIR", help="write DIR/study.csv and DIR/<topology>/<workload>/"
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="the sweep's directory (default: a temporary one; only the table is kept)",
     )
-    add_force(s)
-    s.add_argument(
-        "--study",
-        metavar="FILE",
-        help="study definition (TOML; default: the built-in studies/default.toml)",
-    )
-    s.add_argument(
-        "-j",
-        "--workers",
-        type=int,
-        metavar="N",
-        help="worker processes (default: os.cpu_count())",
-    )
-    s.add_argument("--json", action="store_true", help="print the rows as JSON instead")
-    s.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
+    add_sweep_options(s)
     s.set_defaults(func=cmd_study)
 
     c = sub.add_parser(
@@ -1008,6 +1183,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="append", metavar="ID", help="run only this check (repeatable)"
     )
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    v.add_argument(
+        "--slow",
+        action="store_true",
+        help="also run the checks' slower parts on the data beside the repository "
+        "(mpi-wait: the real NPB class B traces)",
+    )
+    v.add_argument(
+        "--data",
+        default="../shared/data",
+        metavar="DIR",
+        help="where --slow finds that data (default: ../shared/data)",
+    )
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
     v.set_defaults(func=cmd_validate)
@@ -1019,7 +1206,9 @@ def build_parser() -> argparse.ArgumentParser:
         "folder written by run -o or compare -o; or, with --figures, the figures as files.",
     )
     rp.add_argument(
-        "results", metavar="RESULTS", help="a results folder (run -o, compare -o or study -o)"
+        "results",
+        metavar="RESULTS",
+        help="a results folder (run -o, compare -o, sweep -o or study -o)",
     )
     rp.add_argument(
         "-o",
@@ -1046,8 +1235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        if getattr(args, "workers", None) is not None and args.workers < 1:
-            parser.error("--workers must be at least 1")
+        for opt in ("workers", "jobs", "cores"):
+            value = getattr(args, opt, None)
+            if value is not None and value < 1:
+                parser.error(f"--{opt} must be at least 1")
         code: int = args.func(args)
         return code
     except KeyboardInterrupt:

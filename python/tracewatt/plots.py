@@ -188,7 +188,7 @@ def lpi_heatmap(results: Results) -> Figure:
     return fig
 
 
-#: The ``study.csv`` columns :func:`study_bars` draws, with their axis labels.
+#: The study table's columns (``report.study_table``) that :func:`study_bars` draws, and labels.
 STUDY_METRICS = (
     ("link_saving_pct", "link energy saved (%)"),
     ("machine_saving_pct", "machine energy saved (%)"),
@@ -197,7 +197,7 @@ STUDY_METRICS = (
 
 
 def study_bars(study: pd.DataFrame) -> Figure:
-    """TraceRP Fig. 2-style grouped bars from ``study.csv``: per metric of
+    """TraceRP Fig. 2-style grouped bars from a study's table: per metric of
     :data:`STUDY_METRICS` a panel, workloads along x, a bar per topology (failed cells, whose
     metrics are empty, draw no bar)."""
     workloads = list(dict.fromkeys(study["workload"]))

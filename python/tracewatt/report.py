@@ -2,7 +2,7 @@
 
 A directory written by ``tracewatt run -o`` or ``tracewatt compare -o`` (whose ``summary.json``
 has ``baseline`` and whose ``baseline/`` holds the baseline's tables), or by ``tracewatt study
--o`` (``study.csv``, see :func:`render_study_html`). The HTML embeds every
+-o`` (a sweep's ``sweep.parquet`` of two axes, see :func:`study_table`). The HTML embeds every
 figure as a ``data:`` PNG and refers to nothing outside itself, so it opens offline and can be
 mailed as one file.
 """
@@ -34,6 +34,7 @@ __all__ = [
     "run_sections",
     "study_figures",
     "study_sections",
+    "study_table",
     "write_figures",
 ]
 
@@ -120,8 +121,24 @@ def _png_bytes(figure: Figure) -> bytes:
     return buf.getvalue()
 
 
+def study_table(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """A study's table from its sweep (``sweep.parquet``, ``sweep.json``): a row per cell of
+    the first two axes (``topology``, ``workload``), the runs that are compared with the
+    baseline (their saving as ``machine_saving_pct``)."""
+    from tracewatt.sweep import read_dataset
+
+    meta, df = read_dataset(directory)
+    topology, workload = meta["axes"][:2]
+    if meta["baseline"] is not None:
+        df = df[df["variant"] != meta["baseline"]]
+    df = df.rename(
+        columns={topology: "topology", workload: "workload", "saving_pct": "machine_saving_pct"}
+    )
+    return df.reset_index(drop=True)
+
+
 def study_figures(study: pd.DataFrame) -> list[ReportFigure]:
-    """The figures of a study (``study.csv`` as a DataFrame)."""
+    """The figures of a study (:func:`study_table`)."""
     return [
         ReportFigure(
             "study_bars",
@@ -228,7 +245,7 @@ def run_sections(results: Results, baseline: Results | None = None) -> str:
 
 
 def study_sections(study: pd.DataFrame) -> str:
-    """A study's table (``study.csv``) as HTML."""
+    """A study's table (:func:`study_table`) as HTML."""
     table = study.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0)
     return f"<h2>Study</h2>\n{table}\n"
 
@@ -239,5 +256,5 @@ def render_html(results: Results, baseline: Results | None = None, title: str = 
 
 
 def render_study_html(study: pd.DataFrame, title: str = "") -> str:
-    """The report of a study (``study.csv`` as a DataFrame) as one HTML document."""
+    """The report of a study (:func:`study_table`) as one HTML document."""
     return page(title, study_sections(study), study_figures(study))

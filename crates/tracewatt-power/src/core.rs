@@ -6,7 +6,8 @@
 //! - `block` / `mwait`: two-phase — poll for `threshold`, then, if the rank has no send pending
 //!   (pending sends would stall), enter a low-power wait: `enter` at active power (the system
 //!   call path for `block`, next to nothing for `mwait`), then low power until the message
-//!   comes; leaving takes `wake` at active power and delays the rank's continuation.
+//!   comes; leaving takes `wake` at active power and delays the rank's continuation. A message
+//!   that comes during the entry ends the wait when the entry ends: the core never slept.
 //!
 //! The wake delay is real simulated time: the engine asks [`PowerModel::wake_at`] when a waiting
 //! rank's wait is over and continues it then.
@@ -129,8 +130,13 @@ impl CorePower {
             return None;
         }
         let low_start = spin_end + p.enter_ps;
-        // A message that comes while the core is entering waits for it, then for the wake.
-        Some((low_start, woken.max(low_start) + p.wake_ps))
+        if woken <= low_start {
+            // Its notice came while the core was entering: select() finds the pipe readable
+            // (MWAIT's monitor is already triggered) and returns when the entry ends, without
+            // sleeping, so there is nothing to wake from.
+            return Some((low_start, low_start));
+        }
+        Some((low_start, woken + p.wake_ps))
     }
 
     /// Time in [from, to) that rank `r`'s core spends copying messages in.
@@ -182,7 +188,9 @@ impl CorePower {
                 let (spin, low, transition, low_at) = match self.wait_course(&c, woken) {
                     None => (span, 0, 0, at),
                     Some((low_start, _)) => {
-                        self.cores[r].low_waits += 1;
+                        if woken > low_start {
+                            self.cores[r].low_waits += 1;
+                        }
                         let spin = p.threshold_ps.min(span);
                         let low = woken.max(low_start).min(at).saturating_sub(low_start);
                         (spin, low, span.saturating_sub(spin + low), low_start)

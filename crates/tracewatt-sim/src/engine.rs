@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
-use crate::units::ns_to_ps;
+use crate::units::{ns_to_ps, us_to_ps};
 use std::collections::VecDeque;
 use tracewatt_core::time::{serialization_ps, to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::{EventQueue, Ps, Rng, Schedule, Slab};
@@ -300,6 +300,8 @@ struct MpiCosts {
     control_priority: bool,
     intra_bits_per_s: u64,
     intra_latency_ps: Ps,
+    /// A sender's notice to a receiver on its node (`[mpi.wait] notify_overhead_us`).
+    notify_ps: Ps,
 }
 
 /// What a finished run hands to the results stage.
@@ -436,6 +438,7 @@ impl<'a> Engine<'a> {
             control_priority: config.mpi.control_priority,
             intra_bits_per_s: (m.intra_node_bandwidth_gbps * 1e9).round() as u64,
             intra_latency_ps: ns_to_ps(m.intra_node_latency_ns),
+            notify_ps: us_to_ps(config.mpi.wait.notify_overhead_us.unwrap_or(0.0)),
         };
         let ranks = programs
             .into_iter()
@@ -898,6 +901,17 @@ impl<'a> Engine<'a> {
         Ok(slot)
     }
 
+    /// What notifying `dst` of a message from `src` costs the sender: only to another rank
+    /// on its node (a message to itself needs no notice).
+    fn local_notify_ps(&self, src: u32, dst: u32) -> Ps {
+        let n = self.costs.notify_ps;
+        if n > 0 && src != dst && self.ranks[src as usize].node == self.ranks[dst as usize].node {
+            n
+        } else {
+            0
+        }
+    }
+
     /// Starts a send. Returns true if the rank is now busy (send overhead).
     #[allow(clippy::too_many_arguments)]
     fn isend(
@@ -937,13 +951,15 @@ impl<'a> Engine<'a> {
         r.sends += 1;
         r.open_sends += 1;
         r.bytes_sent += bytes;
-        let wake = self.costs.send_ps > 0;
+        // To a rank on its node, the sender also notifies the receiver before it goes on.
+        let issue_ps = self.costs.send_ps + self.local_notify_ps(rank, dst_g);
+        let r = &mut self.ranks[rank as usize];
+        let wake = issue_ps > 0;
         if wake {
             r.state = RankState::Busy;
             self.set_activity(rank, Activity::Mpi, now);
         }
-        self.q
-            .push(now + self.costs.send_ps, Ev::Issue { msg, wake });
+        self.q.push(now + issue_ps, Ev::Issue { msg, wake });
         Ok(wake)
     }
 
@@ -1108,13 +1124,19 @@ impl<'a> Engine<'a> {
         let src_node = self.ranks[m.src as usize].node;
         let dst_node = self.ranks[m.dst as usize].node;
         if src_node == dst_node {
-            let t = now
+            // Eager sends and requests-to-send paid the notice when posted (`isend`); the MPI
+            // layer sends clear-to-sends and rendezvous data, and notifies, as it progresses.
+            let start = match m.kind {
+                MsgKind::Eager | MsgKind::Rts => now,
+                MsgKind::Cts | MsgKind::Data => now + self.local_notify_ps(m.src, m.dst),
+            };
+            let t = start
                 + self.costs.intra_latency_ps
                 + serialization_ps(wire, self.costs.intra_bits_per_s);
             self.q.push(t, Ev::LocalArrive { msg });
             if self.links.power.observes_ranks() && m.kind != MsgKind::Cts {
                 // The receiving core copies the data (or a request) out of shared memory.
-                self.links.power.on_copy(m.dst, now, t);
+                self.links.power.on_copy(m.dst, start, t);
             }
         } else {
             // Rendezvous control messages do not queue behind bulk data at the NIC.

@@ -639,6 +639,10 @@ pub struct WaitSpec {
     /// Leaving it (at active power), delaying the rank.
     #[serde(default)]
     pub wake_latency_us: Option<f64>,
+    /// What a sender pays per message to a rank on its node so that a low-power waiter
+    /// notices it (`block`: a write() of one byte to the receiver's pipe), at active power.
+    #[serde(default)]
+    pub notify_overhead_us: Option<f64>,
 }
 
 /// `[mpi.wait] policy`.
@@ -660,6 +664,7 @@ impl Default for WaitSpec {
             spin_iteration_ns: None,
             enter_overhead_us: None,
             wake_latency_us: None,
+            notify_overhead_us: None,
         }
     }
 }
@@ -684,19 +689,23 @@ impl WaitSpec {
                 .get_or_insert(SPIN_THRESHOLD_ITERATIONS);
             self.spin_iteration_ns.get_or_insert(SPIN_ITERATION_NS);
         }
-        let (enter, wake) = match self.policy {
-            WaitPolicyName::Spin => (0.0, 0.0),
-            // The select() system call path; the scheduler's wake-up plus a C3 exit (20 us).
-            WaitPolicyName::Block => (5.0, 30.0),
-            // MONITOR/MWAIT from user level; a C1 exit (3 us).
-            WaitPolicyName::Mwait => (0.2, 3.0),
+        // docs/config.md breaks these down and gives their sources.
+        let (enter, wake, notify) = match self.policy {
+            WaitPolicyName::Spin => (0.0, 0.0, 0.0),
+            // select() on the peers' pipes and the switch to the idle task; a C3 exit (20 us),
+            // the switch back and select()'s return; the sender's write() to the pipe.
+            WaitPolicyName::Block => (5.0, 30.0, 1.0),
+            // MONITOR/MWAIT from user level; a C1 exit (3 us); the doorbell is a plain store.
+            WaitPolicyName::Mwait => (0.2, 3.0, 0.0),
         };
         self.enter_overhead_us.get_or_insert(enter);
         self.wake_latency_us.get_or_insert(wake);
+        self.notify_overhead_us.get_or_insert(notify);
         for (field, v) in [
             ("mpi.wait.spin_threshold_us", self.spin_threshold_us),
             ("mpi.wait.enter_overhead_us", self.enter_overhead_us),
             ("mpi.wait.wake_latency_us", self.wake_latency_us),
+            ("mpi.wait.notify_overhead_us", self.notify_overhead_us),
         ] {
             if let Some(v) = v {
                 time_field(source, field, v, US)?;

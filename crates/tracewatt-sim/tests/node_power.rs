@@ -359,6 +359,116 @@ fn a_wait_shorter_than_the_threshold_or_with_a_send_pending_spins() {
     assert_eq!(makespan_ps(&r), makespan_ps(&spin) + 3 * US);
 }
 
+/// Two ranks on one node (their messages go through memory: 1 us latency, 1,000 B in 1 us at
+/// 8 Gb/s), no MPI overheads; `wait` is the `[mpi.wait]` table's body.
+fn local_config(wait: &str) -> Config {
+    let text = format!(
+        r#"
+[machine]
+ranks_per_node = 2
+intra_node_latency_ns = 1000
+intra_node_bandwidth_gbps = 8.0
+[machine.topology]
+kind = "single_switch"
+nodes = 2
+[machine.links]
+bandwidth_gbps = 1.0
+latency_ns = 0
+[mpi]
+send_overhead_ns = 0
+recv_overhead_ns = 0
+[mpi.wait]
+{wait}
+[[jobs]]
+ranks = 2
+[jobs.workload]
+kind = "pingpong"
+"#
+    );
+    Config::parse(&text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn f64s<'a>(r: &'a Results, table: &str, name: &str) -> &'a [f64] {
+    let tracewatt_sim::Column::F64(v) = column(r, table, name) else {
+        panic!("{table}.{name} is not float")
+    };
+    v
+}
+
+#[test]
+fn a_blocking_ping_pong_on_one_node_pays_each_message_its_notice_and_wake() {
+    const N: u64 = 10;
+    let spin = run(&local_config(""), pingpong(N as usize, 1000), Vec::new());
+    // Each message takes m = 2 us; N round trips while spinning take 2 N m.
+    assert_eq!(makespan_ps(&spin), 2 * N * 2 * US);
+    let wait = "policy = \"block\"\nspin_threshold_us = 0.0\nenter_overhead_us = 2.0\n\
+                wake_latency_us = 30.0\nnotify_overhead_us = 1.0";
+    let block = run(&local_config(wait), pingpong(N as usize, 1000), Vec::new());
+    // Every message: the sender writes the pipe's byte (n = 1 us) before it goes on, the
+    // receiver has long been asleep (its 2 us entry ended before the message came at 3 us)
+    // and wakes w = 30 us after it: a round trip takes 2 (n + m + w) = 66 us.
+    assert_eq!(makespan_ps(&block), 2 * N * (1 + 2 + 30) * US);
+    let tracewatt_sim::Column::U64(low) = column(&block, "cores", "low_power_waits") else {
+        panic!()
+    };
+    assert_eq!(low.as_slice(), [N, N]);
+    let delay = f64s(&block, "cores", "wake_delay_s");
+    assert!(
+        delay.iter().all(|d| (d - N as f64 * 30e-6).abs() < 1e-15),
+        "{delay:?}"
+    );
+    // Low power: from the end of the entry to the message's arrival, less the 2 us the core
+    // spends copying it in (rank 0's waits: 33 us; rank 1's first wait starts at 0, its
+    // entry ends at 2 us and the copy fills the 1 us left before the arrival at 3 us).
+    let block_s = f64s(&block, "cores", "block_s");
+    let (low0_us, low1_us) = (31.0 * N as f64, 31.0 * (N - 1) as f64);
+    assert!((block_s[0] - low0_us * 1e-6).abs() < 1e-15, "{block_s:?}");
+    assert!((block_s[1] - low1_us * 1e-6).abs() < 1e-15, "{block_s:?}");
+    // Energy: 2 W in low power, 20 W otherwise; rank 1 ends 32 us early (its last send) and
+    // idles at 1 W.
+    let end_us = 66.0 * N as f64;
+    let want0 = (20.0 * (end_us - low0_us) + 2.0 * low0_us) * 1e-6;
+    let want1 = (20.0 * (end_us - 32.0 - low1_us) + 2.0 * low1_us + 32.0) * 1e-6;
+    assert!(
+        (core_j(&block, 0) - want0).abs() < 1e-12,
+        "{}",
+        core_j(&block, 0)
+    );
+    assert!(
+        (core_j(&block, 1) - want1).abs() < 1e-12,
+        "{}",
+        core_j(&block, 1)
+    );
+}
+
+#[test]
+fn a_message_that_comes_while_the_core_enters_ends_the_wait_with_the_entry() {
+    // Rank 0 computes 100 us, then sends (its notice takes 1 us): the message reaches rank 1
+    // at 103 us, while its core, after 10 us of spinning, is still in its 100 us entry.
+    let programs = || {
+        vec![
+            vec![Op::Compute { ps: 100 * US }, send(1, 1000)],
+            vec![recv(0, 1000)],
+        ]
+    };
+    let wait = "policy = \"block\"\nspin_threshold_us = 10.0\nenter_overhead_us = 100.0\n\
+                wake_latency_us = 30.0\nnotify_overhead_us = 1.0";
+    let r = run(&local_config(wait), programs(), Vec::new());
+    // select() finds the byte and returns when the entry ends, at 110 us; no C-state to leave.
+    assert_eq!(makespan_ps(&r), 110 * US);
+    let tracewatt_sim::Column::U64(low) = column(&r, "cores", "low_power_waits") else {
+        panic!()
+    };
+    assert_eq!(low.as_slice(), [0, 0]);
+    assert!(f64s(&r, "cores", "block_s")[1].abs() < 1e-18);
+    // Rank 1's core is active the whole 110 us (10 spinning, 100 entering).
+    assert!(
+        (core_j(&r, 1) - 20.0 * 110e-6).abs() < 1e-12,
+        "{}",
+        core_j(&r, 1)
+    );
+}
+
 #[test]
 fn coalescing_and_mwait_under_contention_deliver_every_message_deterministically() {
     // 32 ranks of uniform random traffic (8 messages of 5 kB each: 4 packets) on a dragonfly,

@@ -1,0 +1,488 @@
+"""`tracewatt sweep`: specs, the dataset, failures, resume, and execution on a local pool and on
+real Dask clusters (worker processes killed, SIGINT)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import tracewatt
+from conftest import CliResult, run_process
+from tracewatt import sweep
+from tracewatt.errors import ConfigError
+
+Run = Callable[..., CliResult]
+
+# 16 single-rank nodes; `ITERATIONS` permutation rounds take a few milliseconds.
+BASE = """
+name = "t"
+[base]
+seed = 1
+machine = {{ preset = "miwa2014-16node", ranks_per_node = 1 }}
+[[base.jobs]]
+name = "w"
+ranks = 16
+workload = {{ kind = "permutation", iterations = {iterations}, bytes = 4096 }}
+"""
+
+# 4 idle timeouts x 2 workloads, EEE against always-on.
+TIMEOUTS_US = [0.5, 2.0, 8.0, 30.0]
+EEE_VS_ALWAYS_ON = (
+    'baseline = "always_on"\n'
+    + BASE.format(iterations=2)
+    + """
+[axes]
+"power.links.idle_timeout_us" = [0.5, 2.0, 8.0, 30.0]
+[axes."jobs[0].workload"]
+perm = { kind = "permutation", iterations = 2, bytes = 4096 }
+halo = { kind = "near_neighbor", iterations = 2, bytes = 4096 }
+[[variants]]
+name = "eee"
+[[variants]]
+name = "always_on"
+set = { "power.links.policy" = "always_on" }
+"""
+)
+
+# 12 runs of a few tenths of a second each (2 workloads x 6 idle timeouts): long enough to kill
+# a worker or interrupt the sweep while runs are in flight.
+TWELVE = (
+    BASE.format(iterations=4000)
+    + """
+[axes]
+"jobs[0].workload.kind" = ["permutation", "near_neighbor"]
+"power.links.idle_timeout_us" = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+"""
+)
+
+
+def spec_file(tmp_path: Path, text: str, name: str = "spec.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def summary(out: Path, row: Any) -> dict[str, Any]:
+    return dict(json.loads((out / row["dir"] / "summary.json").read_text()))
+
+
+def mtimes(out: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in sorted((out / "runs").rglob("*"))}
+
+
+# --------------------------------------------------------------------------- spec
+
+
+def test_grid_zip_random_and_groups(tmp_path: Path) -> None:
+    base = BASE.format(iterations=2)
+    grid = sweep.SweepSpec.from_toml(
+        base + '[axes]\n"seed" = [1, 2]\n"power.links.idle_timeout_us" = [1, 2, 3]\n', "g.toml"
+    )
+    cells = [tuple(v for _, v, _ in c) for _, c in grid.cells()]
+    assert cells == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]  # first axis slowest
+    zipped = sweep.SweepSpec.from_toml(
+        'mode = "zip"\n'
+        + base
+        + '[axes]\n"seed" = [1, 2]\n"power.links.idle_timeout_us" = [5, 6]\n',
+        "z.toml",
+    )
+    assert [tuple(v for _, v, _ in c) for _, c in zipped.cells()] == [(1, 5), (2, 6)]
+    rnd = (
+        'mode = "random"\nsamples = 5\nseed = 7\n'
+        + base
+        + (
+            "[axes]\n"
+            '"power.links.idle_timeout_us" = { min = 1.0, max = 1000.0, log = true }\n'
+            '"jobs[0].ranks" = { min = 2, max = 16, integer = true }\n'
+            '"power.control" = ["paired", "independent"]\n'
+        )
+    )
+    a = [c for _, c in sweep.SweepSpec.from_toml(rnd, "r.toml").cells()]
+    b = [c for _, c in sweep.SweepSpec.from_toml(rnd, "r.toml").cells()]
+    assert a == b and len(a) == 5  # seeded: the same samples every time
+    assert len({c[0][1] for c in a}) == 5
+    for (_, t, _), (_, n, _), (_, ctl, _) in a:
+        assert 1.0 <= t <= 1000.0
+        assert isinstance(n, int) and 2 <= n <= 16
+        assert ctl in ("paired", "independent")
+    groups = sweep.SweepSpec.from_toml(
+        base
+        + '[axes]\n"seed" = [1, 2]\n'
+        + '[[groups]]\nname = "a"\naxes = { "power.links.idle_timeout_us" = [1, 2] }\n'
+        + '[[groups]]\nname = "b"\naxes = { "power.links.wake_time_us" = [5] }\n',
+        "gr.toml",
+    )
+    assert groups.axis_names == ["seed", "power.links.idle_timeout_us", "power.links.wake_time_us"]
+    assert [(g, [v for _, v, _ in c]) for g, c in groups.cells()] == [
+        ("a", [1, 1]),
+        ("a", [1, 2]),
+        ("a", [2, 1]),
+        ("a", [2, 2]),
+        ("b", [1, 5]),
+        ("b", [2, 5]),
+    ]
+
+
+def test_base_file_relative_to_the_spec(tmp_path: Path) -> None:
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "base.toml").write_text(
+        'seed = 3\n[machine]\npreset = "miwa2014-16node"\n'
+        '[[jobs]]\nname = "w"\nranks = 2\nworkload = { kind = "pingpong" }\n'
+    )
+    spec = spec_file(tmp_path / "cfg", 'base = "base.toml"\n[axes]\n"jobs[0].ranks" = [2, 4]\n')
+    runs = sweep.SweepSpec.load(spec).runs()
+    assert [r.config.resolved()["jobs"][0]["ranks"] for r in runs] == [2, 4]
+    assert all(r.config.resolved()["seed"] == 3 for r in runs)
+
+
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        (
+            '[axes]\n"power.links.idle_timout_us" = [1, 2]\n',
+            "power.links.idle_timout_us: unknown field `idle_timout_us`",
+        ),
+        (
+            'mode = "gird"\n[axes]\n',
+            "spec.toml: mode: expected one of grid, zip, random, got 'gird'",
+        ),
+        (
+            'mode = "zip"\n[axes]\n"seed" = [1, 2]\n"power.links.idle_timeout_us" = [1, 2, 3]\n',
+            'spec.toml: axes: mode = "zip" needs axes of equal length; seed has 2, '
+            "power.links.idle_timeout_us has 3",
+        ),
+        ("colour = 1\n[axes]\n", "spec.toml: colour: unknown field; expected one of"),
+        (
+            'baseline = "off"\n[axes]\n',
+            "spec.toml: baseline: 'off' is not a variant; expected one of run",
+        ),
+        (
+            '[axes]\n"seed" = { min = 1, max = 3 }\n',
+            'spec.toml: axes.seed: a range {min, max} needs mode = "random"',
+        ),
+        (
+            '[axes]\n[[variants]]\nname = "v"\nset = { "power.link.policy" = "always_on" }\n',
+            "power.link: unknown field `link`",
+        ),
+    ],
+)
+def test_spec_errors_exit_2(run_cli: Run, tmp_path: Path, tail: str, message: str) -> None:
+    # Top-level keys first: after a table header they would belong to that table.
+    head, sep, tail = tail.partition("[axes]\n")
+    spec = spec_file(tmp_path, head + BASE.format(iterations=2) + sep + tail)
+    r = run_cli("sweep", spec, "-o", tmp_path / "out", "-q")
+    assert r.code == 2, r.err
+    assert r.err.startswith("tracewatt: error: ") and message in r.err, r.err
+    assert not (tmp_path / "out" / "runs").exists()  # nothing ran
+
+
+def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
+    spec = sweep.SweepSpec.load(sweep.shipped_spec_path("default"))
+    r = run_cli("sweep", "--list")
+    assert r.code == 0 and r.out.split(maxsplit=1) == ["default", spec.description + "\n"]
+    runs = spec.runs()
+    assert len(runs) == 30 and not any(r.error for r in runs)  # every run is a valid config
+    assert len({r.hash for r in runs}) == 30
+    assert spec.baseline == "always_on"
+    cells = {(r.values["machine.preset"], r.values["jobs[0]"]) for r in runs}
+    assert len(cells) == 15
+    for r in runs:
+        cfg = r.config.resolved()
+        assert cfg["machine"]["preset"] == r.values["machine.preset"]
+        assert cfg["jobs"][0]["workload"]["kind"] == r.values["jobs[0]"]
+        assert cfg["jobs"][0]["ranks"] == 1024
+        policy = "always_on" if r.variant == "always_on" else "timeout"
+        assert cfg["power"]["links"]["policy"] == policy
+    assert {p for p, _ in cells} == {
+        "tracerp-fattree-288",
+        "tracerp-torus-4x8x8",
+        "tracerp-dragonfly-342",
+    }
+
+
+# --------------------------------------------------------------------------- dataset
+
+
+def test_idle_timeout_sweep_rows_savings_and_slowdowns(run_cli: Run, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = run_cli("sweep", spec_file(tmp_path, EEE_VS_ALWAYS_ON), "-o", out, "-j", "2", "-q")
+    assert r.code == 0, r.err
+    meta, df = sweep.read_dataset(out)
+    assert meta["axes"] == ["power.links.idle_timeout_us", "jobs[0].workload"]
+    assert meta["variants"] == ["eee", "always_on"] and meta["baseline"] == "always_on"
+    assert len(df) == 16 and (df["status"] == "ok").all() and (df["error"] == "").all()
+    eee = df[df["variant"] == "eee"]
+    assert len(eee) == 8
+    cells = zip(eee["power.links.idle_timeout_us"], eee["jobs[0].workload"], strict=True)
+    assert sorted(cells) == sorted((t, w) for t in TIMEOUTS_US for w in ("perm", "halo"))
+    for row in df.to_dict("records"):
+        s = summary(out, row)
+        cfg = s["config"]
+        # Each row is its own run: its directory holds the configuration of its axis values.
+        assert cfg["power"]["links"]["idle_timeout_us"] == row["power.links.idle_timeout_us"]
+        kind = {"perm": "permutation", "halo": "near_neighbor"}[row["jobs[0].workload"]]
+        assert cfg["jobs"][0]["workload"]["kind"] == kind
+        assert row["makespan_s"] == s["makespan_s"]
+        assert row["energy_j"] == s["energy_j"]["total"]
+        assert row["energy_switch_ports_j"] == s["energy_j"]["switch_ports"]
+        assert row["avg_power_w"] == s["avg_power_w"]["total"]
+        assert row["link_wakes"] == s["links"]["wakes"]
+        if row["variant"] == "always_on":
+            assert pd.isna(row["saving_pct"]) and pd.isna(row["slowdown_pct"])
+            continue
+        (base,) = df[
+            (df["variant"] == "always_on")
+            & (df["power.links.idle_timeout_us"] == row["power.links.idle_timeout_us"])
+            & (df["jobs[0].workload"] == row["jobs[0].workload"])
+        ].to_dict("records")
+        b = summary(out, base)
+        e, eb = s["energy_j"], b["energy_j"]
+        assert row["saving_pct"] == pytest.approx(100 * (eb["total"] - e["total"]) / eb["total"])
+        links, links_b = (x["switch_ports"] + x["nic_ports"] for x in (e, eb))
+        assert row["link_saving_pct"] == pytest.approx(100 * (links_b - links) / links_b)
+        assert row["slowdown_pct"] == pytest.approx(
+            100 * (s["makespan_s"] - b["makespan_s"]) / b["makespan_s"]
+        )
+    # Each timeout gives its own run: the four EEE runs of a workload differ.
+    for _, w in eee.groupby("jobs[0].workload"):
+        assert w["energy_j"].nunique() == 4 and w["dir"].nunique() == 4
+
+
+def test_a_failing_value_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    # -1 us is refused when the configuration is resolved; 17 ranks on 16 nodes only when the
+    # run starts (in its worker).
+    spec = spec_file(
+        tmp_path,
+        BASE.format(iterations=2)
+        + '[axes]\n"power.links.idle_timeout_us" = [10.0, -1.0]\n"jobs[0].ranks" = [16, 17]\n',
+    )
+    out = tmp_path / "out"
+    r = run_process(["sweep", spec, "-o", out, "-j", "2"])
+    assert r.code == 1, r.err
+    _, df = sweep.read_dataset(out)
+    status = {
+        (row["power.links.idle_timeout_us"], row["jobs[0].ranks"]): (row["status"], row["error"])
+        for row in df.to_dict("records")
+    }
+    assert status[(10.0, 16)] == ("ok", "")
+    assert status[(10.0, 17)][0] == "failed" and "jobs[0]" in status[(10.0, 17)][1]
+    for ranks in (16, 17):
+        st, err = status[(-1.0, ranks)]
+        assert st == "failed"
+        assert "power.links.idle_timeout_us: must be a non-negative number, got -1" in err
+    assert "spec.toml[run, power.links.idle_timeout_us=-1, jobs[0].ranks=16]" in r.err
+    assert len(r.out.splitlines()) == 2 + 4 + 1  # the table and where the results are
+    ok = df[df["status"] == "ok"]
+    assert ok["makespan_s"].notna().all() and df[df["status"] != "ok"]["makespan_s"].isna().all()
+
+
+def test_groups_share_identical_runs(tmp_path: Path) -> None:
+    spec = spec_file(
+        tmp_path,
+        BASE.format(iterations=2)
+        + '[[groups]]\nname = "a"\naxes = { "power.links.idle_timeout_us" = [1.0, 2.0] }\n'
+        + '[[groups]]\nname = "b"\naxes = { "power.links.idle_timeout_us" = [2.0, 5.0] }\n',
+    )
+    progress: list[tuple[int, int]] = []
+    df = tracewatt.sweep(
+        spec, tmp_path / "out", workers=1, progress=lambda p: progress.append((p.done, p.total))
+    )
+    meta = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert meta["groups"] == [
+        {"name": "a", "axes": ["power.links.idle_timeout_us"], "mode": "grid"},
+        {"name": "b", "axes": ["power.links.idle_timeout_us"], "mode": "grid"},
+    ]
+    assert list(zip(df["group"], df["power.links.idle_timeout_us"], strict=True)) == [
+        ("a", 1.0),
+        ("a", 2.0),
+        ("b", 2.0),
+        ("b", 5.0),
+    ]
+    # The 2 us run is the same configuration in both groups: it ran once, both rows show it.
+    assert progress[-1] == (3, 3)
+    assert df["dir"].iloc[1] == df["dir"].iloc[2] and df["dir"].nunique() == 3
+    assert df["energy_j"].iloc[1] == df["energy_j"].iloc[2]
+
+
+# --------------------------------------------------------------------------- local pool
+
+
+def test_local_pool_resubmits_the_runs_of_a_killed_worker(tmp_path: Path) -> None:
+    import multiprocessing
+
+    killed: list[int] = []
+
+    def kill_one(p: sweep.Progress) -> None:
+        if p.done == 1 and not killed:
+            pid = multiprocessing.active_children()[0].pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    out = tmp_path / "out"
+    df = tracewatt.sweep(spec_file(tmp_path, TWELVE), out, workers=2, progress=kill_one)
+    assert killed
+    assert len(df) == 12 and (df["status"] == "ok").all(), df["error"].tolist()
+    assert len(list((out / "runs").glob("*/done.json"))) == 12
+
+
+# --------------------------------------------------------------------------- Dask
+
+
+def test_local_cluster_runs_resumes_and_retries_a_killed_worker(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    spec = spec_file(tmp_path, TWELVE)
+    killed: list[int] = []
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        # A 12-run sweep on a LocalCluster of worker processes.
+        first = tmp_path / "first"
+        reference = tracewatt.sweep(spec, first, scheduler=cluster.scheduler_address)
+        assert len(reference) == 12 and (reference["status"] == "ok").all()
+
+        # The same sweep again, one worker process killed while it runs.
+        pids = client.run(os.getpid)
+
+        def kill_busy_worker(p: sweep.Progress) -> None:
+            if p.done == 1 and not killed:
+                busy = [w for w, tasks in client.processing().items() if tasks]
+                assert busy, "no run in flight to kill"
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                killed.append(pids[busy[0]])
+
+        out = tmp_path / "killed"
+        df = tracewatt.sweep(
+            spec, out, scheduler=cluster.scheduler_address, progress=kill_busy_worker
+        )
+        assert killed and killed[0] not in client.run(os.getpid).values()
+    assert len(df) == 12 and (df["status"] == "ok").all(), df["error"].tolist()
+    # Nothing lost: the same runs and the same numbers as without the kill.
+    columns = ["dir", "makespan_s", "energy_j", "link_wakes"]
+    pd.testing.assert_frame_equal(df[columns], reference[columns])
+
+    # A rerun finds all 12 done: no run directory is touched and no cluster is started (the
+    # Dask client library is not even imported).
+    before = mtimes(out)
+    code = (
+        "import sys, tracewatt\n"
+        f"df = tracewatt.sweep({str(spec)!r}, {str(out)!r}, cluster='local:2')\n"
+        "print(len(df), (df['status'] == 'ok').sum(), 'distributed' in sys.modules)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert p.stdout.split() == ["12", "12", "False"]
+    assert mtimes(out) == before
+
+
+def _interrupt_after(args: list[str], out: Path, runs_done: int) -> tuple[int, float, str]:
+    """Starts ``tracewatt ARGS``, sends it SIGINT once ``runs_done`` runs are finished; returns
+    its exit code, the seconds it took to exit, and its stderr."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tracewatt", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("runs/*/done.json"))) < runs_done:
+        assert p.poll() is None, p.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    return p.returncode, time.monotonic() - t0, err
+
+
+@pytest.mark.parametrize("where", [["--cluster", "local:2"], ["-j", "2"]])
+def test_sigint_keeps_finished_runs_and_exits_130(tmp_path: Path, where: list[str]) -> None:
+    out = tmp_path / "out"
+    code, took, err = _interrupt_after(
+        ["sweep", str(spec_file(tmp_path, TWELVE)), "-o", str(out), *where], out, 2
+    )
+    assert code == 130, err
+    assert took < 10.0, f"the sweep took {took:.1f} s to stop"
+    assert err.endswith("tracewatt: error: interrupted\n"), err
+    meta, df = sweep.read_dataset(out)
+    finished = {f"runs/{p.parent.name}" for p in out.glob("runs/*/done.json")}
+    assert 2 <= len(df) < 12
+    assert set(df["dir"]) == finished and (df["status"] == "ok").all()
+    assert meta["name"] == "t"
+    if where[0] == "-j":
+        # A rerun runs only what is left.
+        r = run_process(["sweep", spec_file(tmp_path, TWELVE), "-o", out, "-j", "2"])
+        assert r.code == 0, r.err
+        assert f"12 runs, {len(df)} already done; {12 - len(df)} to run" in r.err
+        assert len(sweep.read_dataset(out)[1]) == 12
+
+
+# --------------------------------------------------------------------------- SLURM / PBS
+
+
+# The job's scheduler runs here, with its dashboard on the default port, which another process
+# may hold.
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
+def test_slurm_job_script() -> None:
+    cluster = sweep.jobqueue_cluster(
+        "slurm",
+        {
+            "queue": "compute",
+            "account": "proj42",
+            "walltime": "02:30:00",
+            "cores": 8,
+            "memory": "32GB",
+        },
+    )
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    for line in (
+        "#SBATCH -p compute",
+        "#SBATCH -A proj42",
+        "#SBATCH -t 02:30:00",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH --mem=30G",  # 32 GB = 29.8 GiB, which dask-jobqueue rounds to 30G
+    ):
+        assert line in lines, script
+    # Eight single-threaded worker processes per job, sharing its memory (32 GB / 8).
+    worker = lines[-1].split()
+    assert worker[worker.index("--nworkers") + 1] == "8"
+    assert worker[worker.index("--nthreads") + 1] == "1"
+    assert worker[worker.index("--memory-limit") + 1] == "3.73GiB"
+
+
+def test_cluster_options_are_checked(run_cli: Run, tmp_path: Path) -> None:
+    spec = spec_file(tmp_path, BASE.format(iterations=2))
+    r = run_cli("sweep", spec, "-o", tmp_path / "o", "--cluster", "slurm", "--cores", "4")
+    assert r.code == 2 and "--cluster slurm: give --cores and --memory (per job)" in r.err
+    r = run_cli("sweep", spec, "-o", tmp_path / "o", "--queue", "q")
+    assert r.code == 2 and "--queue: only with --cluster slurm or --cluster pbs" in r.err
+    r = run_cli("sweep", spec, "-o", tmp_path / "o", "--cluster", "local:0")
+    assert r.code == 2 and "expected local:N (N >= 1), slurm or pbs" in r.err
+    r = run_process(["sweep", spec, "-o", tmp_path / "o", "-j", "2", "--cluster", "local:2"])
+    assert r.code == 2 and "argument --cluster: not allowed with argument -j/--workers" in r.err
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    r = run_cli("sweep", spec, "-o", tmp_path / "full")
+    assert r.code == 2 and "not a sweep's directory" in r.err
+    with pytest.raises(ConfigError, match="no such file, nor a shipped sweep spec"):
+        sweep.shipped_spec_path("nope")
