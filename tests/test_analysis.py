@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tracewatt
@@ -206,22 +207,34 @@ def test_paired_links_screen_exactly_from_their_own_idle_intervals() -> None:
 
 def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -> None:
     """Worked by hand: 30 rounds of a cross-leaf ping-pong (node, tree1, tree1, node: 4 hops
-    each way), a round every 1,001 us, independent control. Every message waits for the one
-    before it, so the chain is all 60 messages x 4 hops = 240 hops, each on a link that sleeps
-    at 600 us. The run has 8 x 29 = 232 wakes (the first round finds every link awake), fewer
-    than the chain's hops, so the bound is 232 x (17 + 2.88) us."""
+    each way), a round every 1,001 us, independent control, 600 us timeout. Every message waits
+    for the one before it, so the chain is all 60 messages. The first round finds every link
+    awake (its gaps are shorter than 600 us); each later message meets a wake on each of its 4
+    hops: 58 x 4 = 232 hops, as many as the run's 8 directions x 29 wakes. From the routes
+    alone (no per-message counts) every hop of every message can wake: 60 x 4 = 240, capped
+    at the 232 wakes there are."""
     cfg = _cross_leaf_pingpong({"links": {"policy": "always_on"}})
     cfg["output"] = {"messages": True}
     run = tracewatt.simulate(cfg)
+    counted = run.tables["message_wake_hops"]
+    at_600 = counted[np.isclose(counted["threshold_s"], 600e-6)]
+    assert len(at_600) == 58 and set(at_600["hops"]) == {4}
+    assert set(at_600["message"]) == set(range(2, 60))
     row = screen_idle(run, [TIMEOUT_US], [WAKE_US]).iloc[0]
     assert row["bound"] == "critical_path"
-    assert row["chain_wakes"] == 240
+    assert row["chain_wakes"] == 232
     assert row["wakes"] == 232
     assert row["penalty_bound_s"] == pytest.approx(232 * (17.0 + 2.88) * 1e-6)
-    # Only the node links: 2 of the 4 hops per message.
+    routes_only = tracewatt.Results(
+        run.summary, {k: v for k, v in run.tables.items() if k != "message_wake_hops"}
+    )
+    assert screen_idle(routes_only, [TIMEOUT_US], [WAKE_US]).iloc[0]["chain_wakes"] == 240
+    # Only the node links: 2 of the 4 hops of each of the 58 later messages.
     node = screen_idle(run, [TIMEOUT_US], [WAKE_US], links=["node"]).iloc[0]
-    assert node["chain_wakes"] == 120
+    assert node["chain_wakes"] == 116
     assert node["penalty_bound_s"] == pytest.approx(116 * (17.0 + 2.88) * 1e-6)
+    # Between kept thresholds (700 us) the routes bound it: the same links can sleep.
+    assert screen_idle(run, [700.0], [WAKE_US]).iloc[0]["chain_wakes"] == 232
 
 
 def _ft(size: str, iterations: int) -> tracewatt.Config:

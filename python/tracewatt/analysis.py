@@ -9,9 +9,11 @@ the slowdown (below).
 
 The penalty bound. A packet that finds a link asleep waits at most ``T_s + T_w`` (the rest of
 the sleep, then the wake) per hop. With the run's messages (``[output] messages = true``) the
-bound follows each rank's critical path: a message can meet a wake only on a hop of its route
-whose link can sleep at this timeout (it has an idle interval longer than T_o in the run), so
-``w(m)`` = those hops x (T_s + T_w); a rank's delay grows along the messages it waits for,
+bound follows each rank's critical path: a message can meet a wake only on a hop where its
+packets start after an idle gap longer than T_o, or back to back behind such a packet (the run
+counts these per message: ``message_wake_hops``; elsewhere, or for one link class, also the
+hops of its route whose link can sleep at this timeout, the smaller count), so ``w(m)`` =
+those hops x (T_s + T_w); a rank's delay grows along the messages it waits for,
 ``D[dst] = max(D[dst], D[src] at the send + w(m))`` in the order of the run (a rendezvous
 message is request, clear-to-send and data: ``C = max(D[src] + w(m), D[dst]) + w(return)``,
 then ``D[src] >= C`` and ``D[dst] >= C + w(m)``), and the makespan grows by at most
@@ -219,6 +221,17 @@ class _Routes:
         self.end = messages["end_s"].to_numpy(float)
         eager = results.config.get("mpi", {}).get("eager_limit_bytes", np.inf)
         self.rendezvous = messages["bytes"].to_numpy(float) > eager
+        # What the run counted per message and kept threshold (rows with none left out), for
+        # wakes delaying a link by up to its longest sleep + wake time.
+        self.horizon_s = float((links["sleep_time_s"] + links["wake_time_s"]).max())
+        self.met: dict[float, np.ndarray] = {}
+        counted = results.tables.get("message_wake_hops")
+        if counted is not None:
+            for t in results.idle_thresholds["threshold_s"].unique():
+                rows = counted[counted["threshold_s"] == t]
+                met = np.zeros(len(messages))
+                met[rows["message"].to_numpy(int)] = rows["hops"].to_numpy(float)
+                self.met[float(t)] = met
 
     def hops(
         self, can_wake: np.ndarray, kind_can_wake: np.ndarray
@@ -232,13 +245,32 @@ class _Routes:
 
         return at(self.up) + at(self.down) + inner, at(self.rev_up) + at(self.rev_down) + inner
 
-    def chain(self, fwd: np.ndarray, rev: np.ndarray) -> np.ndarray:
-        """The largest delay any rank accumulates along the messages it waits for, per column of
-        the per-message delays ``fwd`` (on its route) and ``rev`` (on the return route), both
-        (messages, settings)."""
+    def delays(
+        self, timeout_s: float, can_wake: np.ndarray, kind_can_wake: np.ndarray, counted: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per message, the wake hops of a rendezvous request ``a``, its clear-to-send ``r`` and
+        its data or an eager message ``b`` (see :meth:`chain`): from the routes, and no more
+        than the run counted for the message (``message_wake_hops``) at the largest threshold it
+        kept at or below this timeout (a gap longer than the timeout is longer than that
+        threshold too; a rendezvous message's three phases are then one sum, in ``r``), if
+        ``counted``."""
+        fwd, rev = self.hops(can_wake, kind_can_wake)
+        below = [t for t in self.met if t <= timeout_s * (1.0 + _REL)]
+        if not (below and counted):
+            return fwd, rev, fwd
+        met = self.met[max(below)]
+        rdv = self.rendezvous
+        r = np.where(rdv, np.minimum(met, 2.0 * fwd + rev), 0.0)
+        return np.zeros_like(fwd), r, np.where(rdv, 0.0, np.minimum(met, fwd))
+
+    def chain(self, a: np.ndarray, r: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The largest delay any rank accumulates along the messages it waits for, per column
+        of the per-message delays (messages, settings): an eager message delays its receiver
+        by ``b``; a rendezvous message's request by ``a``, its clear-to-send (on the return
+        route; the sender waits for it) by ``r``, and its data by ``b``."""
         n = len(self.src)
-        delay = np.zeros((self.n_ranks, fwd.shape[1]))
-        snap = np.zeros_like(fwd)
+        delay = np.zeros((self.n_ranks, b.shape[1]))
+        snap = np.zeros_like(b)
         # Arrivals before sends at the same instant: a rank's send then carries what it received.
         times = np.concatenate([self.end, self.start])
         order = np.lexsort((np.repeat([0, 1], n), times))
@@ -249,13 +281,11 @@ class _Routes:
                 continue
             d, s = self.dst[e], self.src[e]
             if self.rendezvous[e]:
-                # Request to send (route), matched by the receiver, clear to send (return
-                # route): the sender waited for that; then the data crosses the route.
-                cts = np.maximum(snap[e] + fwd[e], delay[d]) + rev[e]
+                cts = np.maximum(snap[e] + a[e], delay[d]) + r[e]
                 np.maximum(delay[s], cts, out=delay[s])
-                np.maximum(delay[d], cts + fwd[e], out=delay[d])
+                np.maximum(delay[d], cts + b[e], out=delay[d])
             else:
-                np.maximum(delay[d], snap[e] + fwd[e], out=delay[d])
+                np.maximum(delay[d], snap[e] + b[e], out=delay[d])
         return np.asarray(delay.max(axis=0, initial=0.0), dtype=float)
 
 
@@ -330,7 +360,10 @@ def screen_idle(
     active_w, lpi_w = active_w[mask], lpi_w[mask]
     always_on_j = float(active_w.sum() * run_s)
     per_timeout = []
-    fwd, rev = [], []
+    # Per timeout, the delays of each message from the run's counts and from the routes alone
+    # (for wakes longer than the run counted for).
+    counted: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    routed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for to in timeouts_us:
         count, total, exact = _over(results, to * 1e-6)
         count, total = count.copy(), total.copy()
@@ -340,26 +373,35 @@ def screen_idle(
         can_wake &= mask
         if routes is not None:
             kind_can = np.array([can_wake[kinds == k].any() for k in routes.kinds], dtype=bool)
-            f, r = routes.hops(can_wake, kind_can)
-            fwd.append(f)
-            rev.append(r)
+            counted.append(routes.delays(to * 1e-6, can_wake, kind_can, True))
+            routed.append(routes.delays(to * 1e-6, can_wake, kind_can, False))
         per_timeout.append((to, count[mask], total[mask], woken[mask], exact, pairs_exact))
-    chain = (
-        routes.chain(np.stack(fwd, axis=1), np.stack(rev, axis=1))
-        if routes is not None and len(routes.src)
-        else np.full(len(per_timeout), 0.0 if routes is not None else np.nan)
-    )
+
+    def chain(phases: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+        if routes is None:
+            return np.full(len(per_timeout), np.nan)
+        if not len(routes.src):
+            return np.zeros(len(per_timeout))
+        return routes.chain(*(np.stack(x, axis=1) for x in zip(*phases, strict=True)))
+
+    longest_us = max(wakes_us, default=0.0) + max(sleeps_us, default=0.0)
+    within = chain(counted)
+    beyond = within if routes is None or longest_us * 1e-6 <= routes.horizon_s else chain(routed)
     rows = []
-    for (to, count, total, woken, exact, pairs_exact), chain_wakes in zip(
-        per_timeout, chain, strict=True
+    for (to, count, total, woken, exact, pairs_exact), chain_in, chain_out in zip(
+        per_timeout, within, beyond, strict=True
     ):
         for ts in sleeps_us:
             lpi = np.maximum(total - count * (to + ts) * 1e-6, 0.0)
             energy = float((active_w * run_s - (active_w - lpi_w) * lpi).sum())
             wakes = float(woken.sum())
-            # The critical path meets no more wakes than there are.
-            met = wakes if np.isnan(chain_wakes) else min(float(chain_wakes), wakes)
             for tw in wakes_us:
+                counts_hold = routes is not None and (tw + ts) * 1e-6 <= routes.horizon_s * (
+                    1.0 + _REL
+                )
+                chain_wakes = chain_in if counts_hold else chain_out
+                # The critical path meets no more wakes than there are.
+                met = wakes if np.isnan(chain_wakes) else min(float(chain_wakes), wakes)
                 bound = met * (tw + ts) * 1e-6
                 rows.append(
                     {
