@@ -209,10 +209,14 @@ def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -
     """Worked by hand: 30 rounds of a cross-leaf ping-pong (node, tree1, tree1, node: 4 hops
     each way), a round every 1,001 us, independent control, 600 us timeout. Every message waits
     for the one before it, so the chain is all 60 messages. The first round finds every link
-    awake (its gaps are shorter than 600 us); each later message meets a wake on each of its 4
-    hops: 58 x 4 = 232 hops, as many as the run's 8 directions x 29 wakes. From the routes
-    alone (no per-message counts) every hop of every message can wake: 60 x 4 = 240, capped
-    at the 232 wakes there are."""
+    awake (its gaps are a few us); each later message meets a wake on each of its 4 hops:
+    58 x 4 = 232 hops, as many as the run's 8 directions x 29 wakes.
+
+    With a 0.1 us wake and no sleep the bound is 232 x 0.1 = 23.2 us: no gap grows by more, so
+    a wake needs a gap over 600 - 23.2 us, priced at the kept threshold below (250 us), where
+    the counts are the same. With a 17 us wake (+ 2.88 us sleep) it would be 4.6 ms, more than
+    the timeout: any gap could then become a wake, so it is priced at 0, every hop of every
+    message: 60 x 4 = 240 hops, 240 x 19.88 us."""
     cfg = _cross_leaf_pingpong({"links": {"policy": "always_on"}})
     cfg["output"] = {"messages": True}
     run = tracewatt.simulate(cfg)
@@ -220,21 +224,24 @@ def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -
     at_600 = counted[np.isclose(counted["threshold_s"], 600e-6)]
     assert len(at_600) == 58 and set(at_600["hops"]) == {4}
     assert set(at_600["message"]) == set(range(2, 60))
-    row = screen_idle(run, [TIMEOUT_US], [WAKE_US]).iloc[0]
-    assert row["bound"] == "critical_path"
-    assert row["chain_wakes"] == 232
-    assert row["wakes"] == 232
-    assert row["penalty_bound_s"] == pytest.approx(232 * (17.0 + 2.88) * 1e-6)
+    fast = screen_idle(run, [TIMEOUT_US], [0.1], sleeps_us=[0.0]).iloc[0]
+    assert fast["bound"] == "critical_path"
+    assert (fast["chain_wakes"], fast["wakes"], fast["bound_threshold_us"]) == (232, 232, 250)
+    assert fast["penalty_bound_s"] == pytest.approx(232 * 0.1e-6)
+    slow = screen_idle(run, [TIMEOUT_US], [WAKE_US]).iloc[0]
+    assert (slow["chain_wakes"], slow["bound_threshold_us"]) == (240, 0)
+    assert slow["penalty_bound_s"] == pytest.approx(240 * (17.0 + 2.88) * 1e-6)
+    # From the routes alone every hop of every message can wake: 240, capped at the 232 wakes.
     routes_only = tracewatt.Results(
         run.summary, {k: v for k, v in run.tables.items() if k != "message_wake_hops"}
     )
-    assert screen_idle(routes_only, [TIMEOUT_US], [WAKE_US]).iloc[0]["chain_wakes"] == 240
+    alone = screen_idle(routes_only, [TIMEOUT_US], [0.1], sleeps_us=[0.0]).iloc[0]
+    assert alone["chain_wakes"] == 240
+    assert alone["penalty_bound_s"] == pytest.approx(232 * 0.1e-6)
     # Only the node links: 2 of the 4 hops of each of the 58 later messages.
-    node = screen_idle(run, [TIMEOUT_US], [WAKE_US], links=["node"]).iloc[0]
+    node = screen_idle(run, [TIMEOUT_US], [0.1], sleeps_us=[0.0], links=["node"]).iloc[0]
     assert node["chain_wakes"] == 116
-    assert node["penalty_bound_s"] == pytest.approx(116 * (17.0 + 2.88) * 1e-6)
-    # Between kept thresholds (700 us) the routes bound it: the same links can sleep.
-    assert screen_idle(run, [700.0], [WAKE_US]).iloc[0]["chain_wakes"] == 232
+    assert node["penalty_bound_s"] == pytest.approx(116 * 0.1e-6)
 
 
 def _ft(size: str, iterations: int) -> tracewatt.Config:
@@ -249,16 +256,20 @@ def _ft(size: str, iterations: int) -> tracewatt.Config:
         (_ft("S", 2), "paired"),
         (_ft("S", 2), "independent"),
         (tracewatt.Config.from_dict(_pingpong(0.0, "timeout")), "independent"),
+        (tracewatt.Config.load(EXAMPLES / "custom-torus.toml"), "independent"),
+        (tracewatt.Config.load(EXAMPLES / "dragonfly-uniform.toml"), "independent"),
+        (tracewatt.Config.load(EXAMPLES / "fattree-stencil4d.toml"), "paired"),
     ],
+    ids=["ft-paired", "ft-independent", "pingpong", "torus", "dragonfly-ugal", "fattree-stencil"],
 )
 def test_critical_path_bound_holds_against_full_simulation(
     cfg: tracewatt.Config, control: str
 ) -> None:
     """Simulated slowdown <= bound at every screened timeout and wake time, on FT's all-to-alls
-    (paired and independent) and on a back-to-back ping-pong where every wake is on the
-    critical path."""
+    (paired and independent), a back-to-back ping-pong where every wake is on the critical
+    path, and the torus, UGAL dragonfly and fat-tree examples."""
     cfg = cfg.with_overrides({"power.control": control})
-    timeouts, wakes = [0.0, 10.0, 50.0, 600.0], [5.0, 17.0]
+    timeouts, wakes = [0.0, 1.0, 10.0, 50.0, 600.0], [5.0, 17.0]
     base = tracewatt.simulate(
         baseline_of(cfg).with_overrides(
             {

@@ -11,6 +11,7 @@ import tracewatt
 from conftest import EXAMPLES
 from tracewatt import cli
 from tracewatt.compare import compare
+from tracewatt.config import parse_value
 from tracewatt.tuning import (
     TuneResult,
     apply_fragment,
@@ -80,6 +81,11 @@ def test_the_fragment_loads_with_the_configuration(tmp_path: Path) -> None:
     assert power["node"]["idle_timeout_us"] == 50.0 and power["node"]["policy"] == "timeout"
     assert power["tree"][0]["wake_time_us"] == 5.0
     assert power["tree"][0]["control"] == "independent"
+    # The header's --set lines give the same configuration.
+    sets = [x[len("#   ") :] for x in result.fragment().splitlines() if x.startswith("#   ")]
+    overrides = {k: parse_value(v) for k, _, v in (x.partition("=") for x in sets)}
+    base = tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml")
+    assert base.with_overrides(overrides).resolved()["power"] == power
 
 
 def test_tune_on_npb_ft_picks_a_setting_within_the_budget(

@@ -9,20 +9,22 @@ the slowdown (below).
 
 The penalty bound. A packet that finds a link asleep waits at most ``T_s + T_w`` (the rest of
 the sleep, then the wake) per hop. With the run's messages (``[output] messages = true``) the
-bound follows each rank's critical path: a message can meet a wake only on a hop where its
-packets start after an idle gap longer than T_o, or back to back behind such a packet (the run
-counts these per message: ``message_wake_hops``; elsewhere, or for one link class, also the
-hops of its route whose link can sleep at this timeout, the smaller count), so ``w(m)`` =
-those hops x (T_s + T_w); a rank's delay grows along the messages it waits for,
-``D[dst] = max(D[dst], D[src] at the send + w(m))`` in the order of the run (a rendezvous
-message is request, clear-to-send and data: ``C = max(D[src] + w(m), D[dst]) + w(return)``,
-then ``D[src] >= C`` and ``D[dst] >= C + w(m)``), and the makespan grows by at most
-``max over ranks of D``. It is also never more
-than every wake end to end (``wakes x (T_s + T_w)``, the EEE paper's bound), which is what is
-left without the messages. Routes are the shortest paths of the machine's link graph (twice
-their switch-to-switch hops for dragonfly ``valiant`` / ``ugal`` routing); it is a first-order
-bound: it prices the wakes of the always-on run's idle intervals, not ones a shifted schedule
-might create, and a wake that delays a packet queued behind another route's packet.
+bound follows each rank's critical path. A message can meet a wake only on a hop where its
+packets start after an idle gap longer than T_o, or follow such a packet within the run's
+longest sleep + wake time (the run counts these per message: ``message_wake_hops``;
+elsewhere, or for one link class, also the hops of its route whose link can sleep at this
+timeout, the smaller count), so ``w(m)`` = those hops x (T_s + T_w). A rank's delay grows
+along the messages it waits for, ``D[dst] = max(D[dst], D[src] at the send + w(m))`` in the
+order of the run (a rendezvous message is request, clear-to-send and data:
+``C = max(D[src] + w(m), D[dst]) + w(return)``, then ``D[src] >= C`` and
+``D[dst] >= C + w(m)``), and the makespan grows by at most ``B = max over ranks of D``. A
+delayed schedule stretches a gap by at most ``B``, so new wakes need a gap longer than
+``T_o - B``: the bound is priced again at the kept threshold below that, until it stops
+moving (``bound_threshold_us``). It is also never more than every wake end to end
+(``wakes x (T_s + T_w)``, the EEE paper's bound), which is what is left without the
+messages. Routes are the shortest paths of the machine's link graph (twice their
+switch-to-switch hops for dragonfly ``valiant`` / ``ugal`` routing). It leaves out a packet
+queued behind another route's delayed packet, beyond the sleep + wake time after it.
 
 Where these figures and a full simulation differ, and why:
 
@@ -145,6 +147,20 @@ def _paired(
     return True
 
 
+def _screen_at(
+    results: Results, timeout_s: float, paired: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool]:
+    """Per link direction at one timeout: idle intervals longer than it (count, total), the
+    wakes they make, whether the direction can wake (among ``mask``), whether the figures are
+    exact, and whether the paired directions were screened from their links' intervals."""
+    count, total, exact = _over(results, timeout_s)
+    count, total = count.copy(), total.copy()
+    woken = np.maximum(count - _trailing_over(results, timeout_s), 0.0)
+    can_wake = (woken > 0) & mask
+    pairs_exact = _paired(results, timeout_s, paired, count, total, woken, can_wake)
+    return count, total, woken, can_wake & mask, exact, pairs_exact
+
+
 def _run_sleep_us(results: Results, mask: np.ndarray) -> float:
     """The sleep_time the run's configuration gives the selected link directions; an error if
     they differ."""
@@ -160,6 +176,7 @@ def _run_sleep_us(results: Results, mask: np.ndarray) -> float:
     return float(sleeps_us[0])
 
 
+#: Dragonfly routings that may take a non-minimal path (``adaptive`` is UGAL's alias there).
 _NON_MINIMAL = frozenset({"valiant", "ugal", "adaptive"})
 
 
@@ -213,8 +230,9 @@ class _Routes:
             if a not in paths:
                 paths[a] = _bfs(adj, a, len(self.kinds))
             self.inner[m] = paths[a][b]
-        routing = results.config.get("machine", {}).get("routing", {}).get("algorithm", "")
-        if routing in _NON_MINIMAL:
+        machine = results.config.get("machine", {})
+        routing = machine.get("routing", {}).get("algorithm", "")
+        if machine.get("topology", {}).get("kind") == "dragonfly" and routing in _NON_MINIMAL:
             # A non-minimal route goes through an intermediate switch: at most two minimal ones.
             self.inner *= 2
         self.start = messages["start_s"].to_numpy(float)
@@ -323,8 +341,9 @@ def screen_idle(
     """One row per (idle_timeout, wake_time, sleep_time) with ``wakes``, ``lpi_s``,
     ``lpi_fraction``, ``link_energy_j``, ``link_saving_pct`` (against always-on ports),
     ``chain_wakes`` (the most wakes one rank's critical path can meet; NaN without the run's
-    messages), ``penalty_bound_s`` and ``penalty_bound_pct`` (``bound``: ``critical_path`` or,
-    without messages, ``wake_sum``), ``max_link_wakes``, ``exact``, ``paired`` (how many of
+    messages), ``bound_threshold_us`` (the idle threshold it is priced at),
+    ``penalty_bound_s`` and ``penalty_bound_pct`` (``bound``: ``critical_path`` or, without
+    messages, ``wake_sum``), ``max_link_wakes``, ``exact``, ``paired`` (how many of
     the screened directions are paired), ``pairs_exact`` (paired links screened from their own
     idle intervals), and ``confirm`` (Pareto-optimal in energy and penalty bound: worth a full
     simulation). ``links``: only the link directions of these kinds (default: all);
@@ -359,56 +378,65 @@ def screen_idle(
     active_w, lpi_w = port_power(results)
     active_w, lpi_w = active_w[mask], lpi_w[mask]
     always_on_j = float(active_w.sum() * run_s)
-    per_timeout = []
-    # Per timeout, the delays of each message from the run's counts and from the routes alone
-    # (for wakes longer than the run counted for).
-    counted: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    routed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for to in timeouts_us:
-        count, total, exact = _over(results, to * 1e-6)
-        count, total = count.copy(), total.copy()
-        woken = np.maximum(count - _trailing_over(results, to * 1e-6), 0.0)
-        can_wake = (woken > 0) & mask
-        pairs_exact = _paired(results, to * 1e-6, paired, count, total, woken, can_wake)
-        can_wake &= mask
-        if routes is not None:
-            kind_can = np.array([can_wake[kinds == k].any() for k in routes.kinds], dtype=bool)
-            counted.append(routes.delays(to * 1e-6, can_wake, kind_can, True))
-            routed.append(routes.delays(to * 1e-6, can_wake, kind_can, False))
-        per_timeout.append((to, count[mask], total[mask], woken[mask], exact, pairs_exact))
+    # The bound is priced at the screened timeouts, and at the kept thresholds below them (and
+    # 0, every idle interval): where a delayed schedule moves the threshold a gap must pass.
+    kept = sorted(float(t) for t in results.idle_thresholds["threshold_s"].unique())
+    floors = sorted({0.0, *(t for t in kept if t <= max(timeouts_us, default=0.0) * 1e-6)})
+    levels = [to * 1e-6 for to in timeouts_us] + floors
+    figures = [_screen_at(results, t, paired, mask) for t in levels]
+    wakes_at = np.array([float(f[2][mask].sum()) for f in figures])
+    if routes is not None:
+        kind_of = [kinds == k for k in routes.kinds]
 
-    def chain(phases: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
-        if routes is None:
-            return np.full(len(per_timeout), np.nan)
-        if not len(routes.src):
-            return np.zeros(len(per_timeout))
-        return routes.chain(*(np.stack(x, axis=1) for x in zip(*phases, strict=True)))
+        def chains(counted: bool) -> np.ndarray:
+            phases = [
+                routes.delays(
+                    t, f[3], np.array([f[3][k].any() for k in kind_of], dtype=bool), counted
+                )
+                for t, f in zip(levels, figures, strict=True)
+            ]
+            if not len(routes.src):
+                return np.zeros(len(levels))
+            return routes.chain(*(np.stack(x, axis=1) for x in zip(*phases, strict=True)))
 
-    longest_us = max(wakes_us, default=0.0) + max(sleeps_us, default=0.0)
-    within = chain(counted)
-    beyond = within if routes is None or longest_us * 1e-6 <= routes.horizon_s else chain(routed)
+        longest_us = max(wakes_us, default=0.0) + max(sleeps_us, default=0.0)
+        within = chains(True)
+        beyond = within if longest_us * 1e-6 <= routes.horizon_s else chains(False)
+    else:
+        within = beyond = np.full(len(levels), np.nan)
+
+    def price(col: int, chain: np.ndarray, d_s: float) -> tuple[float, int]:
+        """The bound (s) for a wake + sleep of ``d_s`` and the level it is priced at: every
+        delay is at most the bound, so a gap grows by at most that much and a wake needs a gap
+        longer than the timeout less the bound; down to the level where that holds."""
+        at, bound = col, 0.0
+        while True:
+            met = wakes_at[at] if np.isnan(chain[at]) else min(chain[at], wakes_at[at])
+            bound = max(bound, float(met) * d_s)
+            need = max(levels[col] - bound, 0.0) * (1.0 + _REL)
+            lower = max(len(timeouts_us) + i for i, t in enumerate(floors) if t <= need)
+            if bound == 0.0 or levels[lower] >= levels[at]:
+                return bound, at
+            at = lower
+
     rows = []
-    for (to, count, total, woken, exact, pairs_exact), chain_in, chain_out in zip(
-        per_timeout, within, beyond, strict=True
-    ):
+    for col, to in enumerate(timeouts_us):
+        count, total, woken, _, exact, pairs_exact = figures[col]
+        count, total, woken = count[mask], total[mask], woken[mask]
         for ts in sleeps_us:
             lpi = np.maximum(total - count * (to + ts) * 1e-6, 0.0)
             energy = float((active_w * run_s - (active_w - lpi_w) * lpi).sum())
-            wakes = float(woken.sum())
             for tw in wakes_us:
-                counts_hold = routes is not None and (tw + ts) * 1e-6 <= routes.horizon_s * (
-                    1.0 + _REL
-                )
-                chain_wakes = chain_in if counts_hold else chain_out
-                # The critical path meets no more wakes than there are.
-                met = wakes if np.isnan(chain_wakes) else min(float(chain_wakes), wakes)
-                bound = met * (tw + ts) * 1e-6
+                d_s = (tw + ts) * 1e-6
+                counts_hold = routes is not None and d_s <= routes.horizon_s * (1.0 + _REL)
+                chain = within if counts_hold else beyond
+                bound, at = price(col, chain, d_s)
                 rows.append(
                     {
                         "idle_timeout_us": float(to),
                         "wake_time_us": float(tw),
                         "sleep_time_us": float(ts),
-                        "wakes": wakes,
+                        "wakes": wakes_at[col],
                         "max_link_wakes": float(woken.max(initial=0.0)),
                         "lpi_s": float(lpi.sum()),
                         "lpi_fraction": float(lpi.sum() / (run_s * len(lpi))) if run_s > 0 else 0.0,
@@ -416,7 +444,8 @@ def screen_idle(
                         "link_saving_pct": 100.0 * (1.0 - energy / always_on_j)
                         if always_on_j
                         else 0.0,
-                        "chain_wakes": float(chain_wakes),
+                        "chain_wakes": float(chain[at]),
+                        "bound_threshold_us": levels[at] * 1e6,
                         "penalty_bound_s": bound,
                         "penalty_bound_pct": 100.0 * bound / run_s if run_s > 0 else 0.0,
                         "bound": "wake_sum" if routes is None else "critical_path",

@@ -235,27 +235,36 @@ class TuneResult:
 
     def fragment(self) -> str:
         """The chosen setting as a TOML configuration fragment (see :func:`apply_fragment`)."""
-        sets = _sets(self.settings)
-        lines = [
-            f"# Tuned link power settings (slowdown budget {self.slowdown_pct:g} %).",
-            "# Load with tracewatt.tuning.apply_fragment(config, path), or pass each field",
-            "# as --set:",
-            *(f"#   --set '{k}={_toml_value(v)}'" for k, v in sets.items()),
-        ]
         tables: dict[str, dict[int, list[str]]] = {}
-        for key, value in sets.items():
+        for key, value in _sets(self.settings).items():
             table, field = key.rsplit(".", 1)
             name, _, index = table.partition("[")
             entry = tables.setdefault(name, {}).setdefault(int(index.rstrip("]") or -1), [])
             entry.append(f"{field} = {_toml_value(value)}")
+        sets, body = [], []
         for name, entries in tables.items():
             if -1 in entries:
-                lines += ["", f"[{name}]", *entries[-1]]
+                sets += [f"{name}.{field}" for field in entries[-1]]
+                body += ["", f"[{name}]", *entries[-1]]
                 continue
-            # An array of tables: the untuned entries before a tuned one stay empty.
-            for i in range(max(entries) + 1):
-                lines += ["", f"[[{name}]]", *entries.get(i, [])]
-        return "\n".join(lines) + "\n"
+            # An array of tables: the untuned entries before a tuned one stay empty; as --set,
+            # the whole array (replacing the configuration's own).
+            array = [entries.get(i, []) for i in range(max(entries) + 1)]
+            sets.append(f"{name} = [" + ", ".join("{" + ", ".join(e) + "}" for e in array) + "]")
+            for e in array:
+                body += ["", f"[[{name}]]", *e]
+        return (
+            "\n".join(
+                [
+                    f"# Tuned link power settings (slowdown budget {self.slowdown_pct:g} %).",
+                    "# Load with tracewatt.tuning.apply_fragment(config, path), or pass each",
+                    "# line below as --set 'LINE' (an array replaces the configuration's own):",
+                    *(f"#   {x.replace(' = ', '=', 1)}" for x in sets),
+                    *body,
+                ]
+            )
+            + "\n"
+        )
 
 
 def _toml_value(v: Any) -> str:
