@@ -116,6 +116,16 @@ def test_analyze_idle_cli_prints_and_writes_the_table(
     assert len(json.loads(capsys.readouterr().out)) == 8 * 6
     assert cli.main(["analyze", "idle", str(res), "--links", "global"]) == 2
     assert "no links of kind global in this run; it has node" in capsys.readouterr().err
+    # Screened as paired, the output says how many directions and from which table; the run
+    # kept no pair intervals, so it says how to get them.
+    assert cli.main(["analyze", "idle", str(res), "--control", "paired"]) == 0
+    assert "caveat: 4 screened link directions are `paired`" in capsys.readouterr().out
+    paired = tmp_path / "paired"
+    assert (
+        cli.main(["run", str(path), "-o", str(paired), "-q", "--set", "output.pair_idle=true"]) == 0
+    )
+    assert cli.main(["analyze", "idle", str(paired), "--control", "paired"]) == 0
+    assert "paired: 4 link directions screened as paired links" in capsys.readouterr().out
 
 
 def _cross_leaf_pingpong(power: dict[str, Any]) -> dict[str, Any]:

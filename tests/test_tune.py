@@ -10,6 +10,7 @@ import pytest
 import tracewatt
 from conftest import EXAMPLES
 from tracewatt import cli
+from tracewatt.analysis import screen_idle
 from tracewatt.compare import compare
 from tracewatt.config import parse_value
 from tracewatt.tuning import (
@@ -122,3 +123,21 @@ def test_tune_refuses_a_bad_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["tune", cfg, "--slowdown", "one"]) == 2
     assert "--slowdown 'one': expected a percentage" in capsys.readouterr().err
     assert cli.main(["tune", cfg, "--slowdown", "1", "--control", "sometimes"]) == 2
+
+
+def test_wake_time_and_control_are_tuned_when_asked() -> None:
+    """Screened over two wake times and both controls: every candidate uses one of them, both
+    controls appear, and a paired node link (one wake for both directions, counted from the
+    link's own idle intervals) never wakes more than its directions alone."""
+    from tracewatt.tuning import _screening_config, screen_candidates
+
+    cfg = tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml")
+    run = tracewatt.simulate(_screening_config(cfg, [10.0, 600.0]))
+    df = screen_candidates(run, 100.0, [10.0, 600.0], [5.0, 17.0], ["paired", "independent"])
+    settings = [s for c in df["settings"] for s in c.values()]
+    assert {s["wake_time_us"] for s in settings} <= {5.0, 17.0}
+    assert {s["control"] for s in settings} == {"paired", "independent"}
+    paired = screen_idle(run, [600.0], [17.0], links=["node"], control="paired").iloc[0]
+    alone = screen_idle(run, [600.0], [17.0], links=["node"], control="independent").iloc[0]
+    assert bool(paired["pairs_exact"]) and paired["paired"] == 32 and alone["paired"] == 0
+    assert paired["wakes"] <= alone["wakes"]
