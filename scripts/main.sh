@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs tracewatt and runs the main job: the default study (the TraceRP machines x workloads),
-# printing its table and writing every run's results, sweep.parquet and report.html (the figures)
-# under ./study-results/.
+# printing its table and writing every run's results, sweep.parquet, sweep.json and report.html
+# (the figures) under ./study-results/.
 # Works as root on a fresh Debian/Ubuntu machine with Python >= 3.11 and pip, without a venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."

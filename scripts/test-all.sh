@@ -12,17 +12,18 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 # System packages: Open MPI and gfortran, to build the PMPI tracer and the MPI test programs it
-# traces, and Chromium, to open the HTML report headless (the tracer and browser tests skip,
-# saying so, only where these cannot be installed).
+# traces, and Chromium with its WebDriver, to open the HTML report headless (the tracer and
+# browser tests skip, saying so, only where these cannot be installed).
 if ! command -v mpicc >/dev/null 2>&1 || ! command -v gfortran >/dev/null 2>&1 \
-  || ! command -v chromium >/dev/null 2>&1; then
+  || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    step "installing Open MPI, gfortran and Chromium (apt-get)"
+    step "installing Open MPI, gfortran, Chromium and chromium-driver (apt-get)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      build-essential gfortran openmpi-bin libopenmpi-dev chromium >/dev/null
+      build-essential gfortran openmpi-bin libopenmpi-dev chromium chromium-driver >/dev/null
   else
-    step "warning: Open MPI/gfortran/Chromium missing and apt-get unavailable: their tests skip"
+    step "warning: Open MPI/gfortran/Chromium/chromium-driver missing and apt-get unavailable:" \
+      "their tests skip"
   fi
 fi
 # Open MPI refuses to run as root, and CI runs as root; the tests allow it explicitly.

@@ -117,6 +117,24 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], list[str]]] = [
         tracewatt.ConfigError,
         ["jobs"],
     ),
+    (
+        "unknown-governor",
+        _set(PINGPONG, "mpi.wait", {"policy": "block", "governor": "ladder"}),
+        tracewatt.ConfigError,
+        ["mpi.wait.governor", "ladder", "menu", "fixed"],
+    ),
+    (
+        "wake-latency-renamed",
+        _set(PINGPONG, "mpi.wait", {"policy": "block", "wake_latency_us": 30.0}),
+        tracewatt.ConfigError,
+        ["mpi.wait.wake_latency_us", "wake_overhead_us"],
+    ),
+    (
+        "negative-c-state-power",
+        _set(PINGPONG, "power.cores", {"c6_w": -1.0}),
+        tracewatt.ConfigError,
+        ["power.cores.c6_w", "non-negative"],
+    ),
 ]
 
 

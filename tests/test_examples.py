@@ -108,7 +108,7 @@ def test_two_jobs_are_placed_apart() -> None:
 
 def test_mwait_trace_replay_pays_one_wake_per_low_power_wait() -> None:
     """Replaying a DUMPI trace with mwait: every wait that went to low power delays its rank by
-    the 3 us wake (no message comes while entering: enter_overhead 0), and those delays are
+    the 3 us wake of C1 (no message comes while entering: enter_overhead 0), and those delays are
     what the run gains over spinning at most."""
     path = EXAMPLES / "mwait-trace-cg.toml"
     cfg = tracewatt.Config.load(path).with_overrides({"mpi.wait.enter_overhead_us": 0.0})
@@ -117,6 +117,10 @@ def test_mwait_trace_replay_pays_one_wake_per_low_power_wait() -> None:
     cores = res.cores
     want = (cores["low_power_waits"] * 3e-6).tolist()
     assert cores["wake_delay_s"].tolist() == pytest.approx(want, abs=1e-15)
+    # MWAIT's C1 only: every low-power wait and all its time there.
+    assert cores["c1_waits"].tolist() == cores["low_power_waits"].tolist()
+    assert cores["c1_s"].tolist() == cores["mwait_s"].tolist()
+    assert (cores[["c1e_waits", "c3_waits", "c6_waits"]] == 0).all().all()
     # The cores' wait states add up to the time the engine counted each rank blocked in MPI.
     waited = cores["spin_s"] + cores["mwait_s"] + cores["transition_s"] + cores["copy_s"]
     assert waited.tolist() == pytest.approx(res.ranks["wait_s"].tolist(), abs=1e-12)

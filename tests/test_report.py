@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +12,10 @@ import numpy as np
 import pytest
 
 from conftest import PINGPONG, CliResult
+from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
 from test_study import SMALL_STUDY
 from tracewatt import cli, report
-from tracewatt.plots import STUDY_METRICS
+from tracewatt.plots import SWEEP_SAVING_METRICS
 from tracewatt.report import figures, load
 from tracewatt.results import Results
 
@@ -143,30 +141,6 @@ def test_heatmap_cells_are_each_links_lpi_share(compared: tuple[Results, Results
     assert np.nanmean(grid) > 30.0
 
 
-class _Refs(HTMLParser):
-    """Collects every src and href, and the figures' ids."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refs: list[str] = []
-        self.figures: list[str] = []
-        self.images = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        self.refs += [v for k, v in attrs if k in ("src", "href") and v is not None]
-        if tag == "figure" and a.get("id"):
-            self.figures.append(str(a["id"]))
-        if tag == "img" and str(a.get("src", "")).startswith("data:image/png;base64,"):
-            self.images += 1
-
-
-def _parse(text: str) -> _Refs:
-    p = _Refs()
-    p.feed(text)
-    return p
-
-
 def _report(run_cli: Any, args: list[str | Path]) -> CliResult:
     r: CliResult = run_cli("report", *args)
     assert r.code == 0, r.err
@@ -180,7 +154,7 @@ def test_html_is_self_contained_and_holds_every_figure(
     r = _report(run_cli, [compare_dir, "-o", out])
     assert r.out == f"report written to {out}\n"
     text = out.read_text(encoding="utf-8")
-    page = _parse(text)
+    page = parse_html(text)
     assert page.figures == list(FIGURES)
     assert page.images == len(FIGURES)
     assert all(ref.startswith("data:") for ref in page.refs), page.refs
@@ -194,33 +168,54 @@ def test_html_is_self_contained_and_holds_every_figure(
 
 def test_report_of_a_run_draws_no_baseline(run_cli: Any, run_dir: Path) -> None:
     _report(run_cli, [run_dir, "-q"])
-    page = _parse((run_dir / "report.html").read_text(encoding="utf-8"))
+    page = parse_html((run_dir / "report.html").read_text(encoding="utf-8"))
     assert page.figures == list(FIGURES)
     results, baseline = load(run_dir)
     assert baseline is None
     assert len(results.plot.energy_breakdown().axes[0].containers) == 1
 
 
-def test_study_bars_are_the_study_table(run_cli: Any, study_dir: Path) -> None:
+def _summary(directory: Path, run: dict[str, Any]) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads((directory / run["dir"] / "summary.json").read_text())
+    return summary
+
+
+def test_study_bars_are_each_runs_saving(run_cli: Any, study_dir: Path) -> None:
     r = _report(run_cli, [study_dir, "--figures", study_dir / "figs"])
-    assert r.out == f"{study_dir / 'figs' / 'study_bars.png'}\n"
-    study = report.study_table(study_dir)
-    assert study["slowdown_pct"].notna().all()
-    report_figures = report.study_figures(study)
-    axes = report_figures[0].figure.axes
+    assert r.out == f"{study_dir / 'figs' / 'sweep_bars.png'}\n"
+    frame, meta = report.load_sweep(study_dir)
+    (bars,) = report.sweep_figures(frame, meta)
+    axes = bars.figure.axes
+    # Two topologies, two workloads: on a tie the later axis (the workload) goes along x.
     workloads = [t.get_text() for t in axes[-1].get_xticklabels()]
     assert workloads == ["perm", "halo"]
-    for ax, (column, _) in zip(axes, STUDY_METRICS, strict=True):
+    runs = frame.set_index(["machine.preset", "jobs[0]", "variant"])
+    for ax, (column, _) in zip(axes, SWEEP_SAVING_METRICS, strict=True):
         topologies = [str(c.get_label()) for c in ax.containers]
         assert topologies == ["ft", "torus"]
-        for topology, bars in zip(topologies, ax.containers, strict=True):
-            for workload, bar in zip(workloads, bars.patches, strict=True):
-                row = study[(study["topology"] == topology) & (study["workload"] == workload)]
-                assert bar.get_height() == pytest.approx(float(row[column].iloc[0]))
+        for topology, container in zip(topologies, ax.containers, strict=True):
+            for workload, bar in zip(workloads, container.patches, strict=True):
+                # Worked out from the two runs' own summaries, not the dataset's columns.
+                eee, base = (
+                    _summary(study_dir, runs.loc[(topology, workload, v)])
+                    for v in ("eee", "always_on")
+                )
+                e, b = eee["energy_j"], base["energy_j"]
+                want = {
+                    "saving_pct": 100 * (1 - e["total"] / b["total"]),
+                    "link_saving_pct": 100
+                    * (
+                        1
+                        - (e["switch_ports"] + e["nic_ports"])
+                        / (b["switch_ports"] + b["nic_ports"])
+                    ),
+                    "slowdown_pct": 100 * (eee["makespan_s"] / base["makespan_s"] - 1),
+                }[column]
+                assert bar.get_height() == pytest.approx(want)
     _report(run_cli, [study_dir, "-q"])
     text = (study_dir / "report.html").read_text(encoding="utf-8")
-    page = _parse(text)
-    assert page.figures == ["study_bars"]
+    page = parse_html(text)
+    assert page.figures == ["sweep_bars"]
     assert all(ref.startswith("data:") for ref in page.refs)
     assert "<td>halo</td>" in text
 
@@ -241,7 +236,7 @@ def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path:
 def test_report_of_a_folder_without_results_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
     r = run_cli("report", tmp_path)
     assert r.code == 2
-    assert f"{tmp_path}: not a results folder (no summary.json or sweep.parquet)" in r.err
+    assert f"{tmp_path}: not a results folder (no summary.json, sweep.json with" in r.err
 
 
 def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> None:
@@ -253,28 +248,11 @@ def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> 
 
 # ------------------------------------------------------------------ headless browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-
-def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-
-
-@pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="chromium is not installed (scripts/test-all.sh installs it): "
-    "the report is not opened in a browser",
-)
+@needs_browser
 @pytest.mark.parametrize(
     ("results", "expected"),
-    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("study_bars",))],
+    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("sweep_bars",))],
 )
 def test_report_renders_in_headless_chromium(
     run_cli: Any,
@@ -283,24 +261,22 @@ def test_report_renders_in_headless_chromium(
     expected: tuple[str, ...],
     tmp_path: Path,
 ) -> None:
-    from PIL import Image
-
     html = tmp_path / "report.html"
     _report(run_cli, [request.getfixturevalue(results), "-o", html, "-q"])
-    url = html.as_uri()
-    dom = _chromium("--dump-dom", url).stdout
-    page = _parse(dom)
-    assert page.figures == list(expected)
-    assert page.images == len(expected)
+    assert_offline_and_drawn(open_page(html), html, list(expected))
 
-    shot = tmp_path / "shot.png"
-    run = _chromium(
-        "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", "--window-size=1200,3000", url
+
+@needs_browser
+def test_the_browser_check_sees_requests_and_console_messages(tmp_path: Path) -> None:
+    # The same check on a page that breaks each rule: it must see every breach.
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!DOCTYPE html><html><body><figure id="f"><img alt="f" src="http://192.0.2.1/f.png">'
+        '</figure><script>console.log("drawn")</script></body></html>',
+        encoding="utf-8",
     )
-    assert "CONSOLE" not in run.stderr, run.stderr
-    pixels = np.asarray(Image.open(shot).convert("RGB"), dtype=float)
-    assert pixels.shape[:2] == (3000, 1200)
-    assert pixels.std() > 20.0  # not a blank page
-    # The figures' first colour (matplotlib's C0 blue, 31,119,180) is drawn: images rendered.
-    blue = np.all(np.abs(pixels - np.array([31.0, 119.0, 180.0])) < 12.0, axis=2)
-    assert blue.sum() > 2000
+    page = open_page(bad)
+    assert page.requests == [bad.as_uri(), "http://192.0.2.1/f.png"]
+    assert sorted(m["level"] for m in page.console) == ["INFO", "SEVERE"]
+    with pytest.raises(AssertionError, match="requested"):
+        assert_offline_and_drawn(page, bad, ["f"])

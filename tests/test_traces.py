@@ -282,9 +282,27 @@ def test_trace_info_json_counts(trace_cli: Callable[..., CliResult], rel: str) -
 def test_trace_info_table(trace_cli: Callable[..., CliResult]) -> None:
     r = trace_cli("trace", "info", DATA / "dumpi" / "npb-cg.S-4ranks")
     assert r.code == 0, r.err
-    assert "format                dumpi" in r.out
+    assert "format                   dumpi" in r.out
     assert re.search(r"^irecv\s+6,720$", r.out, re.M), r.out
     assert "total" in r.out
+
+
+def test_trace_info_bytes_on_the_wire_and_flops(trace_cli: Callable[..., CliResult]) -> None:
+    # CG.S sends 291,632 B x 16 x 4 = 18,664,448 B point to point (see test_examples); its
+    # collectives' arguments are 48 B (4 ranks x 12 B of bcast and reduce buffers), which
+    # binomial trees send as 3 messages each: 3 x 12 B on the wire.
+    r = trace_cli("trace", "info", "--json", DATA / "dumpi" / "npb-cg.S-4ranks")
+    info = json.loads(r.out)
+    assert (info["p2p_bytes"], info["collective_bytes"]) == (18_664_448, 48)
+    assert info["wire_bytes"] == 18_664_448 + 3 * 12
+    assert info["rank_flops"] == []
+    r = trace_cli("trace", "info", DATA / "dumpi" / "npb-cg.S-4ranks")
+    assert "collective count x size  48 B  (48 B)" in r.out
+    assert "bytes on the wire        17.8 MiB  (18,664,484 B)" in r.out
+    # SimGrid: flops per rank (compute lines and reductions' comp_size, summed with awk).
+    r = trace_cli("trace", "info", DATA / "simgrid-ti" / "ti-32ranks")
+    assert re.search(r"^ +0 +73,132,290,173$", r.out, re.M), r.out
+    assert re.search(r"^total +2,274,465,493,572$", r.out, re.M), r.out
 
 
 def test_trace_info_shows_rank_times_and_shared_core_warnings(
@@ -318,7 +336,7 @@ def test_trace_info_shows_rank_times_and_shared_core_warnings(
 def test_trace_info_table_otf2(trace_cli: Callable[..., CliResult]) -> None:
     r = trace_cli("trace", "info", DATA / "otf2" / "pipit-ping-pong" / "traces.otf2")
     assert r.code == 0, r.err
-    assert "format                otf2" in r.out
+    assert "format                   otf2" in r.out
     assert re.search(r"^send\s+16$", r.out, re.M), r.out
 
 

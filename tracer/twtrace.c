@@ -1,13 +1,15 @@
 /*
  * tracewatt PMPI tracer: LD_PRELOAD it into any MPI program (C, C++, Fortran via the mpif.h /
- * `use mpi` bindings) to record every wrapped MPI call with wall-clock start and end into
- * tracewatt's native trace format (docs/native-trace-format.md), one file per rank.
+ * `use mpi` bindings) to record every wrapped MPI call with wall-clock and CPU start and end
+ * into tracewatt's native trace format (docs/native-trace-format.md), one file per rank.
  *
  *   TRACEWATT_TRACE_DIR=out LD_PRELOAD=libtwtrace.so mpirun -np 4 ./app
  *
  * Design: one buffered writer per process (1 MiB buffer, flushed when full and at
- * MPI_Finalize); records are varint-encoded so a call costs two clock_gettime() and a few
- * dozen bytes of memcpy. Handles are recorded as the application sees them (request pointers
+ * MPI_Finalize); records are varint-encoded so a call costs four clock_gettime() and a few
+ * dozen bytes of memcpy. CPU time is the calling thread's (CLOCK_THREAD_CPUTIME_ID): the
+ * thread making MPI calls computes between them, and other threads (the MPI library's
+ * progress threads) do not count. Handles are recorded as the application sees them (request pointers
  * / Fortran integers); communicators and groups get small per-rank ids (world 0, self 1).
  */
 #define _GNU_SOURCE
@@ -21,8 +23,9 @@
 
 #include "funcs.h"
 
-#define TW_VERSION 2
+#define TW_VERSION 3
 #define TW_FLAG_TIMED 1
+#define TW_TAG_CPU 0x40
 #define TW_COMM_NULL 0xFFFFFFFFu
 
 enum {
@@ -42,12 +45,18 @@ static FILE *tw_file;
 static unsigned char *tw_buf;
 static size_t tw_len;
 static const size_t tw_cap = 1 << 20;
-static uint64_t tw_prev_end, tw_count;
+static uint64_t tw_prev_end, tw_prev_cpu_end, tw_count;
+/* Record CPU times (TRACEWATT_CPU_TIME=0 turns it off: the CPU clock is a system call, not a
+ * vDSO read, and costs about a microsecond per call on the cheapest calls). */
+static int tw_cpu = 1;
+
+/* One call's start and end on the wall clock (t) and the thread's CPU clock (c), ns. */
+typedef struct { uint64_t t0, t1, c0, c1; } tw_span;
 static int tw_active;
 
-static uint64_t now_ns(void) {
+static uint64_t clock_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -70,14 +79,19 @@ static void putv(uint64_t v) {
 }
 static void putz(int64_t v) { putv(((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
 
-/* Starts a record: tag, function id, timestamps. Reserves `extra` payload bytes. */
-static void begin(unsigned tag, unsigned func, uint64_t t0, uint64_t t1, size_t extra) {
-    reserve(32 + extra);
-    put8(tag);
+/* Starts a record: tag, function id, wall and CPU times. Reserves `extra` payload bytes. */
+static void begin(unsigned tag, unsigned func, tw_span sp, size_t extra) {
+    reserve(64 + extra);
+    put8(tw_cpu ? tag | TW_TAG_CPU : tag);
     putv(func);
-    putz((int64_t)(t0 - tw_prev_end));
-    putz((int64_t)(t1 - t0));
-    tw_prev_end = t1;
+    putz((int64_t)(sp.t0 - tw_prev_end));
+    putz((int64_t)(sp.t1 - sp.t0));
+    tw_prev_end = sp.t1;
+    if (tw_cpu) {
+        putz((int64_t)(sp.c0 - tw_prev_cpu_end));
+        putz((int64_t)(sp.c1 - sp.c0));
+        tw_prev_cpu_end = sp.c1;
+    }
     tw_count++;
 }
 
@@ -157,6 +171,8 @@ static void tw_open(void) {
     int rank = 0, size = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *cpu = getenv("TRACEWATT_CPU_TIME");
+    tw_cpu = !(cpu && strcmp(cpu, "0") == 0);
     const char *dir = getenv("TRACEWATT_TRACE_DIR");
     if (!dir || !*dir) dir = "tracewatt-trace";
     mkdir(dir, 0777);
@@ -197,8 +213,14 @@ static void tw_close(void) {
     tw_active = 0;
 }
 
-#define T0 uint64_t t0 = now_ns()
-#define T1 uint64_t t1 = now_ns()
+/* The wall clock outside the CPU clock, so a call's wall span holds its CPU span. */
+#define T0                                                                                    \
+    tw_span sp;                                                                               \
+    sp.t0 = clock_ns(CLOCK_REALTIME);                                                         \
+    sp.c0 = tw_cpu ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0
+#define T1                                                                                    \
+    sp.c1 = tw_cpu ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;                                   \
+    sp.t1 = clock_ns(CLOCK_REALTIME)
 
 /* ---------------------------------------------------------------- init / finalize */
 
@@ -207,7 +229,7 @@ int MPI_Init(int *argc, char ***argv) {
     int rc = PMPI_Init(argc, argv);
     T1;
     tw_open();
-    if (tw_active) begin(R_INIT, TW_F_INIT, t0, t1, 0);
+    if (tw_active) begin(R_INIT, TW_F_INIT, sp, 0);
     return rc;
 }
 
@@ -216,7 +238,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     T1;
     tw_open();
-    if (tw_active) begin(R_INIT, TW_F_INIT_THREAD, t0, t1, 0);
+    if (tw_active) begin(R_INIT, TW_F_INIT_THREAD, sp, 0);
     return rc;
 }
 
@@ -225,17 +247,17 @@ int MPI_Finalize(void) {
     /* Barrier-free: the record's end is taken before the library tears down. */
     int rc = PMPI_Finalize();
     T1;
-    if (tw_active) begin(R_FINALIZE, TW_F_FINALIZE, t0, t1, 0);
+    if (tw_active) begin(R_FINALIZE, TW_F_FINALIZE, sp, 0);
     tw_close();
     return rc;
 }
 
 /* ---------------------------------------------------------------- point to point */
 
-static void rec_p2p(unsigned tag, unsigned func, uint64_t t0, uint64_t t1, MPI_Comm comm,
+static void rec_p2p(unsigned tag, unsigned func, tw_span sp, MPI_Comm comm,
                     int p, int t, uint64_t bytes, int has_req, MPI_Request req) {
     if (!tw_active) return;
-    begin(tag, func, t0, t1, 48);
+    begin(tag, func, sp, 48);
     putv(comm_id(comm));
     putz(tag == R_RECV || tag == R_IRECV ? peer(p) : (p == MPI_PROC_NULL ? -2 : p));
     putz(tagv(t));
@@ -248,7 +270,7 @@ static void rec_p2p(unsigned tag, unsigned func, uint64_t t0, uint64_t t1, MPI_C
         T0;                                                                                   \
         int rc = P##NAME(buf, count, dt, dest, tag, comm);                                    \
         T1;                                                                                   \
-        rec_p2p(R_SEND, FUNC, t0, t1, comm, dest, tag, tbytes(count, dt), 0, MPI_REQUEST_NULL); \
+        rec_p2p(R_SEND, FUNC, sp, comm, dest, tag, tbytes(count, dt), 0, MPI_REQUEST_NULL);   \
         return rc;                                                                            \
     }
 SEND_LIKE(MPI_Send, TW_F_SEND)
@@ -262,7 +284,7 @@ SEND_LIKE(MPI_Rsend, TW_F_RSEND)
         T0;                                                                                   \
         int rc = P##NAME(buf, count, dt, dest, tag, comm, req);                               \
         T1;                                                                                   \
-        rec_p2p(R_ISEND, FUNC, t0, t1, comm, dest, tag, tbytes(count, dt), 1, *req);          \
+        rec_p2p(R_ISEND, FUNC, sp, comm, dest, tag, tbytes(count, dt), 1, *req);              \
         return rc;                                                                            \
     }
 ISEND_LIKE(MPI_Isend, TW_F_ISEND)
@@ -275,7 +297,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
     T0;
     int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
     T1;
-    rec_p2p(R_RECV, TW_F_RECV, t0, t1, comm, src, tag, tbytes(count, dt), 0, MPI_REQUEST_NULL);
+    rec_p2p(R_RECV, TW_F_RECV, sp, comm, src, tag, tbytes(count, dt), 0, MPI_REQUEST_NULL);
     return rc;
 }
 
@@ -284,14 +306,14 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
     T0;
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     T1;
-    rec_p2p(R_IRECV, TW_F_IRECV, t0, t1, comm, src, tag, tbytes(count, dt), 1, *req);
+    rec_p2p(R_IRECV, TW_F_IRECV, sp, comm, src, tag, tbytes(count, dt), 1, *req);
     return rc;
 }
 
-static void rec_sendrecv(unsigned func, uint64_t t0, uint64_t t1, MPI_Comm comm, int dst,
+static void rec_sendrecv(unsigned func, tw_span sp, MPI_Comm comm, int dst,
                          int stag, uint64_t sb, int src, int rtag, uint64_t rb) {
     if (!tw_active) return;
-    begin(R_SENDRECV, func, t0, t1, 64);
+    begin(R_SENDRECV, func, sp, 64);
     putv(comm_id(comm));
     putz(dst == MPI_PROC_NULL ? -2 : dst);
     putz(stag);
@@ -307,7 +329,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dst, int 
     T0;
     int rc = PMPI_Sendrecv(sbuf, scount, stype, dst, stag, rbuf, rcount, rtype, src, rtag, comm, st);
     T1;
-    rec_sendrecv(TW_F_SENDRECV, t0, t1, comm, dst, stag, tbytes(scount, stype), src, rtag,
+    rec_sendrecv(TW_F_SENDRECV, sp, comm, dst, stag, tbytes(scount, stype), src, rtag,
                  tbytes(rcount, rtype));
     return rc;
 }
@@ -318,7 +340,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dst, int sta
     int rc = PMPI_Sendrecv_replace(buf, count, dt, dst, stag, src, rtag, comm, st);
     T1;
     uint64_t b = tbytes(count, dt);
-    rec_sendrecv(TW_F_SENDRECV_REPLACE, t0, t1, comm, dst, stag, b, src, rtag, b);
+    rec_sendrecv(TW_F_SENDRECV_REPLACE, sp, comm, dst, stag, b, src, rtag, b);
     return rc;
 }
 
@@ -342,7 +364,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *st) {
     T0;
     int rc = PMPI_Wait(req, st);
     T1;
-    if (tw_active) { begin(R_WAIT, TW_F_WAIT, t0, t1, 10); putv(id); }
+    if (tw_active) { begin(R_WAIT, TW_F_WAIT, sp, 10); putv(id); }
     return rc;
 }
 
@@ -351,7 +373,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st) {
     T0;
     int rc = PMPI_Test(req, flag, st);
     T1;
-    if (tw_active) { begin(R_TEST, TW_F_TEST, t0, t1, 11); putv(id); put8(*flag ? 1 : 0); }
+    if (tw_active) { begin(R_TEST, TW_F_TEST, sp, 11); putv(id); put8(*flag ? 1 : 0); }
     return rc;
 }
 
@@ -360,7 +382,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) {
     T0;
     int rc = PMPI_Waitall(n, reqs, sts);
     T1;
-    if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, t0, t1, 0); put_reqs(n, ids); }
+    if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, sp, 0); put_reqs(n, ids); }
     if (ids != small) free(ids);
     return rc;
 }
@@ -371,7 +393,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
     int rc = PMPI_Testall(n, reqs, flag, sts);
     T1;
     if (tw_active) {
-        begin(R_TESTALL, TW_F_TESTALL, t0, t1, 0);
+        begin(R_TESTALL, TW_F_TESTALL, sp, 0);
         put_reqs(n, ids);
         reserve(1);
         put8(*flag ? 1 : 0);
@@ -386,7 +408,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st) {
     int rc = PMPI_Waitany(n, reqs, index, st);
     T1;
     if (tw_active) {
-        begin(R_WAITANY, TW_F_WAITANY, t0, t1, 0);
+        begin(R_WAITANY, TW_F_WAITANY, sp, 0);
         put_reqs(n, ids);
         reserve(10);
         putz(*index == MPI_UNDEFINED ? -1 : *index);
@@ -401,7 +423,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
     int rc = PMPI_Testany(n, reqs, index, flag, st);
     T1;
     if (tw_active) {
-        begin(R_TESTANY, TW_F_TESTANY, t0, t1, 0);
+        begin(R_TESTANY, TW_F_TESTANY, sp, 0);
         put_reqs(n, ids);
         reserve(11);
         putz(*index == MPI_UNDEFINED ? -1 : *index);
@@ -419,7 +441,7 @@ static int some(int is_test, int n, MPI_Request reqs[], int *outcount, int idx[]
                      : PMPI_Waitsome(n, reqs, outcount, idx, sts);
     T1;
     if (tw_active) {
-        begin(is_test ? R_TESTSOME : R_WAITSOME, is_test ? TW_F_TESTSOME : TW_F_WAITSOME, t0, t1, 0);
+        begin(is_test ? R_TESTSOME : R_WAITSOME, is_test ? TW_F_TESTSOME : TW_F_WAITSOME, sp, 0);
         put_reqs(n, ids);
         int k = *outcount == MPI_UNDEFINED ? 0 : *outcount;
         reserve(10 + 10 * (size_t)k);
@@ -441,16 +463,16 @@ int MPI_Request_free(MPI_Request *req) {
     T0;
     int rc = PMPI_Request_free(req);
     T1;
-    if (tw_active) { begin(R_REQUEST_FREE, TW_F_REQUEST_FREE, t0, t1, 10); putv(id); }
+    if (tw_active) { begin(R_REQUEST_FREE, TW_F_REQUEST_FREE, sp, 10); putv(id); }
     return rc;
 }
 
 /* ---------------------------------------------------------------- collectives */
 
-static void rec_coll(unsigned func, uint64_t t0, uint64_t t1, MPI_Comm comm, unsigned kind,
+static void rec_coll(unsigned func, tw_span sp, MPI_Comm comm, unsigned kind,
                      int root, uint64_t bytes) {
     if (!tw_active) return;
-    begin(R_COLL, func, t0, t1, 32);
+    begin(R_COLL, func, sp, 32);
     putv(comm_id(comm));
     put8(kind);
     putz(root);
@@ -461,7 +483,7 @@ int MPI_Barrier(MPI_Comm comm) {
     T0;
     int rc = PMPI_Barrier(comm);
     T1;
-    rec_coll(TW_F_BARRIER, t0, t1, comm, C_BARRIER, 0, 0);
+    rec_coll(TW_F_BARRIER, sp, comm, C_BARRIER, 0, 0);
     return rc;
 }
 
@@ -469,7 +491,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
     T0;
     int rc = PMPI_Bcast(buf, count, dt, root, comm);
     T1;
-    rec_coll(TW_F_BCAST, t0, t1, comm, C_BCAST, root, tbytes(count, dt));
+    rec_coll(TW_F_BCAST, sp, comm, C_BCAST, root, tbytes(count, dt));
     return rc;
 }
 
@@ -478,7 +500,7 @@ int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, in
     T0;
     int rc = PMPI_Reduce(s, r, count, dt, op, root, comm);
     T1;
-    rec_coll(TW_F_REDUCE, t0, t1, comm, C_REDUCE, root, tbytes(count, dt));
+    rec_coll(TW_F_REDUCE, sp, comm, C_REDUCE, root, tbytes(count, dt));
     return rc;
 }
 
@@ -486,7 +508,7 @@ int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op,
     T0;
     int rc = PMPI_Allreduce(s, r, count, dt, op, comm);
     T1;
-    rec_coll(TW_F_ALLREDUCE, t0, t1, comm, C_ALLREDUCE, 0, tbytes(count, dt));
+    rec_coll(TW_F_ALLREDUCE, sp, comm, C_ALLREDUCE, 0, tbytes(count, dt));
     return rc;
 }
 
@@ -498,7 +520,7 @@ int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_
     T0;
     int rc = PMPI_Allgather(s, sc, st, r, rc_, rt, comm);
     T1;
-    rec_coll(TW_F_ALLGATHER, t0, t1, comm, C_ALLGATHER, 0, BLOCK(s, sc, st, rc_, rt));
+    rec_coll(TW_F_ALLGATHER, sp, comm, C_ALLGATHER, 0, BLOCK(s, sc, st, rc_, rt));
     return rc;
 }
 
@@ -507,7 +529,7 @@ int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_D
     T0;
     int rc = PMPI_Alltoall(s, sc, st, r, rc_, rt, comm);
     T1;
-    rec_coll(TW_F_ALLTOALL, t0, t1, comm, C_ALLTOALL, 0, BLOCK(s, sc, st, rc_, rt));
+    rec_coll(TW_F_ALLTOALL, sp, comm, C_ALLTOALL, 0, BLOCK(s, sc, st, rc_, rt));
     return rc;
 }
 
@@ -516,7 +538,7 @@ int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Dat
     T0;
     int rc = PMPI_Gather(s, sc, st, r, rc_, rt, root, comm);
     T1;
-    rec_coll(TW_F_GATHER, t0, t1, comm, C_GATHER, root, BLOCK(s, sc, st, rc_, rt));
+    rec_coll(TW_F_GATHER, sp, comm, C_GATHER, root, BLOCK(s, sc, st, rc_, rt));
     return rc;
 }
 
@@ -526,7 +548,7 @@ int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Da
     int rc = PMPI_Scatter(s, sc, st, r, rc_, rt, root, comm);
     T1;
     uint64_t b = r == MPI_IN_PLACE ? tbytes(sc, st) : tbytes(rc_, rt);
-    rec_coll(TW_F_SCATTER, t0, t1, comm, C_SCATTER, root, b);
+    rec_coll(TW_F_SCATTER, sp, comm, C_SCATTER, root, b);
     return rc;
 }
 
@@ -535,7 +557,7 @@ int MPI_Reduce_scatter_block(const void *s, void *r, int count, MPI_Datatype dt,
     T0;
     int rc = PMPI_Reduce_scatter_block(s, r, count, dt, op, comm);
     T1;
-    rec_coll(TW_F_REDUCE_SCATTER_BLOCK, t0, t1, comm, C_REDUCE_SCATTER, 0, tbytes(count, dt));
+    rec_coll(TW_F_REDUCE_SCATTER_BLOCK, sp, comm, C_REDUCE_SCATTER, 0, tbytes(count, dt));
     return rc;
 }
 
@@ -546,8 +568,8 @@ static void put_sizes(int n, const int *counts, MPI_Datatype t) {
     for (int i = 0; i < n; i++) putv(tbytes(counts[i], t));
 }
 static void put_one(uint64_t b) { reserve(20); putv(1); putv(b); }
-static void vhead(unsigned func, uint64_t t0, uint64_t t1, MPI_Comm comm, unsigned vk, int root) {
-    begin(R_VCOLL, func, t0, t1, 32);
+static void vhead(unsigned func, tw_span sp, MPI_Comm comm, unsigned vk, int root) {
+    begin(R_VCOLL, func, sp, 32);
     putv(comm_id(comm));
     put8(vk);
     putz(root);
@@ -560,7 +582,7 @@ int MPI_Alltoallv(const void *s, const int sc[], const int sd[], MPI_Datatype st
     T1;
     if (tw_active) {
         int n = comm_size(comm);
-        vhead(TW_F_ALLTOALLV, t0, t1, comm, V_ALLTOALLV, 0);
+        vhead(TW_F_ALLTOALLV, sp, comm, V_ALLTOALLV, 0);
         if (s == MPI_IN_PLACE) put_sizes(n, rc_, rt); else put_sizes(n, sc, st);
         put_sizes(n, rc_, rt);
     }
@@ -574,7 +596,7 @@ int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rc
     T1;
     if (tw_active) {
         int n = comm_size(comm), me = comm_rank(comm);
-        vhead(TW_F_ALLGATHERV, t0, t1, comm, V_ALLGATHERV, 0);
+        vhead(TW_F_ALLGATHERV, sp, comm, V_ALLGATHERV, 0);
         put_one(s == MPI_IN_PLACE ? tbytes(rc_[me], rt) : tbytes(sc, st));
         put_sizes(n, rc_, rt);
     }
@@ -588,7 +610,7 @@ int MPI_Gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rc_[]
     T1;
     if (tw_active) {
         int n = comm_size(comm), me = comm_rank(comm);
-        vhead(TW_F_GATHERV, t0, t1, comm, V_GATHERV, root);
+        vhead(TW_F_GATHERV, sp, comm, V_GATHERV, root);
         put_one(s == MPI_IN_PLACE ? tbytes(rc_[me], rt) : tbytes(sc, st));
         if (me == root) put_sizes(n, rc_, rt); else put_sizes(0, NULL, rt);
     }
@@ -602,7 +624,7 @@ int MPI_Scatterv(const void *s, const int sc[], const int sd[], MPI_Datatype st,
     T1;
     if (tw_active) {
         int n = comm_size(comm), me = comm_rank(comm);
-        vhead(TW_F_SCATTERV, t0, t1, comm, V_SCATTERV, root);
+        vhead(TW_F_SCATTERV, sp, comm, V_SCATTERV, root);
         if (me == root) put_sizes(n, sc, st); else put_sizes(0, NULL, st);
         put_one(r == MPI_IN_PLACE ? tbytes(sc[me], st) : tbytes(rc_, rt));
     }
@@ -616,7 +638,7 @@ int MPI_Reduce_scatter(const void *s, void *r, const int rc_[], MPI_Datatype dt,
     T1;
     if (tw_active) {
         int n = comm_size(comm);
-        vhead(TW_F_REDUCE_SCATTER, t0, t1, comm, V_REDUCE_SCATTER, 0);
+        vhead(TW_F_REDUCE_SCATTER, sp, comm, V_REDUCE_SCATTER, 0);
         put_sizes(n, rc_, dt);
         put_sizes(n, rc_, dt);
     }
@@ -625,10 +647,10 @@ int MPI_Reduce_scatter(const void *s, void *r, const int rc_[], MPI_Datatype dt,
 
 /* ---------------------------------------------------------------- communicators and groups */
 
-static void rec_split(unsigned func, uint64_t t0, uint64_t t1, MPI_Comm parent, int color,
+static void rec_split(unsigned func, tw_span sp, MPI_Comm parent, int color,
                       int key, MPI_Comm newc) {
     if (!tw_active) return;
-    begin(R_COMM_SPLIT, func, t0, t1, 40);
+    begin(R_COMM_SPLIT, func, sp, 40);
     putv(comm_id(parent));
     putz(color == MPI_UNDEFINED ? -1 : color);
     putz(key);
@@ -639,7 +661,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newc) {
     T0;
     int rc = PMPI_Comm_split(comm, color, key, newc);
     T1;
-    rec_split(TW_F_COMM_SPLIT, t0, t1, comm, color, key, *newc);
+    rec_split(TW_F_COMM_SPLIT, sp, comm, color, key, *newc);
     return rc;
 }
 
@@ -647,7 +669,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newc) {
     T0;
     int rc = PMPI_Comm_dup(comm, newc);
     T1;
-    rec_split(TW_F_COMM_DUP, t0, t1, comm, 0, 0, *newc);
+    rec_split(TW_F_COMM_DUP, sp, comm, 0, 0, *newc);
     return rc;
 }
 
@@ -657,7 +679,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
     T0;
     int rc = PMPI_Comm_free(comm);
     T1;
-    if (tw_active) { begin(R_COMM_FREE, TW_F_COMM_FREE, t0, t1, 10); putv(id); }
+    if (tw_active) { begin(R_COMM_FREE, TW_F_COMM_FREE, sp, 10); putv(id); }
     comm_forget(c);
     return rc;
 }
@@ -667,7 +689,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *g) {
     int rc = PMPI_Comm_group(comm, g);
     T1;
     if (tw_active) {
-        begin(R_COMM_GROUP, TW_F_COMM_GROUP, t0, t1, 20);
+        begin(R_COMM_GROUP, TW_F_COMM_GROUP, sp, 20);
         putv(comm_id(comm));
         putv(group_new(*g));
     }
@@ -679,7 +701,7 @@ static int group_select(int excl, MPI_Group g, int n, const int ranks[], MPI_Gro
     int rc = excl ? PMPI_Group_excl(g, n, ranks, out) : PMPI_Group_incl(g, n, ranks, out);
     T1;
     if (tw_active) {
-        begin(R_GROUP_SELECT, excl ? TW_F_GROUP_EXCL : TW_F_GROUP_INCL, t0, t1, 0);
+        begin(R_GROUP_SELECT, excl ? TW_F_GROUP_EXCL : TW_F_GROUP_INCL, sp, 0);
         reserve(32 + 10 * (size_t)(n > 0 ? n : 0));
         putv(group_id(g));
         putv((uint64_t)(n > 0 ? n : 0));
@@ -702,7 +724,7 @@ int MPI_Group_free(MPI_Group *g) {
     T0;
     int rc = PMPI_Group_free(g);
     T1;
-    if (tw_active) { begin(R_GROUP_FREE, TW_F_GROUP_FREE, t0, t1, 10); putv(id); }
+    if (tw_active) { begin(R_GROUP_FREE, TW_F_GROUP_FREE, sp, 10); putv(id); }
     group_forget(old);
     return rc;
 }
@@ -712,7 +734,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group g, MPI_Comm *newc) {
     int rc = PMPI_Comm_create(comm, g, newc);
     T1;
     if (tw_active) {
-        begin(R_COMM_CREATE, TW_F_COMM_CREATE, t0, t1, 32);
+        begin(R_COMM_CREATE, TW_F_COMM_CREATE, sp, 32);
         putv(comm_id(comm));
         putv(group_id(g));
         putv(comm_new(*newc));
@@ -722,61 +744,68 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group g, MPI_Comm *newc) {
 
 /* ---------------------------------------------------------------- local and unsupported */
 
-static void rec_local(unsigned func, uint64_t t0, uint64_t t1) {
-    if (tw_active) begin(R_LOCAL, func, t0, t1, 0);
+static void rec_local(unsigned func, tw_span sp) {
+    if (tw_active) begin(R_LOCAL, func, sp, 0);
 }
 int MPI_Comm_rank(MPI_Comm comm, int *r) {
     T0; int rc = PMPI_Comm_rank(comm, r); T1;
-    rec_local(TW_F_COMM_RANK, t0, t1);
+    rec_local(TW_F_COMM_RANK, sp);
     return rc;
 }
 int MPI_Comm_size(MPI_Comm comm, int *n) {
     T0; int rc = PMPI_Comm_size(comm, n); T1;
-    rec_local(TW_F_COMM_SIZE, t0, t1);
+    rec_local(TW_F_COMM_SIZE, sp);
     return rc;
 }
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st) {
     T0; int rc = PMPI_Probe(src, tag, comm, st); T1;
-    rec_local(TW_F_PROBE, t0, t1);
+    rec_local(TW_F_PROBE, sp);
     return rc;
 }
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st) {
     T0; int rc = PMPI_Iprobe(src, tag, comm, flag, st); T1;
-    rec_local(TW_F_IPROBE, t0, t1);
+    rec_local(TW_F_IPROBE, sp);
+    return rc;
+}
+/* A marker a program may call around its timed region ([jobs.trace.window] from / to). The
+ * level is all that is passed on: MPI defines no other arguments. */
+int MPI_Pcontrol(const int level, ...) {
+    T0; int rc = PMPI_Pcontrol(level); T1;
+    rec_local(TW_F_PCONTROL, sp);
     return rc;
 }
 
-static void rec_unsupported(unsigned func, const char *name, uint64_t t0, uint64_t t1) {
+static void rec_unsupported(unsigned func, const char *name, tw_span sp) {
     if (!tw_active) return;
     size_t n = strlen(name);
-    begin(R_UNSUPPORTED, func, t0, t1, 10 + n);
+    begin(R_UNSUPPORTED, func, sp, 10 + n);
     putv(n);
     memcpy(tw_buf + tw_len, name, n);
     tw_len += n;
 }
 int MPI_Scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     T0; int rc = PMPI_Scan(s, r, count, dt, op, comm); T1;
-    rec_unsupported(TW_F_SCAN, "scan", t0, t1);
+    rec_unsupported(TW_F_SCAN, "scan", sp);
     return rc;
 }
 int MPI_Exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     T0; int rc = PMPI_Exscan(s, r, count, dt, op, comm); T1;
-    rec_unsupported(TW_F_EXSCAN, "exscan", t0, t1);
+    rec_unsupported(TW_F_EXSCAN, "exscan", sp);
     return rc;
 }
 int MPI_Start(MPI_Request *req) {
     T0; int rc = PMPI_Start(req); T1;
-    rec_unsupported(TW_F_START, "start", t0, t1);
+    rec_unsupported(TW_F_START, "start", sp);
     return rc;
 }
 int MPI_Startall(int n, MPI_Request reqs[]) {
     T0; int rc = PMPI_Startall(n, reqs); T1;
-    rec_unsupported(TW_F_STARTALL, "startall", t0, t1);
+    rec_unsupported(TW_F_STARTALL, "startall", sp);
     return rc;
 }
 int MPI_Cancel(MPI_Request *req) {
     T0; int rc = PMPI_Cancel(req); T1;
-    rec_unsupported(TW_F_CANCEL, "cancel", t0, t1);
+    rec_unsupported(TW_F_CANCEL, "cancel", sp);
     return rc;
 }
 
@@ -825,7 +854,7 @@ void mpi_init_(MPI_Fint *ierr) {
     pmpi_init_(ierr);
     T1;
     tw_open();
-    if (tw_active) begin(R_INIT, TW_F_INIT, t0, t1, 0);
+    if (tw_active) begin(R_INIT, TW_F_INIT, sp, 0);
 }
 FORTRAN_ALIASES(mpi_init, (MPI_Fint *ierr), (ierr))
 
@@ -833,7 +862,7 @@ void mpi_finalize_(MPI_Fint *ierr) {
     T0;
     pmpi_finalize_(ierr);
     T1;
-    if (tw_active) begin(R_FINALIZE, TW_F_FINALIZE, t0, t1, 0);
+    if (tw_active) begin(R_FINALIZE, TW_F_FINALIZE, sp, 0);
     tw_close();
 }
 FORTRAN_ALIASES(mpi_finalize, (MPI_Fint *ierr), (ierr))
@@ -843,7 +872,7 @@ void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *dest, MPI_Fin
     T0;
     pmpi_send_(buf, count, dt, dest, tag, comm, ierr);
     T1;
-    rec_p2p(R_SEND, TW_F_SEND, t0, t1, FC(comm), *dest, *tag, tbytes(*count, FT(dt)), 0,
+    rec_p2p(R_SEND, TW_F_SEND, sp, FC(comm), *dest, *tag, tbytes(*count, FT(dt)), 0,
             MPI_REQUEST_NULL);
 }
 FORTRAN_ALIASES(mpi_send,
@@ -856,7 +885,7 @@ void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *src, MPI_Fint
     T0;
     pmpi_recv_(buf, count, dt, src, tag, comm, status, ierr);
     T1;
-    rec_p2p(R_RECV, TW_F_RECV, t0, t1, FC(comm), *src, *tag, tbytes(*count, FT(dt)), 0,
+    rec_p2p(R_RECV, TW_F_RECV, sp, FC(comm), *src, *tag, tbytes(*count, FT(dt)), 0,
             MPI_REQUEST_NULL);
 }
 FORTRAN_ALIASES(mpi_recv,
@@ -872,7 +901,7 @@ void mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *dest, MPI_Fi
     T0;
     pmpi_isend_(buf, count, dt, dest, tag, comm, req, ierr);
     T1;
-    rec_p2p(R_ISEND, TW_F_ISEND, t0, t1, FC(comm), *dest, *tag, tbytes(*count, FT(dt)), 1,
+    rec_p2p(R_ISEND, TW_F_ISEND, sp, FC(comm), *dest, *tag, tbytes(*count, FT(dt)), 1,
             FREQ(*req));
 }
 FORTRAN_ALIASES(mpi_isend,
@@ -885,7 +914,7 @@ void mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *src, MPI_Fin
     T0;
     pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr);
     T1;
-    rec_p2p(R_IRECV, TW_F_IRECV, t0, t1, FC(comm), *src, *tag, tbytes(*count, FT(dt)), 1,
+    rec_p2p(R_IRECV, TW_F_IRECV, sp, FC(comm), *src, *tag, tbytes(*count, FT(dt)), 1,
             FREQ(*req));
 }
 FORTRAN_ALIASES(mpi_irecv,
@@ -898,7 +927,7 @@ void mpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr) {
     T0;
     pmpi_wait_(req, status, ierr);
     T1;
-    if (tw_active) { begin(R_WAIT, TW_F_WAIT, t0, t1, 10); putv(id); }
+    if (tw_active) { begin(R_WAIT, TW_F_WAIT, sp, 10); putv(id); }
 }
 FORTRAN_ALIASES(mpi_wait, (MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr), (req, status, ierr))
 
@@ -909,17 +938,27 @@ void mpi_waitall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ier
     T0;
     pmpi_waitall_(n, reqs, statuses, ierr);
     T1;
-    if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, t0, t1, 0); put_reqs(k, ids); }
+    if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, sp, 0); put_reqs(k, ids); }
     if (ids != small) free(ids);
 }
 FORTRAN_ALIASES(mpi_waitall, (MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr),
                 (n, reqs, statuses, ierr))
 
+/* Fortran's MPI_PCONTROL(LEVEL) has no IERROR argument. */
+extern void pmpi_pcontrol_(MPI_Fint *level);
+void mpi_pcontrol_(MPI_Fint *level) {
+    T0;
+    pmpi_pcontrol_(level);
+    T1;
+    rec_local(TW_F_PCONTROL, sp);
+}
+FORTRAN_ALIASES(mpi_pcontrol, (MPI_Fint *level), (level))
+
 void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) {
     T0;
     pmpi_barrier_(comm, ierr);
     T1;
-    rec_coll(TW_F_BARRIER, t0, t1, FC(comm), C_BARRIER, 0, 0);
+    rec_coll(TW_F_BARRIER, sp, FC(comm), C_BARRIER, 0, 0);
 }
 FORTRAN_ALIASES(mpi_barrier, (MPI_Fint *comm, MPI_Fint *ierr), (comm, ierr))
 
@@ -928,7 +967,7 @@ void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fi
     T0;
     pmpi_bcast_(buf, count, dt, root, comm, ierr);
     T1;
-    rec_coll(TW_F_BCAST, t0, t1, FC(comm), C_BCAST, *root, tbytes(*count, FT(dt)));
+    rec_coll(TW_F_BCAST, sp, FC(comm), C_BCAST, *root, tbytes(*count, FT(dt)));
 }
 FORTRAN_ALIASES(mpi_bcast,
                 (void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm,
@@ -940,7 +979,7 @@ void mpi_reduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, 
     T0;
     pmpi_reduce_(s, r, count, dt, op, root, comm, ierr);
     T1;
-    rec_coll(TW_F_REDUCE, t0, t1, FC(comm), C_REDUCE, *root, tbytes(*count, FT(dt)));
+    rec_coll(TW_F_REDUCE, sp, FC(comm), C_REDUCE, *root, tbytes(*count, FT(dt)));
 }
 FORTRAN_ALIASES(mpi_reduce,
                 (void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root,
@@ -952,7 +991,7 @@ void mpi_allreduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *o
     T0;
     pmpi_allreduce_(s, r, count, dt, op, comm, ierr);
     T1;
-    rec_coll(TW_F_ALLREDUCE, t0, t1, FC(comm), C_ALLREDUCE, 0, tbytes(*count, FT(dt)));
+    rec_coll(TW_F_ALLREDUCE, sp, FC(comm), C_ALLREDUCE, 0, tbytes(*count, FT(dt)));
 }
 FORTRAN_ALIASES(mpi_allreduce,
                 (void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
@@ -964,7 +1003,7 @@ void mpi_alltoall_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, M
     T0;
     pmpi_alltoall_(s, sc, st, r, rc, rt, comm, ierr);
     T1;
-    rec_coll(TW_F_ALLTOALL, t0, t1, FC(comm), C_ALLTOALL, 0, tbytes(*rc, FT(rt)));
+    rec_coll(TW_F_ALLTOALL, sp, FC(comm), C_ALLTOALL, 0, tbytes(*rc, FT(rt)));
 }
 FORTRAN_ALIASES(mpi_alltoall,
                 (void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,
@@ -976,7 +1015,7 @@ void mpi_allgather_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, 
     T0;
     pmpi_allgather_(s, sc, st, r, rc, rt, comm, ierr);
     T1;
-    rec_coll(TW_F_ALLGATHER, t0, t1, FC(comm), C_ALLGATHER, 0, tbytes(*rc, FT(rt)));
+    rec_coll(TW_F_ALLGATHER, sp, FC(comm), C_ALLGATHER, 0, tbytes(*rc, FT(rt)));
 }
 FORTRAN_ALIASES(mpi_allgather,
                 (void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,
@@ -988,7 +1027,7 @@ void mpi_comm_split_(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *n
     T0;
     pmpi_comm_split_(comm, color, key, newc, ierr);
     T1;
-    rec_split(TW_F_COMM_SPLIT, t0, t1, FC(comm), *color, *key, FC(newc));
+    rec_split(TW_F_COMM_SPLIT, sp, FC(comm), *color, *key, FC(newc));
 }
 FORTRAN_ALIASES(mpi_comm_split,
                 (MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newc, MPI_Fint *ierr),

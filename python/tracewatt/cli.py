@@ -277,6 +277,8 @@ def policies(config: dict[str, Any]) -> list[tuple[str, str]]:
             else wait["spin_threshold_iterations"] * wait["spin_iteration_ns"] * 1e-9
         )
         policy += f" after spinning {_format.seconds(threshold_s)}"
+    if policy.startswith("block"):
+        policy += ", C-state by the menu governor" if wait["governor"] == "menu" else ", in C3"
     out.append(("MPI waits", policy))
     out.append(("DIMMs", str(power["dimms"]["policy"])))
     out.append(("NIC coalescing", "on" if power["nic"].get("coalescing") else "off"))
@@ -859,12 +861,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for k in select or []:
         if k not in CHECKS:
             raise UsageError(f"--check {k}: no such check; expected one of {', '.join(CHECKS)}")
-    data = Path(args.data) if args.slow else None
-    if data is not None and not (data / "dumpi").is_dir():
-        raise UsageError(
-            f"--slow: {data / 'dumpi'} is not a directory; --data DIR names the folder "
-            "holding dumpi/npb-*.B-4ranks (the data beside the repository)"
-        )
+    data = None
+    if args.slow:
+        from tracewatt.validate import CLASS_B_TRACES, class_b_trace
+
+        data = Path(args.data)
+        missing = [t for t in CLASS_B_TRACES if not class_b_trace(data, t).is_dir()]
+        if missing:
+            raise UsageError(
+                f"--slow replays the NPB class B traces; {class_b_trace(data, missing[0])} not "
+                "found (give the folder holding dumpi/npb-<name>.B-4ranks with --data)"
+            )
+    out = _output_dir(args)
     checks = []
     for k in CHECKS:
         if select is not None and k not in select:
@@ -872,6 +880,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
         checks.extend(run_checks([k], data))
+    if out is not None:
+        from tracewatt import __version__
+
+        record = {"tracewatt_version": __version__, "checks": [c.record() for c in checks]}
+        (out / "validate.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        if not args.quiet:
+            _warn(f"checks' data written to {out / 'validate.json'} (`tracewatt report {out}`)")
     if args.json:
         sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
     elif not args.quiet:
@@ -893,9 +908,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tracewatt import report
 
     path = Path(args.results)
-    if (path / "sweep.parquet").is_file() and not (path / "summary.json").is_file():
-        study = report.study_table(path)
-        report_figures, sections = report.study_figures(study), report.study_sections(study)
+    if (path / "sweep.json").is_file() and (path / "sweep.parquet").is_file():
+        try:
+            frame, meta = report.load_sweep(path)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+        report_figures = report.sweep_figures(frame, meta)
+        sections = report.sweep_sections(frame, meta)
+    elif (path / "validate.json").is_file():
+        try:
+            validation = report.load_validation(path)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+        report_figures = report.validation_figures(validation)
+        sections = report.validation_sections(validation)
     elif (path / "summary.json").is_file():
         if (
             "baseline" in json.loads((path / "summary.json").read_text(encoding="utf-8"))
@@ -910,9 +936,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         sections = report.run_sections(results, baseline)
     else:
         raise UsageError(
-            f"{args.results}: not a results folder (no summary.json or sweep.parquet); write one "
-            "with `tracewatt run CONFIG -o DIR`, `tracewatt compare CONFIG -o DIR` or "
-            "`tracewatt sweep SPEC -o DIR`"
+            f"{args.results}: not a results folder (no summary.json, sweep.json with "
+            "sweep.parquet, or validate.json); write one with `tracewatt run CONFIG -o DIR`, "
+            "`tracewatt compare CONFIG -o DIR`, `tracewatt sweep SPEC -o DIR`, `tracewatt study "
+            "-o DIR` or `tracewatt validate -o DIR`"
         )
     if args.figures is not None:
         written = report.write_figures(report_figures, args.figures, args.format)
@@ -1182,12 +1209,20 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--check", action="append", metavar="ID", help="run only this check (repeatable)"
     )
+    v.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="also write DIR/validate.json: each check with the data of its figure "
+        "(`tracewatt report DIR` draws them)",
+    )
+    add_force(v)
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
     v.add_argument(
         "--slow",
         action="store_true",
         help="also run the checks' slower parts on the data beside the repository "
-        "(mpi-wait: the real NPB class B traces)",
+        "(checks 5 and mpi-wait: the real NPB class B traces)",
     )
     v.add_argument(
         "--data",

@@ -54,16 +54,20 @@ def _trace_info(path: str | os.PathLike[str], **opts: Any) -> dict[str, Any]:
 def info_text(info: dict[str, Any]) -> str:
     """The human-readable ``trace info`` report."""
     duration = info.get("duration_s")
+
+    def size(key: str) -> str:
+        return f"{_format.nbytes(info.get(key))}  ({_format.count(info.get(key))} B)"
+
     lines = [
-        f"trace                 {info.get('path')}",
-        f"format                {info.get('format')}",
-        f"ranks                 {info.get('ranks')}",
-        f"communicators         {info.get('communicators')} besides world",
-        f"point-to-point bytes  {_format.nbytes(info.get('p2p_bytes'))}"
-        f"  ({_format.count(info.get('p2p_bytes'))} B)",
-        f"collective bytes      {_format.nbytes(info.get('collective_bytes'))}"
-        f"  ({_format.count(info.get('collective_bytes'))} B)",
-        f"duration              {_format.seconds(duration) if duration is not None else '-'}",
+        f"trace                    {info.get('path')}",
+        f"format                   {info.get('format')}",
+        f"ranks                    {info.get('ranks')}",
+        f"communicators            {info.get('communicators')} besides world",
+        f"point-to-point bytes     {size('p2p_bytes')}",
+        # What the collective calls were given (alltoall: one pair's share), not what they move.
+        f"collective count x size  {size('collective_bytes')}",
+        f"bytes on the wire        {size('wire_bytes')}",
+        f"duration                 {_format.seconds(duration) if duration is not None else '-'}",
         "",
     ]
     calls: dict[str, int] = info.get("calls", {})
@@ -92,6 +96,12 @@ def info_text(info: dict[str, Any]) -> str:
                 [True, True, True, True],
             ).rstrip("\n")
         )
+    rank_flops: list[float] = info.get("rank_flops", [])
+    if rank_flops:
+        lines.append("")
+        rows = [[str(r), _format.count(f)] for r, f in enumerate(rank_flops)]
+        rows.append(["total", _format.count(sum(rank_flops))])
+        lines.append(_format.table(["rank", "flops"], rows, [True, True]).rstrip("\n"))
     for w in info.get("warnings", []):
         lines.append(f"warning: {w}")
     unsupported = info.get("unsupported", [])

@@ -1,10 +1,11 @@
 """The report of a results directory: its figures, and one self-contained HTML file.
 
 A directory written by ``tracewatt run -o`` or ``tracewatt compare -o`` (whose ``summary.json``
-has ``baseline`` and whose ``baseline/`` holds the baseline's tables), or by ``tracewatt study
--o`` (a sweep's ``sweep.parquet`` of two axes, see :func:`study_table`). The HTML embeds every
-figure as a ``data:`` PNG and refers to nothing outside itself, so it opens offline and can be
-mailed as one file.
+has ``baseline`` and whose ``baseline/`` holds the baseline's tables), by ``tracewatt sweep -o``
+or ``tracewatt study -o`` (``sweep.parquet`` and ``sweep.json``, see :func:`sweep_figures`), or
+by ``tracewatt validate -o`` (``validate.json``, see :func:`validation_figures`). The HTML embeds
+every figure as a ``data:`` PNG and refers to nothing outside itself, so it opens offline and
+can be mailed as one file.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import pandas as pd
@@ -28,13 +32,17 @@ __all__ = [
     "ReportFigure",
     "figures",
     "load",
+    "load_sweep",
+    "load_validation",
     "page",
     "render_html",
-    "render_study_html",
+    "render_sweep_html",
     "run_sections",
-    "study_figures",
-    "study_sections",
-    "study_table",
+    "sweep_axes",
+    "sweep_figures",
+    "sweep_sections",
+    "validation_figures",
+    "validation_sections",
     "write_figures",
 ]
 
@@ -121,32 +129,157 @@ def _png_bytes(figure: Figure) -> bytes:
     return buf.getvalue()
 
 
-def study_table(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """A study's table from its sweep (``sweep.parquet``, ``sweep.json``): a row per cell of
-    the first two axes (``topology``, ``workload``), the runs that are compared with the
-    baseline (their saving as ``machine_saving_pct``)."""
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+
+
+def sweep_axes(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
+    """The axis columns of a sweep dataset: ``sweep.json`` ``axes``, then its groups' own, in
+    spec order."""
+    names = list(meta.get("axes", []))
+    for g in meta.get("groups", []):
+        if isinstance(g, dict):
+            names += list(g.get("axes", []))
+    return [n for n in dict.fromkeys(names) if n in frame.columns]
+
+
+def load_sweep(directory: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A sweep directory's dataset (``sweep.parquet``) and description (``sweep.json``)."""
     from tracewatt.sweep import read_dataset
 
-    meta, df = read_dataset(directory)
-    topology, workload = meta["axes"][:2]
-    if meta["baseline"] is not None:
-        df = df[df["variant"] != meta["baseline"]]
-    df = df.rename(
-        columns={topology: "topology", workload: "workload", "saving_pct": "machine_saving_pct"}
+    d = Path(directory)
+    try:
+        meta, frame = read_dataset(d)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{d / 'sweep.json'}: not JSON ({e})") from e
+    except ValueError as e:  # pyarrow's errors of a file that is not Parquet
+        raise ValueError(f"{d / 'sweep.parquet'}: not a Parquet table ({e})") from e
+    if not isinstance(meta, dict):
+        raise ValueError(f"{d / 'sweep.json'}: expected a JSON object (name, axes, variants, ...)")
+    missing = [c for c in _SWEEP_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{d / 'sweep.parquet'}: no column {', '.join(missing)}")
+    return frame, meta
+
+
+# The sweep.parquet columns every figure needs.
+_SWEEP_COLUMNS = ("group", "variant", "status", "makespan_s", "energy_j")
+
+
+def sweep_figures(frame: pd.DataFrame, meta: dict[str, Any]) -> list[ReportFigure]:
+    """The figures of a sweep: per group, its grouped bars where no numeric axis varies, and
+    its curves against each numeric axis that does."""
+    out = []
+    baseline = meta.get("baseline")
+    for group in plots.sweep_groups(frame, meta, sweep_axes(frame, meta)):
+        suffix = f"_{_slug(group.name)}" if group.name else ""
+        if not group.numeric:
+            out.append(
+                ReportFigure(
+                    f"sweep_bars{suffix}",
+                    (
+                        f"Energy saved and time lost against {baseline} per "
+                        f"{' x '.join(group.categorical) or 'run'}: look for tall saving bars "
+                        "over short slowdown bars."
+                    )
+                    if baseline is not None
+                    else f"Energy and run time per {' x '.join(group.categorical) or 'run'}.",
+                    plots.sweep_bars(group),
+                )
+            )
+        for axis in group.numeric:
+            relative = f" relative to {baseline}" if baseline is not None else ""
+            out.append(
+                ReportFigure(
+                    f"sweep_curves{suffix}_{_slug(axis)}",
+                    f"Energy and run time{relative} against {axis}: the best setting is where "
+                    "energy has stopped falling and run time has not started rising.",
+                    plots.sweep_curves(group, axis),
+                )
+            )
+    return out
+
+
+#: The columns of a sweep's table in its report (the dataset holds more: every component).
+_SWEEP_TABLE = (
+    "makespan_s",
+    "energy_j",
+    "saving_pct",
+    "link_saving_pct",
+    "slowdown_pct",
+    "link_wakes",
+    "lpi_share",
+    "status",
+    "error",
+)
+
+
+def sweep_sections(frame: pd.DataFrame, meta: dict[str, Any]) -> str:
+    """A sweep's description (``sweep.json``) and table (``sweep.parquet``, main columns)."""
+    e = html.escape
+    failed = int((frame["status"] != "ok").sum())
+    head = [
+        ("sweep", f"{meta.get('name', '')}: {meta.get('description', '')}"),
+        ("mode", str(meta.get("mode", "grid"))),
+        ("axes", ", ".join(sweep_axes(frame, meta))),
+        ("variants", ", ".join(meta.get("variants", []))),
+        ("baseline", str(meta.get("baseline") or "none")),
+        ("runs", f"{len(frame)} ({failed} failed)"),
+    ]
+    rows = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>\n" for k, v in head)
+    columns = ["group", "variant", *sweep_axes(frame, meta)]
+    columns += [c for c in _SWEEP_TABLE if c in frame.columns]
+    if not frame["group"].astype(bool).any():
+        columns.remove("group")
+    table = frame[columns].to_html(
+        index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0
     )
-    return df.reset_index(drop=True)
+    return f'<h2>Sweep</h2>\n<table class="config">\n{rows}</table>\n<h2>Runs</h2>\n{table}\n'
 
 
-def study_figures(study: pd.DataFrame) -> list[ReportFigure]:
-    """The figures of a study (:func:`study_table`)."""
+def render_sweep_html(frame: pd.DataFrame, meta: dict[str, Any], title: str = "") -> str:
+    """The report of a sweep (``sweep.parquet`` as a DataFrame, ``sweep.json`` as a dict)."""
+    return page(title, sweep_sections(frame, meta), sweep_figures(frame, meta))
+
+
+def load_validation(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """A ``validate -o`` directory's ``validate.json``: ``{tracewatt_version, checks}``."""
+    path = Path(directory) / "validate.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from e
+    if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
+        raise ValueError(f"{path}: expected an object with a list `checks`")
+    return data
+
+
+def validation_figures(validation: dict[str, Any]) -> list[ReportFigure]:
+    """A figure per check that has one, its caption the check's target and simulated value."""
     return [
         ReportFigure(
-            "study_bars",
-            "Energy EEE saves and the time it costs, per workload and topology: look for tall "
-            "saving bars over short slowdown bars.",
-            plots.study_bars(study),
+            f"check_{_slug(c['id'])}",
+            f"{c['id']}. {c['name']}. Target: {c['target']}. Simulated: {c['simulated']}.",
+            plots.check_figure(c),
         )
+        for c in validation["checks"]
+        if c.get("panels")
     ]
+
+
+def validation_sections(validation: dict[str, Any]) -> str:
+    """Each check's verdict, target and simulated value, as the HTML table."""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(c['id'])}</td><td>{'PASS' if c['passed'] else 'FAIL'}</td>"
+        f"<td>{e(c['name'])}</td><td>{e(c['target'])}</td><td>{e(c['simulated'])}</td></tr>\n"
+        for c in validation["checks"]
+    )
+    return (
+        f"<h2>Validation (tracewatt {e(str(validation.get('tracewatt_version', '?')))})</h2>\n"
+        '<table class="checks">\n<tr><th>check</th><th>verdict</th><th>what</th>'
+        f"<th>target</th><th>simulated</th></tr>\n{rows}</table>\n"
+    )
 
 
 def write_figures(
@@ -204,6 +337,7 @@ body { font-family: sans-serif; max-width: 960px; margin: 1em auto; padding: 0 1
 table.config td { padding: 0 1em 0 0; vertical-align: top; }
 table.dataframe { display: block; overflow-x: auto; font-size: smaller; }
 table.dataframe td, table.dataframe th { padding: 0 0.5em; text-align: right; }
+table.checks td, table.checks th { padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 pre { background: #f4f4f4; padding: 0.5em; overflow-x: auto; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; height: auto; }
@@ -244,17 +378,6 @@ def run_sections(results: Results, baseline: Results | None = None) -> str:
     )
 
 
-def study_sections(study: pd.DataFrame) -> str:
-    """A study's table (:func:`study_table`) as HTML."""
-    table = study.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0)
-    return f"<h2>Study</h2>\n{table}\n"
-
-
 def render_html(results: Results, baseline: Results | None = None, title: str = "") -> str:
     """The report of a run (or a compare) as one HTML document."""
     return page(title, run_sections(results, baseline), figures(results, baseline))
-
-
-def render_study_html(study: pd.DataFrame, title: str = "") -> str:
-    """The report of a study (:func:`study_table`) as one HTML document."""
-    return page(title, study_sections(study), study_figures(study))

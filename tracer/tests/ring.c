@@ -1,11 +1,19 @@
 /* Test program for the tracer: blocking and non-blocking point-to-point, collectives and a
  * communicator split. The Rust test (crates/tracewatt-trace/tests/tracer.rs) checks the trace
  * against the counts and sizes below; keep them in sync. */
+#define _POSIX_C_SOURCE 199309L
 #include <mpi.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define N 1000   /* doubles per ring message */
 #define ITERS 5
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -14,6 +22,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     double *a = calloc(N * size, sizeof(double)), *b = calloc(N * size, sizeof(double));
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Pcontrol(1); /* the timed region's start, for [jobs.trace.window] */
     for (int it = 0; it < ITERS; it++) {
         /* blocking ring: even ranks send first */
         if (rank % 2 == 0) {
@@ -40,6 +49,7 @@ int main(int argc, char **argv) {
         MPI_Alltoall(a, 16, MPI_INT, b, 16, MPI_INT, MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
     }
+    MPI_Pcontrol(0);
     MPI_Reduce(a, b, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Allgather(a, 2, MPI_DOUBLE, b, 2, MPI_DOUBLE, MPI_COMM_WORLD);
     MPI_Gather(a, 3, MPI_INT, b, 3, MPI_INT, 1, MPI_COMM_WORLD);
@@ -50,6 +60,11 @@ int main(int argc, char **argv) {
     /* split into even/odd halves and reduce within each */
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    /* Between two calls: 200 ms asleep (wall clock only), then 50 ms of CPU time spinning. */
+    struct timespec nap = {0, 200000000};
+    nanosleep(&nap, NULL);
+    volatile double x = 0;
+    for (double t = thread_cpu_s(); thread_cpu_s() - t < 0.05;) x += 1;
     MPI_Allreduce(a, b, 5, MPI_DOUBLE, MPI_SUM, half);
     MPI_Comm_free(&half);
     free(a);

@@ -27,6 +27,7 @@ program ring
     call mpi_allreduce(a, b, 10, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
     call mpi_barrier(MPI_COMM_WORLD, ierr)
   end do
+  call mpi_pcontrol(0)
   call mpi_bcast(a, 20, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, ierr)
   call mpi_comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, half, ierr)
   call mpi_allreduce(a, b, 4, MPI_DOUBLE_PRECISION, MPI_SUM, half, ierr)

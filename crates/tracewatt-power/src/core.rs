@@ -6,8 +6,12 @@
 //! - `block` / `mwait`: two-phase — poll for `threshold`, then, if the rank has no send pending
 //!   (pending sends would stall), enter a low-power wait: `enter` at active power (the system
 //!   call path for `block`, next to nothing for `mwait`), then low power until the message
-//!   comes; leaving takes `wake` at active power and delays the rank's continuation. A message
-//!   that comes during the entry ends the wait when the entry ends: the core never slept.
+//!   comes; leaving takes `wake` plus the C-state's exit latency at active power and delays the
+//!   rank's continuation. A message that comes during the entry ends the wait when the entry
+//!   ends: the core never slept.
+//!
+//! The C-state of a low-power wait is fixed (MWAIT's hint; `block` for comparison) or chosen by
+//! a model of Linux's `menu` idle governor ([`Governor::Menu`]).
 //!
 //! The wake delay is real simulated time: the engine asks [`PowerModel::wake_at`] when a waiting
 //! rank's wait is over and continues it then.
@@ -25,6 +29,33 @@ pub enum WaitPolicy {
     Mwait,
 }
 
+/// A core's idle states, shallowest first: C1, C1E, C3, C6.
+pub const C_STATES: usize = 4;
+/// The `cores` table's columns of time in, and low-power waits in, each C-state.
+const STATE_S: [&str; C_STATES] = ["c1_s", "c1e_s", "c3_s", "c6_s"];
+const STATE_WAITS: [&str; C_STATES] = ["c1_waits", "c1e_waits", "c3_waits", "c6_waits"];
+
+/// One idle state of a core.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CState {
+    /// Leaving it, on top of the wait's own wake cost (at active power, delaying the rank).
+    pub exit_ps: Ps,
+    /// The menu governor picks it only for an idle period predicted at least this long.
+    pub target_residency_ps: Ps,
+    pub power_w: f64,
+}
+
+/// Which C-state a low-power wait sleeps in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Governor {
+    /// Always this one (an index into the states).
+    Fixed(usize),
+    /// Linux's `menu` governor with no timer pending: the deepest state whose target residency
+    /// is at most the "typical interval" of the core's last 8 idle periods, C6 when they have
+    /// none (see [`IdleHistory::typical_ns`]), C1 when even C1's is too long.
+    Menu,
+}
+
 /// The wait policy's timing and the per-core powers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoreParams {
@@ -33,13 +64,87 @@ pub struct CoreParams {
     pub threshold_ps: Ps,
     /// Entering the low-power wait, at active power.
     pub enter_ps: Ps,
-    /// Leaving it, at active power; delays the rank.
+    /// Leaving it, at active power, besides the C-state's exit latency; delays the rank.
     pub wake_ps: Ps,
-    /// Core power computing (and working inside MPI), spinning, in the low-power wait, idle.
+    pub governor: Governor,
+    pub states: [CState; C_STATES],
+    /// Core power computing (and working inside MPI), spinning, idle.
     pub compute_w: f64,
     pub spin_w: f64,
-    pub low_w: f64,
     pub idle_w: f64,
+}
+
+/// Idle periods the menu governor remembers.
+const HISTORY: usize = 8;
+/// Below this variance (20 us standard deviation) the idle periods are regular, ns^2.
+const REGULAR_VARIANCE_NS2: u128 = 400 * 1_000_000;
+
+/// A core's last [`HISTORY`] idle periods (ns), as the menu governor keeps them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdleHistory {
+    ns: [u64; HISTORY],
+    len: usize,
+    next: usize,
+}
+
+impl IdleHistory {
+    pub fn push(&mut self, idle_ps: Ps) {
+        self.ns[self.next] = idle_ps / 1000;
+        self.next = (self.next + 1) % HISTORY;
+        self.len = (self.len + 1).min(HISTORY);
+    }
+
+    /// The menu governor's "typical interval" (Linux, Documentation/admin-guide/pm/cpuidle.rst):
+    /// the mean of the remembered periods when their variance is under 400 us^2 or, with at
+    /// least 6 of the 8 counted, the mean exceeds 6 standard deviations; otherwise the longest
+    /// are dropped and the test repeated, until too few are left (`None`). Until 8 periods are
+    /// seen the test runs on those there are (the kernel counts zeros for the missing ones).
+    ///
+    /// ```
+    /// use tracewatt_power::core::IdleHistory;
+    /// let mut h = IdleHistory::default();
+    /// assert_eq!(h.typical_ns(), None);
+    /// // Seven periods of 100 us and one of 5 ms: the long one is dropped.
+    /// for us in [100, 100, 100, 5000, 100, 100, 100, 100] {
+    ///     h.push(us * 1_000_000);
+    /// }
+    /// assert_eq!(h.typical_ns(), Some(100_000));
+    /// ```
+    pub fn typical_ns(&self) -> Option<u64> {
+        let seen = &self.ns[..self.len];
+        let mut limit = u64::MAX;
+        loop {
+            let kept = || seen.iter().copied().filter(|&v| v <= limit);
+            let n = kept().count() as u64;
+            if n == 0 {
+                return None;
+            }
+            let avg = kept().sum::<u64>() / n;
+            let variance = kept()
+                .map(|v| u128::from(v.abs_diff(avg)).pow(2))
+                .sum::<u128>()
+                / u128::from(n);
+            let enough = n as usize * 4 >= HISTORY * 3;
+            if variance <= REGULAR_VARIANCE_NS2
+                || (enough && u128::from(avg).pow(2) > 36 * variance)
+            {
+                return Some(avg);
+            }
+            if n as usize * 4 <= HISTORY * 3 {
+                return None;
+            }
+            limit = kept().max().unwrap_or(0).saturating_sub(1);
+        }
+    }
+}
+
+/// The C-state the menu governor picks for `history` (see [`Governor::Menu`]).
+fn menu_state(states: &[CState; C_STATES], history: &IdleHistory) -> usize {
+    let predicted_ps = history.typical_ns().map(|ns| ns.saturating_mul(1000));
+    states
+        .iter()
+        .rposition(|s| predicted_ps.is_none_or(|p| s.target_residency_ps <= p))
+        .unwrap_or(0)
 }
 
 /// Where a rank runs: its job, its rank in the job, its node.
@@ -56,7 +161,8 @@ struct Times {
     compute: Ps,
     mpi: Ps,
     spin: Ps,
-    low: Ps,
+    /// In each C-state, in low-power waits.
+    low: [Ps; C_STATES],
     /// Entering and leaving low-power waits (active power).
     transition: Ps,
     /// Copying intra-node messages in while waiting (active power).
@@ -73,7 +179,11 @@ struct Core {
     /// When the current wait's messages came (`wake_at` was asked), if they have.
     woken_at: Option<Ps>,
     times: Times,
-    low_waits: u64,
+    /// The current wait's C-state, should it reach low power.
+    cstate: usize,
+    history: IdleHistory,
+    /// Low-power waits per C-state.
+    low_waits: [u64; C_STATES],
     wake_delay_ps: Ps,
 }
 
@@ -104,7 +214,9 @@ impl CorePower {
             sends_pending: false,
             woken_at: None,
             times: Times::default(),
-            low_waits: 0,
+            cstate: 0,
+            history: IdleHistory::default(),
+            low_waits: [0; C_STATES],
             wake_delay_ps: 0,
         };
         Self {
@@ -136,7 +248,7 @@ impl CorePower {
             // sleeping, so there is nothing to wake from.
             return Some((low_start, low_start));
         }
-        Some((low_start, woken + p.wake_ps))
+        Some((low_start, woken + p.wake_ps + p.states[c.cstate].exit_ps))
     }
 
     /// Time in [from, to) that rank `r`'s core spends copying messages in.
@@ -189,7 +301,9 @@ impl CorePower {
                     None => (span, 0, 0, at),
                     Some((low_start, _)) => {
                         if woken > low_start {
-                            self.cores[r].low_waits += 1;
+                            self.cores[r].low_waits[c.cstate] += 1;
+                            // What the governor observes: the idle period up to the wake.
+                            self.cores[r].history.push(woken - low_start);
                         }
                         let spin = p.threshold_ps.min(span);
                         let low = woken.max(low_start).min(at).saturating_sub(low_start);
@@ -202,11 +316,11 @@ impl CorePower {
                 let copying = copy_spin + copy_low;
                 let (spin, low) = (spin - copy_spin, low - copy_low);
                 t.spin += spin;
-                t.low += low;
+                t.low[c.cstate] += low;
                 t.transition += transition;
                 t.copy += copying;
                 p.spin_w * to_seconds(spin)
-                    + p.low_w * to_seconds(low)
+                    + p.states[c.cstate].power_w * to_seconds(low)
                     + p.compute_w * to_seconds(transition + copying)
             }
         };
@@ -241,6 +355,7 @@ impl PowerModel for CorePower {
     fn on_rank(&mut self, rank: u32, _node: u32, activity: Activity, at: Ps) {
         let r = rank as usize;
         self.close(r, at);
+        let p = &self.params;
         let c = &mut self.cores[r];
         c.activity = activity;
         c.since = at;
@@ -251,6 +366,12 @@ impl PowerModel for CorePower {
                 sends_pending: true
             }
         );
+        if matches!(activity, Activity::Wait { .. }) {
+            c.cstate = match p.governor {
+                Governor::Fixed(s) => s,
+                Governor::Menu => menu_state(&p.states, &c.history),
+            };
+        }
     }
 
     fn on_copy(&mut self, rank: u32, start: Ps, end: Ps) {
@@ -281,9 +402,12 @@ impl PowerModel for CorePower {
         let energy = |t: &Times| {
             p.compute_w * to_seconds(t.compute + t.mpi + t.transition + t.copy)
                 + p.spin_w * to_seconds(t.spin)
-                + p.low_w * to_seconds(t.low)
+                + (0..C_STATES)
+                    .map(|s| p.states[s].power_w * to_seconds(t.low[s]))
+                    .sum::<f64>()
                 + p.idle_w * to_seconds(t.idle)
         };
+        let low = |t: &Times| t.low.iter().sum::<Ps>();
         for (r, c) in self.cores.iter().enumerate() {
             let t = &c.times;
             let mut states = vec![
@@ -295,9 +419,12 @@ impl PowerModel for CorePower {
                 ("idle_s", t.idle),
             ];
             match p.policy {
-                WaitPolicy::Block => states.push(("block_s", t.low)),
-                WaitPolicy::Mwait => states.push(("mwait_s", t.low)),
+                WaitPolicy::Block => states.push(("block_s", low(t))),
+                WaitPolicy::Mwait => states.push(("mwait_s", low(t))),
                 WaitPolicy::Spin => {}
+            }
+            if p.policy != WaitPolicy::Spin {
+                states.extend(STATE_S.into_iter().zip(t.low));
             }
             account.rows.push(EnergyRow {
                 component: "core",
@@ -317,7 +444,7 @@ impl PowerModel for CorePower {
                 cs.iter()
                     .map(|c| {
                         if p.policy == want {
-                            to_seconds(c.times.low)
+                            to_seconds(low(&c.times))
                         } else {
                             0.0
                         }
@@ -325,47 +452,58 @@ impl PowerModel for CorePower {
                     .collect(),
             )
         };
+        let mut columns = vec![
+            (
+                "job",
+                Column::Str(
+                    self.of
+                        .iter()
+                        .map(|o| self.job_names[o.job as usize].clone())
+                        .collect(),
+                ),
+            ),
+            (
+                "rank",
+                Column::U64(self.of.iter().map(|o| o.rank as u64).collect()),
+            ),
+            (
+                "node",
+                Column::U64(self.of.iter().map(|o| o.node as u64).collect()),
+            ),
+            ("compute_s", secs(|t| t.compute)),
+            ("mpi_s", secs(|t| t.mpi)),
+            ("spin_s", secs(|t| t.spin)),
+            ("block_s", low_s(WaitPolicy::Block)),
+            ("mwait_s", low_s(WaitPolicy::Mwait)),
+            ("transition_s", secs(|t| t.transition)),
+            ("copy_s", secs(|t| t.copy)),
+            ("idle_s", secs(|t| t.idle)),
+            (
+                "low_power_waits",
+                Column::U64(cs.iter().map(|c| c.low_waits.iter().sum()).collect()),
+            ),
+            (
+                "wake_delay_s",
+                Column::F64(cs.iter().map(|c| to_seconds(c.wake_delay_ps)).collect()),
+            ),
+            (
+                "energy_j",
+                Column::F64(cs.iter().map(|c| energy(&c.times)).collect()),
+            ),
+        ];
+        for s in 0..C_STATES {
+            columns.push((
+                STATE_S[s],
+                Column::F64(cs.iter().map(|c| to_seconds(c.times.low[s])).collect()),
+            ));
+            columns.push((
+                STATE_WAITS[s],
+                Column::U64(cs.iter().map(|c| c.low_waits[s]).collect()),
+            ));
+        }
         account.tables.push(Table {
             name: "cores",
-            columns: vec![
-                (
-                    "job",
-                    Column::Str(
-                        self.of
-                            .iter()
-                            .map(|o| self.job_names[o.job as usize].clone())
-                            .collect(),
-                    ),
-                ),
-                (
-                    "rank",
-                    Column::U64(self.of.iter().map(|o| o.rank as u64).collect()),
-                ),
-                (
-                    "node",
-                    Column::U64(self.of.iter().map(|o| o.node as u64).collect()),
-                ),
-                ("compute_s", secs(|t| t.compute)),
-                ("mpi_s", secs(|t| t.mpi)),
-                ("spin_s", secs(|t| t.spin)),
-                ("block_s", low_s(WaitPolicy::Block)),
-                ("mwait_s", low_s(WaitPolicy::Mwait)),
-                ("transition_s", secs(|t| t.transition)),
-                ("copy_s", secs(|t| t.copy)),
-                ("idle_s", secs(|t| t.idle)),
-                (
-                    "low_power_waits",
-                    Column::U64(cs.iter().map(|c| c.low_waits).collect()),
-                ),
-                (
-                    "wake_delay_s",
-                    Column::F64(cs.iter().map(|c| to_seconds(c.wake_delay_ps)).collect()),
-                ),
-                (
-                    "energy_j",
-                    Column::F64(cs.iter().map(|c| energy(&c.times)).collect()),
-                ),
-            ],
+            columns,
         });
         account
             .timeline
@@ -422,5 +560,61 @@ impl PowerModel for NodeBase {
         account
             .timeline
             .absorb(self.first_series, self.timeline, end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracewatt_core::time::PS_PER_US as US;
+
+    fn history(us: &[u64]) -> IdleHistory {
+        let mut h = IdleHistory::default();
+        for &v in us {
+            h.push(v * US);
+        }
+        h
+    }
+
+    #[test]
+    fn spread_periods_are_typical_when_their_mean_exceeds_six_deviations() {
+        // Mean 1,050 us, standard deviation 50 us: variance 2,500 us^2 > 400, but 1,050 > 300.
+        let h = history(&[1000, 1100, 1000, 1100, 1000, 1100, 1000, 1100]);
+        assert_eq!(h.typical_ns(), Some(1_050_000));
+        // Five such periods are too few for the deviation test: variance (4 x 20^2 + 80^2) / 5
+        // = 1,600 us^2 for 100, 100, 100, 100, 200.
+        assert_eq!(history(&[100, 100, 100, 100, 200]).typical_ns(), None);
+    }
+
+    #[test]
+    fn irregular_periods_have_no_typical_interval_after_two_are_dropped() {
+        // Dropping 20,000 and 10,000 us leaves six still spread: no typical interval.
+        let h = history(&[10, 100, 1000, 10000, 20, 200, 2000, 20000]);
+        assert_eq!(h.typical_ns(), None);
+    }
+
+    #[test]
+    fn only_the_last_eight_periods_count() {
+        let h = history(&[
+            5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 7, 7, 7, 7, 7, 7, 7, 7,
+        ]);
+        assert_eq!(h.typical_ns(), Some(7000));
+    }
+
+    #[test]
+    fn the_menu_governor_picks_the_deepest_state_the_typical_interval_reaches() {
+        // Nehalem's target residencies, us: C1 6, C1E 20, C3 80, C6 800.
+        let states = [6, 20, 80, 800].map(|t| CState {
+            exit_ps: 0,
+            target_residency_ps: t * US,
+            power_w: 0.0,
+        });
+        assert_eq!(menu_state(&states, &history(&[7])), 0);
+        assert_eq!(menu_state(&states, &history(&[3])), 0);
+        assert_eq!(menu_state(&states, &history(&[20])), 1);
+        assert_eq!(menu_state(&states, &history(&[799])), 2);
+        assert_eq!(menu_state(&states, &history(&[800])), 3);
+        // No typical interval and no timer: nothing bounds the idle period.
+        assert_eq!(menu_state(&states, &IdleHistory::default()), 3);
     }
 }

@@ -20,7 +20,9 @@ pub mod phy;
 pub mod switch;
 pub mod timeline;
 
-pub use crate::core::{CoreOf, CoreParams, CorePower, NodeBase, WaitPolicy};
+pub use crate::core::{
+    CState, CoreOf, CoreParams, CorePower, Governor, IdleHistory, NodeBase, WaitPolicy, C_STATES,
+};
 pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
 pub use link::{Control, LinkPower, LinkReport, LinkTiming, Policy, PortOwner, PortPower};

@@ -150,7 +150,7 @@ pub struct JobSpec {
     /// Name used in results (default `job<i>`).
     #[serde(default)]
     pub name: Option<String>,
-    /// MPI ranks.
+    /// MPI ranks (a trace job without it takes the trace's: [`crate::sizing`]).
     pub ranks: u32,
     /// Nodes the job takes (default: ranks / machine.ranks_per_node, rounded up).
     #[serde(default)]
@@ -223,6 +223,91 @@ pub struct TraceSpec {
     /// record CPU time; checked when the trace is opened).
     #[serde(default)]
     pub compute_clock: tracewatt_trace::ComputeClock,
+    /// The timed region (`[jobs.trace.window]`): the run still replays the whole trace up to
+    /// the window's end, and reports makespan and energy over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowSpec>,
+}
+
+/// `[jobs.trace.window]`: where each rank enters and leaves the timed region. The start is
+/// `start_s` seconds after the trace's first call or the `from_occurrence`-th call named
+/// `from` (default: the trace's start); the stop `stop_s` or the `to_occurrence`-th `to` call
+/// (default: the trace's end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_s: Option<f64>,
+    /// An MPI function name (`MPI_Pcontrol`, `pcontrol`, `barrier`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default = "default_occurrence")]
+    pub from_occurrence: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default = "default_occurrence")]
+    pub to_occurrence: u32,
+}
+
+fn default_occurrence() -> u32 {
+    1
+}
+
+impl WindowSpec {
+    /// The window as the trace readers take it; `Err((field, expected))` for a bad one.
+    pub fn to_window(&self) -> Result<tracewatt_trace::Window, (&'static str, String)> {
+        use tracewatt_trace::WindowEdge;
+        let edge = |secs: Option<f64>,
+                    call: &Option<String>,
+                    occurrence: u32,
+                    fields: (&'static str, &'static str, &'static str)|
+         -> Result<WindowEdge, (&'static str, String)> {
+            if occurrence == 0 {
+                return Err((fields.2, "must be at least 1 (the first call is 1)".into()));
+            }
+            match (secs, call) {
+                (Some(_), Some(_)) => Err((
+                    fields.1,
+                    format!("give {} or {}, not both", fields.0, fields.1),
+                )),
+                (Some(s), None) => Ok(WindowEdge::Time {
+                    ns: (s * 1e9).round() as u64,
+                }),
+                (None, Some(name)) => {
+                    let lower = name.to_ascii_lowercase();
+                    let bare = lower.strip_prefix("mpi_").unwrap_or(&lower);
+                    match tracewatt_trace::funcs::func_id(bare) {
+                        Some(func) => Ok(WindowEdge::Call { func, occurrence }),
+                        None => Err((
+                            fields.1,
+                            format!("an MPI function name such as \"MPI_Pcontrol\" or \"barrier\", got {name:?}"),
+                        )),
+                    }
+                }
+                (None, None) => Ok(WindowEdge::Trace),
+            }
+        };
+        let start = edge(
+            self.start_s,
+            &self.from,
+            self.from_occurrence,
+            ("start_s", "from", "from_occurrence"),
+        )?;
+        let stop = edge(
+            self.stop_s,
+            &self.to,
+            self.to_occurrence,
+            ("stop_s", "to", "to_occurrence"),
+        )?;
+        if let (Some(a), Some(b)) = (self.start_s, self.stop_s) {
+            if b <= a {
+                return Err(("stop_s", format!("a time after start_s = {a}, got {b}")));
+            }
+        }
+        Ok(tracewatt_trace::Window { start, stop })
+    }
 }
 
 impl TraceSpec {
@@ -230,15 +315,30 @@ impl TraceSpec {
     /// configuration file `source` (or to the current directory when `source` is not a file
     /// name, i.e. `<dict>` / `<string>`).
     pub fn resolve(&self, source: &str) -> std::path::PathBuf {
-        let p = std::path::Path::new(&self.path);
-        if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
-            return p.to_path_buf();
-        }
-        match std::path::Path::new(source).parent() {
-            Some(dir) => dir.join(p),
-            None => p.to_path_buf(),
-        }
+        resolve_trace_path(&self.path, source)
     }
+}
+
+/// [`TraceSpec::resolve`] of a path as written.
+pub(crate) fn resolve_trace_path(path: &str, source: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
+        return p.to_path_buf();
+    }
+    match std::path::Path::new(source).parent() {
+        Some(dir) => dir.join(p),
+        None => p.to_path_buf(),
+    }
+}
+
+/// The error for a trace path that does not exist.
+pub(crate) fn missing_trace(source: &str, job: usize, resolved: &std::path::Path) -> SimError {
+    SimError::config(
+        source,
+        &format!("jobs[{job}].trace.path"),
+        format!("{}: no such file or directory", resolved.display()),
+        None,
+    )
 }
 
 /// Which nodes a job gets.
@@ -387,8 +487,9 @@ impl Config {
                     .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?
             }
         };
-        let value = presets::apply(value)
+        let mut value = presets::apply(value)
             .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?;
+        crate::sizing::fill(&mut value, source)?;
         let mut config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." { String::new() } else { path };
@@ -560,10 +661,23 @@ impl Config {
                     }
                     let resolved = t.resolve(source);
                     if !resolved.exists() {
-                        return err(
-                            &f("path"),
-                            format!("{}: no such file or directory", resolved.display()),
-                        );
+                        return Err(missing_trace(source, i, &resolved));
+                    }
+                    if let Some(w) = &t.window {
+                        for (k, v) in [("start_s", w.start_s), ("stop_s", w.stop_s)] {
+                            if let Some(s) = v {
+                                time_field(source, &f(&format!("window.{k}")), s, S)?;
+                            }
+                        }
+                        if let Err((field, expected)) = w.to_window() {
+                            return err(&f(&format!("window.{field}")), expected);
+                        }
+                        if self.jobs.len() > 1 {
+                            return err(
+                                &f("window"),
+                                "a window needs a configuration with this job only".into(),
+                            );
+                        }
                     }
                 }
             }

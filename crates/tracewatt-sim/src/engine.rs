@@ -317,6 +317,8 @@ pub(crate) struct RunOutput {
     pub message_wake_hops: Vec<u16>,
     pub messages_bytes: u64,
     pub events: u64,
+    /// When the first rank entered its trace's window, if any did.
+    pub window_start_ps: Option<Ps>,
 }
 
 /// One message: its global source and destination ranks, size, when its send was posted and
@@ -375,6 +377,39 @@ pub(crate) struct Engine<'a> {
     power_due: Ps,
     released: Vec<u32>,
     source: String,
+    window: WindowRt,
+}
+
+/// Where a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Stop {
+    /// When every rank has finished.
+    #[default]
+    Finished,
+    /// When every rank has left its window (`Op::Window`) or finished.
+    WindowEnd,
+    /// At this simulated time: the state then is the run's end.
+    At(Ps),
+}
+
+/// Ranks entering and leaving the timed region of their traces.
+#[derive(Debug, Default)]
+struct WindowRt {
+    stop: Stop,
+    /// The first entry.
+    start_ps: Option<Ps>,
+    /// Per rank: left the window (or finished).
+    left: Vec<bool>,
+    left_count: u64,
+}
+
+impl WindowRt {
+    fn leave(&mut self, rank: u32) {
+        if let Some(l) = self.left.get_mut(rank as usize).filter(|l| !**l) {
+            *l = true;
+            self.left_count += 1;
+        }
+    }
 }
 
 /// Everything that watches the links: statistics and the power models.
@@ -496,7 +531,18 @@ impl<'a> Engine<'a> {
             power_due: Ps::MAX,
             released: Vec::new(),
             source: source.to_string(),
+            window: WindowRt::default(),
         }
+    }
+
+    /// Where the run ends (default: when every rank has finished).
+    pub fn stop(mut self, stop: Stop) -> Self {
+        self.window = WindowRt {
+            stop,
+            left: vec![false; self.ranks.len()],
+            ..WindowRt::default()
+        };
+        self
     }
 
     /// Runs to completion. `progress` is called now and then; returning `false` stops the run.
@@ -511,7 +557,14 @@ impl<'a> Engine<'a> {
         }
         let total = self.ranks.len() as u64;
         let mut next_report = 0u64;
+        let mut stopped = None;
         while let Some((now, ev)) = self.q.pop() {
+            if let Stop::At(at) = self.window.stop {
+                if now > at {
+                    stopped = Some(at);
+                    break;
+                }
+            }
             // Past this, sums of times could overflow (docs/config.md, Limits).
             if now > MAX_SIMULATED_PS {
                 return Err(SimError::TimeLimit {
@@ -537,6 +590,10 @@ impl<'a> Engine<'a> {
             if self.links.power.holds_deliveries() {
                 self.schedule_power_due(now);
             }
+            if self.window.stop == Stop::WindowEnd && self.window.left_count == total {
+                stopped = Some(now);
+                break;
+            }
             if self.q.events_processed() >= next_report {
                 next_report = self.q.events_processed() + (1 << 16);
                 let p = Progress {
@@ -552,10 +609,11 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        if self.done < total {
+        if stopped.is_none() && self.done < total {
             return Err(self.deadlock());
         }
-        let makespan_ps = self.ranks.iter().map(|r| r.finish_ps).max().unwrap_or(0);
+        let makespan_ps =
+            stopped.unwrap_or_else(|| self.ranks.iter().map(|r| r.finish_ps).max().unwrap_or(0));
         self.links.stats.finish(makespan_ps);
         progress(Progress {
             sim_time_s: to_seconds(makespan_ps),
@@ -585,6 +643,7 @@ impl<'a> Engine<'a> {
             message_wake_hops: std::mem::take(&mut self.message_wake_hops),
             messages_bytes: self.messages_bytes,
             events: self.q.events_processed(),
+            window_start_ps: self.window.start_ps,
         };
         Ok((out, self.fabric, self.links))
     }
@@ -726,12 +785,17 @@ impl<'a> Engine<'a> {
                         r.state = RankState::Done;
                         r.finish_ps = now;
                         self.done += 1;
+                        self.window.leave(rank);
                         self.set_activity(rank, Activity::Done, now);
                         return Ok(());
                     }
                 },
             };
             match op {
+                Op::Window { start: true } => {
+                    self.window.start_ps.get_or_insert(now);
+                }
+                Op::Window { start: false } => self.window.leave(rank),
                 Op::Compute { ps } => {
                     if ps > 0 {
                         let ps = if self.links.power.stretches_compute() {

@@ -16,6 +16,7 @@ pub mod memory;
 pub mod power;
 pub mod presets;
 pub mod results;
+mod sizing;
 pub mod stats;
 mod units;
 
@@ -24,7 +25,7 @@ pub use engine::Progress;
 pub use error::SimError;
 pub use results::{Column, Results, Table};
 
-use engine::{Comm, Engine, JobState};
+use engine::{Comm, Engine, JobState, Stop};
 use serde_json::json;
 use tracewatt_core::Rng;
 use tracewatt_net::fabric::{Fabric, FabricParams};
@@ -119,6 +120,8 @@ fn build_workloads_warned(config: &Config, source: &str) -> Result<WarnedWorkloa
                     flops_per_s: t.flops_per_s,
                     strict: t.strict,
                     compute_clock: t.compute_clock,
+                    // Checked when the configuration was read.
+                    window: t.window.as_ref().and_then(|w| w.to_window().ok()),
                 };
                 let trace_err = |e: tracewatt_trace::TraceError| SimError::Trace {
                     source_name: source.to_string(),
@@ -200,11 +203,58 @@ pub fn simulate(
 ) -> Result<Results, SimError> {
     memory::check(config, source, &memory::NATIVE, 1)?;
     let (workloads, warnings) = build_workloads_warned(config, source)?;
-    let mut results = run(config, source, workloads, Vec::new(), progress)?;
+    let windowed = config
+        .jobs
+        .iter()
+        .any(|j| j.trace.as_ref().is_some_and(|t| t.window.is_some()));
+    let mut results = if windowed {
+        run_window(config, source, workloads, progress)?
+    } else {
+        run(
+            config,
+            source,
+            workloads,
+            Vec::new(),
+            progress,
+            Stop::Finished,
+        )?
+        .0
+    };
     if !warnings.is_empty() {
         results.summary["trace_warnings"] = json!(warnings);
     }
     Ok(results)
+}
+
+/// A trace's window: the replay up to the last rank's exit from it, and again (the same
+/// deterministic run) up to the first rank's entry; makespan and energy are the difference.
+fn run_window(
+    config: &Config,
+    source: &str,
+    workloads: Vec<Box<dyn Workload>>,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Results, SimError> {
+    let (mut to_end, start_ps) = run(
+        config,
+        source,
+        workloads,
+        Vec::new(),
+        progress,
+        Stop::WindowEnd,
+    )?;
+    // The readers refuse a window some rank never enters.
+    let start_ps = start_ps.unwrap_or(0);
+    let again = build_workloads(config, source)?;
+    let (to_start, _) = run(
+        config,
+        source,
+        again,
+        Vec::new(),
+        progress,
+        Stop::At(start_ps),
+    )?;
+    results::cut_window(&mut to_end.summary, &to_start.summary);
+    Ok(to_end)
 }
 
 /// Runs one simulation with the given workloads, one per job in `config.jobs` (whose `workload`
@@ -229,7 +279,15 @@ pub fn simulate_observed(
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
     memory::check(config, source, &memory::NATIVE, 1)?;
-    run(config, source, workloads, extra_models, progress)
+    Ok(run(
+        config,
+        source,
+        workloads,
+        extra_models,
+        progress,
+        Stop::Finished,
+    )?
+    .0)
 }
 
 fn run(
@@ -238,7 +296,8 @@ fn run(
     workloads: Vec<Box<dyn Workload>>,
     extra_models: Vec<Box<dyn tracewatt_power::PowerModel>>,
     progress: &mut dyn FnMut(Progress) -> bool,
-) -> Result<Results, SimError> {
+    stop: Stop,
+) -> Result<(Results, Option<tracewatt_core::Ps>), SimError> {
     if workloads.len() != config.jobs.len() {
         return Err(SimError::config(
             source,
@@ -421,10 +480,11 @@ fn run(
         &job_states,
         programs,
         source,
-    );
+    )
+    .stop(stop);
     let (out, fabric, obs) = engine.run(progress)?;
     let account = obs.power.finish(out.makespan_ps);
-    Ok(results::build(
+    let results = results::build(
         config,
         fabric.topology(),
         &facts,
@@ -434,5 +494,6 @@ fn run(
         account,
         fabric.stats(),
         machine,
-    ))
+    );
+    Ok((results, out.window_start_ps))
 }

@@ -9,9 +9,9 @@ use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{
-    Backplanes, Control, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower,
-    LinkPower, LinkTiming, NicParams, NicPort, NicPower, NodeBase, NodeJob, Policy, PortOwner,
-    PortPower, Power, PowerModel, Timeline, WaitPolicy,
+    Backplanes, CState, Control, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower,
+    Governor, LinkPower, LinkTiming, NicParams, NicPort, NicPower, NodeBase, NodeJob, Policy,
+    PortOwner, PortPower, Power, PowerModel, Timeline, WaitPolicy, C_STATES,
 };
 
 /// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
@@ -176,12 +176,15 @@ pub struct CoresSpec {
     /// Polling for a message.
     #[serde(default = "default_spin_w")]
     pub spin_w: f64,
-    /// Blocked in a system call; the idle kernel puts the core in a deep C-state.
-    #[serde(default = "default_block_w")]
-    pub block_w: f64,
-    /// In monitor/mwait on a doorbell word (C1).
-    #[serde(default = "default_mwait_w")]
-    pub mwait_w: f64,
+    /// In each C-state a low-power wait can sleep in (`mwait`: C1; `block`: the governor's).
+    #[serde(default = "default_c1_w")]
+    pub c1_w: f64,
+    #[serde(default = "default_c1e_w")]
+    pub c1e_w: f64,
+    #[serde(default = "default_c3_w")]
+    pub c3_w: f64,
+    #[serde(default = "default_c6_w")]
+    pub c6_w: f64,
     /// No rank work: before its job starts, in a timer sleep, after it finished.
     #[serde(default = "default_idle_w")]
     pub idle_w: f64,
@@ -195,11 +198,17 @@ fn default_compute_w() -> f64 {
 fn default_spin_w() -> f64 {
     20.0
 }
-fn default_block_w() -> f64 {
+fn default_c1_w() -> f64 {
+    5.0
+}
+fn default_c1e_w() -> f64 {
+    3.5
+}
+fn default_c3_w() -> f64 {
     2.0
 }
-fn default_mwait_w() -> f64 {
-    5.0
+fn default_c6_w() -> f64 {
+    1.0
 }
 fn default_idle_w() -> f64 {
     1.0
@@ -210,8 +219,10 @@ impl Default for CoresSpec {
         Self {
             compute_w: default_compute_w(),
             spin_w: default_spin_w(),
-            block_w: default_block_w(),
-            mwait_w: default_mwait_w(),
+            c1_w: default_c1_w(),
+            c1e_w: default_c1e_w(),
+            c3_w: default_c3_w(),
+            c6_w: default_c6_w(),
             idle_w: default_idle_w(),
         }
     }
@@ -451,8 +462,10 @@ impl PowerSpec {
         for (field, v) in [
             ("power.cores.compute_w", c.compute_w),
             ("power.cores.spin_w", c.spin_w),
-            ("power.cores.block_w", c.block_w),
-            ("power.cores.mwait_w", c.mwait_w),
+            ("power.cores.c1_w", c.c1_w),
+            ("power.cores.c1e_w", c.c1e_w),
+            ("power.cores.c3_w", c.c3_w),
+            ("power.cores.c6_w", c.c6_w),
             ("power.cores.idle_w", c.idle_w),
             ("power.nodes.base_w", self.nodes.base_w),
             ("power.dimms.dimm_gib", self.dimms.dimm_gib),
@@ -636,9 +649,12 @@ pub struct WaitSpec {
     /// Entering the low-power wait (at active power).
     #[serde(default)]
     pub enter_overhead_us: Option<f64>,
-    /// Leaving it (at active power), delaying the rank.
+    /// Leaving it (at active power), delaying the rank, besides the C-state's exit latency.
     #[serde(default)]
-    pub wake_latency_us: Option<f64>,
+    pub wake_overhead_us: Option<f64>,
+    /// How `block` picks the C-state: Linux's `menu` governor, or always C3.
+    #[serde(default)]
+    pub governor: GovernorName,
     /// What a sender pays per message to a rank on its node so that a low-power waiter
     /// notices it (`block`: a write() of one byte to the receiver's pipe), at active power.
     #[serde(default)]
@@ -655,6 +671,23 @@ pub enum WaitPolicyName {
     Mwait,
 }
 
+/// `[mpi.wait] governor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GovernorName {
+    #[default]
+    Menu,
+    Fixed,
+}
+
+/// Nehalem's C1, C1E, C3 and C6 in Linux's `intel_idle` (`nehalem_cstates`): exit latency and
+/// target residency, us.
+const NEHALEM_CSTATES_US: [(f64, f64); C_STATES] =
+    [(3.0, 6.0), (10.0, 20.0), (20.0, 80.0), (200.0, 800.0)];
+/// Indices into those: MWAIT's C1, and C3 for `block` under the fixed governor.
+const C1: usize = 0;
+const C3: usize = 2;
+
 impl Default for WaitSpec {
     fn default() -> Self {
         Self {
@@ -663,7 +696,8 @@ impl Default for WaitSpec {
             spin_threshold_iterations: None,
             spin_iteration_ns: None,
             enter_overhead_us: None,
-            wake_latency_us: None,
+            wake_overhead_us: None,
+            governor: GovernorName::Menu,
             notify_overhead_us: None,
         }
     }
@@ -692,19 +726,19 @@ impl WaitSpec {
         // docs/config.md breaks these down and gives their sources.
         let (enter, wake, notify) = match self.policy {
             WaitPolicyName::Spin => (0.0, 0.0, 0.0),
-            // select() on the peers' pipes and the switch to the idle task; a C3 exit (20 us),
-            // the switch back and select()'s return; the sender's write() to the pipe.
-            WaitPolicyName::Block => (5.0, 30.0, 1.0),
-            // MONITOR/MWAIT from user level; a C1 exit (3 us); the doorbell is a plain store.
-            WaitPolicyName::Mwait => (0.2, 3.0, 0.0),
+            // select() on the peers' pipes and the switch to the idle task; the interrupt, the
+            // switch back and select()'s return; the sender's write() to the pipe.
+            WaitPolicyName::Block => (5.0, 10.0, 1.0),
+            // MONITOR/MWAIT from user level; MWAIT returns by itself; the doorbell is a store.
+            WaitPolicyName::Mwait => (0.2, 0.0, 0.0),
         };
         self.enter_overhead_us.get_or_insert(enter);
-        self.wake_latency_us.get_or_insert(wake);
+        self.wake_overhead_us.get_or_insert(wake);
         self.notify_overhead_us.get_or_insert(notify);
         for (field, v) in [
             ("mpi.wait.spin_threshold_us", self.spin_threshold_us),
             ("mpi.wait.enter_overhead_us", self.enter_overhead_us),
-            ("mpi.wait.wake_latency_us", self.wake_latency_us),
+            ("mpi.wait.wake_overhead_us", self.wake_overhead_us),
             ("mpi.wait.notify_overhead_us", self.notify_overhead_us),
         ] {
             if let Some(v) = v {
@@ -808,20 +842,28 @@ pub(crate) fn models(
     );
     let rank_node: Vec<u32> = ranks.iter().map(|r| r.node).collect();
     let c = &spec.cores;
-    let (low_w, policy) = match wait.policy {
-        WaitPolicyName::Spin => (c.spin_w, WaitPolicy::Spin),
-        WaitPolicyName::Block => (c.block_w, WaitPolicy::Block),
-        WaitPolicyName::Mwait => (c.mwait_w, WaitPolicy::Mwait),
+    let (policy, governor) = match (wait.policy, wait.governor) {
+        (WaitPolicyName::Spin, _) => (WaitPolicy::Spin, Governor::Fixed(C1)),
+        (WaitPolicyName::Mwait, _) => (WaitPolicy::Mwait, Governor::Fixed(C1)),
+        (WaitPolicyName::Block, GovernorName::Menu) => (WaitPolicy::Block, Governor::Menu),
+        (WaitPolicyName::Block, GovernorName::Fixed) => (WaitPolicy::Block, Governor::Fixed(C3)),
     };
+    let powers = [c.c1_w, c.c1e_w, c.c3_w, c.c6_w];
+    let states = std::array::from_fn(|s| CState {
+        exit_ps: us_to_ps(NEHALEM_CSTATES_US[s].0),
+        target_residency_ps: us_to_ps(NEHALEM_CSTATES_US[s].1),
+        power_w: powers[s],
+    });
     let cores = CorePower::new(
         CoreParams {
             policy,
             threshold_ps: wait.threshold_ps(),
             enter_ps: us_to_ps(wait.enter_overhead_us.unwrap_or(0.0)),
-            wake_ps: us_to_ps(wait.wake_latency_us.unwrap_or(0.0)),
+            wake_ps: us_to_ps(wait.wake_overhead_us.unwrap_or(0.0)),
+            governor,
+            states,
             compute_w: c.compute_w,
             spin_w: c.spin_w,
-            low_w,
             idle_w: c.idle_w,
         },
         ranks,

@@ -39,6 +39,38 @@ pub(crate) struct JobFacts {
     pub start_ps: u64,
 }
 
+/// Makes `to_end` (a run stopped when every rank had left its trace's window) the window's:
+/// `to_start` is the same run stopped when the first rank entered it. Makespan becomes the
+/// window's length, energies (by kind, unattributed, per job) the energy spent in it, average
+/// powers follow; `window` says where it lies. Everything else covers the run up to the
+/// window's end.
+pub(crate) fn cut_window(to_end: &mut serde_json::Value, to_start: &serde_json::Value) {
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    let (start_s, end_s) = (f(&to_start["makespan_s"]), f(&to_end["makespan_s"]));
+    let length_s = end_s - start_s;
+    let minus = |a: &mut serde_json::Value, b: &serde_json::Value| *a = (f(a) - f(b)).into();
+    let mut power = serde_json::Map::new();
+    if let Some(e) = to_end["energy_j"].as_object_mut() {
+        for (k, v) in e.iter_mut() {
+            minus(v, &to_start["energy_j"][k]);
+            let w = if length_s > 0.0 { f(v) / length_s } else { 0.0 };
+            power.insert(k.clone(), w.into());
+        }
+    }
+    to_end["avg_power_w"] = power.into();
+    minus(
+        &mut to_end["energy_unattributed_j"],
+        &to_start["energy_unattributed_j"],
+    );
+    if let Some(jobs) = to_end["jobs"].as_array_mut() {
+        for (i, j) in jobs.iter_mut().enumerate() {
+            minus(&mut j["energy_j"], &to_start["jobs"][i]["energy_j"]);
+        }
+    }
+    to_end["makespan_s"] = length_s.into();
+    to_end["window"] = json!({"start_s": start_s, "end_s": end_s});
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build(
     config: &Config,

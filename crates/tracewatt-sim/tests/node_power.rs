@@ -285,9 +285,10 @@ fn core_j(r: &Results, rank: usize) -> f64 {
 fn a_blocking_wait_past_its_threshold_sleeps_and_pays_its_wake_latency() {
     let spin = run(&config(""), late_message(), Vec::new());
     let wait = "[mpi.wait]\npolicy = \"block\"\nspin_threshold_us = 10.0\n\
-                enter_overhead_us = 5.0\nwake_latency_us = 30.0";
+                enter_overhead_us = 5.0\nwake_overhead_us = 10.0\ngovernor = \"fixed\"";
     let block = run(&config(wait), late_message(), Vec::new());
-    // The message arrives at some time a (the spinning run's end); rank 1 goes on 30 us later.
+    // The message arrives at some time a (the spinning run's end); rank 1 goes on 30 us later
+    // (10 us of its own, 20 us to leave C3).
     let a = makespan_ps(&spin);
     assert_eq!(makespan_ps(&block), a + 30 * US);
     let a_s = a as f64 * 1e-12;
@@ -344,14 +345,14 @@ fn a_wait_shorter_than_the_threshold_or_with_a_send_pending_spins() {
         }
         vec![r0, r1]
     };
-    let short = "[mpi.wait]\npolicy = \"mwait\"\nspin_threshold_us = 1.0\nwake_latency_us = 3.0";
+    let short = "[mpi.wait]\npolicy = \"mwait\"\nspin_threshold_us = 1.0";
     let base = run(&config(""), programs(true), Vec::new());
     let r = run(&config(short), programs(true), Vec::new());
     let tracewatt_sim::Column::U64(low) = column(&r, "cores", "low_power_waits") else {
         panic!()
     };
     // Rank 1's waits spin: its send is pending in both. Rank 0, with nothing to send, sleeps
-    // through its 1.6 ms wait for the 200 kB and costs the run one 3 us wake.
+    // through its 1.6 ms wait for the 200 kB and costs the run one 3 us wake (C1's exit).
     assert_eq!(low.as_slice(), [1, 0]);
     assert_eq!(makespan_ps(&r), makespan_ps(&base) + 3 * US);
     let r = run(&config(short), programs(false), Vec::new());
@@ -402,11 +403,11 @@ fn a_blocking_ping_pong_on_one_node_pays_each_message_its_notice_and_wake() {
     // Each message takes m = 2 us; N round trips while spinning take 2 N m.
     assert_eq!(makespan_ps(&spin), 2 * N * 2 * US);
     let wait = "policy = \"block\"\nspin_threshold_us = 0.0\nenter_overhead_us = 2.0\n\
-                wake_latency_us = 30.0\nnotify_overhead_us = 1.0";
+                wake_overhead_us = 10.0\nnotify_overhead_us = 1.0\ngovernor = \"fixed\"";
     let block = run(&local_config(wait), pingpong(N as usize, 1000), Vec::new());
     // Every message: the sender writes the pipe's byte (n = 1 us) before it goes on, the
     // receiver has long been asleep (its 2 us entry ended before the message came at 3 us)
-    // and wakes w = 30 us after it: a round trip takes 2 (n + m + w) = 66 us.
+    // and wakes w = 10 + 20 us (C3) after it: a round trip takes 2 (n + m + w) = 66 us.
     assert_eq!(makespan_ps(&block), 2 * N * (1 + 2 + 30) * US);
     let tracewatt_sim::Column::U64(low) = column(&block, "cores", "low_power_waits") else {
         panic!()
@@ -452,7 +453,7 @@ fn a_message_that_comes_while_the_core_enters_ends_the_wait_with_the_entry() {
         ]
     };
     let wait = "policy = \"block\"\nspin_threshold_us = 10.0\nenter_overhead_us = 100.0\n\
-                wake_latency_us = 30.0\nnotify_overhead_us = 1.0";
+                wake_overhead_us = 10.0\nnotify_overhead_us = 1.0\ngovernor = \"fixed\"";
     let r = run(&local_config(wait), programs(), Vec::new());
     // select() finds the byte and returns when the entry ends, at 110 us; no C-state to leave.
     assert_eq!(makespan_ps(&r), 110 * US);
@@ -467,6 +468,102 @@ fn a_message_that_comes_while_the_core_enters_ends_the_wait_with_the_entry() {
         "{}",
         core_j(&r, 1)
     );
+}
+
+fn u64s<'a>(r: &'a Results, table: &str, name: &str) -> &'a [u64] {
+    let tracewatt_sim::Column::U64(v) = column(r, table, name) else {
+        panic!("{table}.{name} is not an integer")
+    };
+    v
+}
+
+#[test]
+fn the_menu_governor_puts_long_regular_waits_in_c6_and_pays_its_exit_on_every_wake() {
+    // Two ranks on one node play ping-pong with T = 1,000 us of compute before each message.
+    const N: u64 = 5;
+    let t_us = 1000;
+    let programs = || {
+        let a = (0..N)
+            .flat_map(|_| [Op::Compute { ps: t_us * US }, send(1, 1000), recv(1, 1000)])
+            .collect();
+        let b = (0..N)
+            .flat_map(|_| [recv(0, 1000), Op::Compute { ps: t_us * US }, send(0, 1000)])
+            .collect();
+        vec![a, b]
+    };
+    // Spinning, a leg is T + m (m = 2 us: 1 us latency, 1 us copy).
+    let spin = run(&local_config(""), programs(), Vec::new());
+    assert_eq!(makespan_ps(&spin), 2 * N * (t_us + 2) * US);
+    let wait = |governor: &str| {
+        format!(
+            "policy = \"block\"\nspin_threshold_us = 0.0\nenter_overhead_us = 2.0\n\
+             wake_overhead_us = 10.0\nnotify_overhead_us = 1.0\ngovernor = \"{governor}\""
+        )
+    };
+    // Blocking, a leg is T + n (1 us notice) + m + w (10 us) + the C-state's exit. Every idle
+    // period lasts over 1,000 us: with no history the governor has no typical interval (no
+    // timer: C6), then the periods' mean is over C6's 800 us target residency, or they are too
+    // few and too spread (1,001 us for rank 1's first, 1,212 us later) to have one: C6 always.
+    let menu = run(&local_config(&wait("menu")), programs(), Vec::new());
+    assert_eq!(makespan_ps(&menu), 2 * N * (t_us + 1 + 2 + 10 + 200) * US);
+    assert_eq!(u64s(&menu, "cores", "c6_waits"), [N, N]);
+    for s in ["c1_s", "c1e_s", "c3_s"] {
+        assert!(f64s(&menu, "cores", s).iter().all(|&v| v == 0.0), "{s}");
+    }
+    assert_eq!(
+        f64s(&menu, "cores", "c6_s"),
+        f64s(&menu, "cores", "block_s")
+    );
+    let delay = f64s(&menu, "cores", "wake_delay_s");
+    assert!(delay.iter().all(|d| (d - N as f64 * 210e-6).abs() < 1e-15));
+    // The fixed governor leaves C3 in 20 us: the menu governor costs 2 N x 180 us more.
+    let fixed = run(&local_config(&wait("fixed")), programs(), Vec::new());
+    assert_eq!(makespan_ps(&fixed), 2 * N * (t_us + 1 + 2 + 10 + 20) * US);
+    assert_eq!(u64s(&fixed, "cores", "c3_waits"), [N, N]);
+    assert_eq!(makespan_ps(&menu) - makespan_ps(&fixed), 2 * N * 180 * US);
+    // Rank 0's waits span a round trip (2 L, L = 1,213 us) less its own compute, notice and
+    // wake (T + 1 + 210): 1,215 us, of which 2 us entering and 2 us copying the reply in (its
+    // whole m) at active power, 1,211 us in C6 at 1 W. It never idles: 20 W otherwise.
+    let c6_us = N as f64 * 1211.0;
+    assert!((f64s(&menu, "cores", "c6_s")[0] - c6_us * 1e-6).abs() < 1e-15);
+    let end_us = makespan_ps(&menu) as f64 * 1e-6;
+    let want = (20.0 * (end_us - c6_us) + 1.0 * c6_us) * 1e-6;
+    assert!(
+        (core_j(&menu, 0) - want).abs() < 1e-12,
+        "{}",
+        core_j(&menu, 0)
+    );
+}
+
+#[test]
+fn the_menu_governor_puts_short_regular_waits_in_c1() {
+    // Rank 0 sends rank 1 a message every 25 us (24 us of compute, 1 us notice); each arrives
+    // 2 us after it leaves: at a_k = 25 k + 2 us. Rank 1 enters (2 us) at once and leaves in
+    // 10 us plus the C-state's exit.
+    const N: u64 = 20;
+    let programs = vec![
+        (0..N)
+            .flat_map(|_| [Op::Compute { ps: 24 * US }, send(1, 1000)])
+            .collect(),
+        (0..N).map(|_| recv(0, 1000)).collect(),
+    ];
+    let wait = "policy = \"block\"\nspin_threshold_us = 0.0\nenter_overhead_us = 2.0\n\
+                wake_overhead_us = 10.0\nnotify_overhead_us = 1.0";
+    let r = run(&local_config(wait), programs, Vec::new());
+    // Wait 1: [0, 27), idle 25 us, no history: C6; rank 1 goes on at 27 + 210 = 237, when
+    // messages 2-9 are already there. Wait 10: idle [239, 252) = 13 us; history {25}: typical
+    // 25 us, C1E (target 20 us); goes on at 272. Wait 11: idle [274, 277) = 3 us; {25, 13}:
+    // typical 19 us, C1; goes on at 290. From wait 12 on, idle [25 k - 8, 25 k + 2) = 10 us and
+    // the history's variance stays under 400 us^2 with a mean under 20 us: C1, going on at
+    // a_k + 13. The last message comes at 502 us.
+    assert_eq!(u64s(&r, "cores", "c6_waits")[1], 1);
+    assert_eq!(u64s(&r, "cores", "c1e_waits")[1], 1);
+    assert_eq!(u64s(&r, "cores", "c1_waits")[1], N - 10);
+    assert_eq!(u64s(&r, "cores", "c3_waits")[1], 0);
+    assert_eq!(makespan_ps(&r), (25 * N + 2 + 13) * US);
+    let delay = f64s(&r, "cores", "wake_delay_s")[1];
+    let want = (210.0 + 20.0 + 13.0 * (N - 10) as f64) * 1e-6;
+    assert!((delay - want).abs() < 1e-15, "{delay}");
 }
 
 #[test]
@@ -628,8 +725,8 @@ fn ideal_dimms_slow_compute_by_the_share_of_channels_they_leave_off() {
 fn a_core_copying_a_message_in_works_instead_of_sleeping() {
     // Two ranks on one node; rank 0 computes 10 us and sends 1 MB, copied through memory at
     // 80 Gb/s in 100 us after 300 ns: [10, 110.3) us. Rank 1 waits in mwait after 1 us of spin
-    // and wakes in 3 us: spin [0, 1), low power [1, 110.3) less the copy, active while copying,
-    // waking [110.3, 113.3).
+    // and wakes in 3 us (C1's exit): spin [0, 1), low power [1, 110.3) less the copy, active
+    // while copying, waking [110.3, 113.3).
     let text = r#"
 [machine]
 ranks_per_node = 2
@@ -647,7 +744,7 @@ eager_limit_bytes = 2000000
 policy = "mwait"
 spin_threshold_us = 1.0
 enter_overhead_us = 0.0
-wake_latency_us = 3.0
+wake_overhead_us = 0.0
 [[jobs]]
 ranks = 2
 [jobs.workload]

@@ -369,6 +369,196 @@ fn converted_native_trace_gives_the_same_makespan() {
     }
 }
 
+/// 2 ranks, untimed: compute 1 ms, MPI_Pcontrol, compute 2 ms, barrier, compute 3 ms,
+/// MPI_Pcontrol, compute 4 ms.
+fn pcontrol_trace() -> PathBuf {
+    use tracewatt_trace::call::{Call, CallKind, CollKind};
+    use tracewatt_trace::{funcs, NativeWriter};
+    let d = scratch("pcontrol");
+    let w = NativeWriter::create(&d, 2).unwrap();
+    let pcontrol = funcs::func_id("pcontrol").unwrap();
+    let ms = |n: u64| {
+        Call::untimed(
+            funcs::F_COMPUTE,
+            CallKind::Compute {
+                ps: n * 1_000_000_000,
+                flops: None,
+            },
+        )
+    };
+    for r in 0..2 {
+        let mut rw = w.rank(r, false).unwrap();
+        for c in [
+            Call::untimed(funcs::F_INIT, CallKind::Init),
+            ms(1),
+            Call::untimed(pcontrol, CallKind::Local),
+            ms(2),
+            Call::untimed(
+                funcs::F_BARRIER,
+                CallKind::Coll {
+                    comm: 0,
+                    kind: CollKind::Barrier,
+                    root: 0,
+                    bytes: 0,
+                },
+            ),
+            ms(3),
+            Call::untimed(pcontrol, CallKind::Local),
+            ms(4),
+            Call::untimed(funcs::F_FINALIZE, CallKind::Finalize),
+        ] {
+            rw.write(&c).unwrap();
+        }
+        rw.finish().unwrap();
+    }
+    d
+}
+
+fn run_text(text: &str) -> Result<Results, SimError> {
+    let config = Config::parse(text, Format::Toml, "<test>")?;
+    simulate(&config, "<test>", &mut |_| true)
+}
+
+#[test]
+fn a_window_between_marker_calls_times_only_the_window() {
+    let p = pcontrol_trace();
+    let always_on = "[power.links]\npolicy = \"always_on\"\n";
+    let base = config_text(&p.display().to_string(), 2, "") + always_on;
+    let windowed = config_text(
+        &p.display().to_string(),
+        2,
+        "[jobs.trace.window]\nfrom = \"MPI_Pcontrol\"\nto = \"pcontrol\"\nto_occurrence = 2\n",
+    ) + always_on;
+    let (full, win) = (run_text(&base).unwrap(), run_text(&windowed).unwrap());
+    // The window leaves out the first 1 ms and the last 4 ms of compute, nothing else.
+    let (f, w) = (makespan(&full), makespan(&win));
+    assert!((f - w - 0.005).abs() < 1e-12, "{f} {w}");
+    assert_eq!(win.summary["window"]["start_s"], 0.001);
+    assert!((win.summary["window"]["end_s"].as_f64().unwrap() - (f - 0.004)).abs() < 1e-12);
+    // Links always on draw constant power: their energy scales with the time covered.
+    let e = |r: &Results| r.summary["energy_j"]["switch_ports"].as_f64().unwrap();
+    assert!(
+        (e(&win) / e(&full) - w / f).abs() < 1e-9,
+        "{} {}",
+        e(&win),
+        e(&full)
+    );
+    let p_w = win.summary["avg_power_w"]["switch_ports"].as_f64().unwrap();
+    assert!((p_w - e(&win) / w).abs() < 1e-9);
+    // A barrier as the start: the window starts there (1 + 2 ms into the run) and ends with
+    // the trace (stop left out).
+    let from_barrier = config_text(
+        &p.display().to_string(),
+        2,
+        "[jobs.trace.window]\nfrom = \"barrier\"\n",
+    ) + always_on;
+    let b = run_text(&from_barrier).unwrap();
+    assert_eq!(b.summary["window"]["start_s"], 0.003);
+    assert!((makespan(&b) - (f - 0.003)).abs() < 1e-12);
+}
+
+#[test]
+fn a_window_from_a_time_covering_the_whole_trace_changes_nothing() {
+    let p = data("dumpi/npb-ft.S-4ranks");
+    let full = run(&p, 4).unwrap();
+    let text = config_text(
+        &p.display().to_string(),
+        4,
+        "[jobs.trace.window]\nstart_s = 0.0\n",
+    );
+    let win = run_text(&text).unwrap();
+    assert_eq!(makespan(&full).to_bits(), makespan(&win).to_bits());
+    assert_eq!(win.summary["energy_j"], full.summary["energy_j"]);
+    // Half a second in: past FT.S's last call on every rank.
+    let late = text.replace("start_s = 0.0", "start_s = 0.5");
+    let err = run_text(&late).unwrap_err().to_string();
+    assert!(
+        err.contains("rank 0") && err.contains("the window's start never comes"),
+        "{err}"
+    );
+}
+
+/// A window by times cuts ranks between matched sends and receives (CG.S exchanges all the
+/// time): everything is still replayed, so nothing waits for a message left out.
+#[test]
+fn a_window_through_matched_pairs_does_not_deadlock() {
+    let p = data("dumpi/npb-cg.S-4ranks");
+    let full = run(&p, 4).unwrap();
+    let text = config_text(
+        &p.display().to_string(),
+        4,
+        "[jobs.trace.window]\nstart_s = 0.03\nstop_s = 0.06\n",
+    );
+    let win = run_text(&text).unwrap();
+    let (start, end) = (
+        win.summary["window"]["start_s"].as_f64().unwrap(),
+        win.summary["window"]["end_s"].as_f64().unwrap(),
+    );
+    assert!(
+        0.0 < start && start < end && end < makespan(&full),
+        "{start} {end}"
+    );
+    assert!((makespan(&win) - (end - start)).abs() < 1e-12);
+    let total = |r: &Results| r.summary["energy_j"]["total"].as_f64().unwrap();
+    assert!(0.0 < total(&win) && total(&win) < total(&full));
+}
+
+#[test]
+fn bad_windows_are_refused_naming_the_field() {
+    let p = pcontrol_trace();
+    let with = |w: &str| {
+        let text = config_text(
+            &p.display().to_string(),
+            2,
+            &format!("[jobs.trace.window]\n{w}\n"),
+        );
+        run_text(&text).unwrap_err().to_string()
+    };
+    let e = with("from = \"pcontrol\"\nstart_s = 1.0");
+    assert!(
+        e.contains("jobs[0].trace.window.from: give start_s or from"),
+        "{e}"
+    );
+    let e = with("from = \"MPI_Frobnicate\"");
+    assert!(
+        e.contains("jobs[0].trace.window.from") && e.contains("\"MPI_Frobnicate\""),
+        "{e}"
+    );
+    let e = with("from_occurrence = 0");
+    assert!(e.contains("jobs[0].trace.window.from_occurrence"), "{e}");
+    let e = with("start_s = 2.0\nstop_s = 1.0");
+    assert!(e.contains("jobs[0].trace.window.stop_s"), "{e}");
+    // The trace has no timestamps for times; marker calls that never come or come in the
+    // wrong order.
+    let e = with("start_s = 0.001");
+    assert!(e.contains("rank-0.twr") && e.contains("timestamps"), "{e}");
+    let e = with("from = \"pcontrol\"\nfrom_occurrence = 3");
+    assert!(
+        e.contains("rank 0") && e.contains("call 3 of `pcontrol` (it makes 2)"),
+        "{e}"
+    );
+    let e = with("from = \"barrier\"\nto = \"pcontrol\"");
+    assert!(e.contains("comes before its start"), "{e}");
+}
+
+/// A DUMPI trace's CPU times survive conversion (native version 3): on the CPU clock the
+/// native trace replays exactly as the DUMPI one.
+#[test]
+fn converted_native_trace_keeps_cpu_times() {
+    let src = data("dumpi/npb-ft.S-4ranks");
+    let out = scratch("native-cpu");
+    tracewatt_trace::convert(&src, &out, &ReadOptions::default()).unwrap();
+    let cpu_run = |p: &Path| {
+        let text = config_text(&p.display().to_string(), 4, "compute_clock = \"cpu\"");
+        let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
+        makespan(&simulate(&config, "<test>", &mut |_| true).unwrap())
+    };
+    let (a, b) = (cpu_run(&src), cpu_run(&out));
+    assert_eq!(a.to_bits(), b.to_bits(), "{a} vs {b}");
+    // ... and differs from the wall clock's (FT.S shared cores: wall compute 2-3x CPU).
+    assert!(makespan(&run(&out, 4).unwrap()) > a);
+}
+
 /// NPB class B (4 ranks on 2 cores when traced): each replays its recorded compute; NPB's timed
 /// loop (`Time in seconds` of run.log) lies within the traced span.
 #[test]
@@ -448,6 +638,66 @@ fn rank_count_must_match_the_trace() {
     assert!(
         msg.contains("jobs[0].ranks") && msg.contains("has 4 ranks") && msg.contains("has 3"),
         "{msg}"
+    );
+}
+
+/// The configuration of `config_text` with the job's `ranks` and the switch's `nodes` left out
+/// and `ranks_per_node` set.
+fn sized_by_trace(path: &Path, ranks_per_node: u32) -> Config {
+    let text = config_text(&path.display().to_string(), 0, "")
+        .replace("nodes = 0\n", "")
+        .replace("ranks = 0\n", "")
+        .replace(
+            "ranks_per_node = 1",
+            &format!("ranks_per_node = {ranks_per_node}"),
+        );
+    Config::parse(&text, Format::Toml, "<test>").unwrap()
+}
+
+#[test]
+fn ranks_and_a_single_switch_are_sized_by_the_trace() {
+    // sst-macro-testbgp's .meta says numprocs=7 (tests/data/README.md: 7 ranks).
+    let p = data("dumpi/sst-macro-testbgp");
+    for (per_node, nodes) in [(1, 7), (2, 4), (4, 2)] {
+        let config = sized_by_trace(&p, per_node);
+        let resolved = config.resolved_json();
+        assert_eq!(resolved["jobs"][0]["ranks"], 7);
+        assert_eq!(
+            resolved["machine"]["topology"]["nodes"], nodes,
+            "{per_node}"
+        );
+        let r = simulate(&config, "<test>", &mut |_| true).unwrap();
+        assert_eq!(r.summary["jobs"][0]["nodes"], nodes, "{}", r.summary);
+    }
+    // The same run as with the sizes typed in.
+    let typed = run(&p, 7).unwrap();
+    let sized = simulate(&sized_by_trace(&p, 1), "<test>", &mut |_| true).unwrap();
+    assert_eq!(makespan(&typed).to_bits(), makespan(&sized).to_bits());
+}
+
+#[test]
+fn given_sizes_are_kept_and_a_workload_needs_ranks() {
+    let p = data("dumpi/npb-cg.S-4ranks");
+    // A machine larger than the job keeps its size.
+    let text = config_text(&p.display().to_string(), 4, "").replacen("ranks = 4\n", "", 1);
+    let text = text.replace("nodes = 4", "nodes = 6");
+    let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
+    let resolved = config.resolved_json();
+    assert_eq!(resolved["jobs"][0]["ranks"], 4);
+    assert_eq!(resolved["machine"]["topology"]["nodes"], 6);
+    let gen = "seed = 1\n[machine.topology]\nkind = \"single_switch\"\n[[jobs]]\n\
+               [jobs.workload]\nkind = \"pingpong\"\n";
+    let err = Config::parse(gen, Format::Toml, "<test>").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("jobs[0].ranks: missing: a [jobs.workload] job"),
+        "{err}"
+    );
+    let gone = config_text("nowhere", 0, "").replacen("ranks = 0\n", "", 1);
+    let err = Config::parse(&gone, Format::Toml, "<test>").unwrap_err();
+    assert!(
+        err.to_string().contains("jobs[0].trace.path") && err.to_string().contains("nowhere"),
+        "{err}"
     );
 }
 

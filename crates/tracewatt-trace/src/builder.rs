@@ -25,7 +25,8 @@ use crate::call::{
 };
 use crate::comms::CommHook;
 use crate::error::{Location, TraceError};
-use crate::{ComputeClock, ReadOptions};
+use crate::funcs::Func;
+use crate::{ComputeClock, ReadOptions, Window, WindowEdge};
 
 /// Compute periods on one clock: the time from the latest end so far to the next call's start
 /// (overlapping or out-of-order calls give none).
@@ -72,8 +73,84 @@ pub(crate) struct OpBuilder {
     free_ids: Vec<ReqId>,
     next_id: ReqId,
     finalized: bool,
+    window: Option<WindowState>,
     pub out: VecDeque<Op>,
     pub unsupported: BTreeMap<String, u64>,
+}
+
+/// A rank's way through the trace's window: marks where it enters and leaves it.
+#[derive(Debug)]
+struct WindowState {
+    spec: Window,
+    /// The trace's first call's start, ns (time edges count from it).
+    origin_ns: u64,
+    from_seen: u32,
+    to_seen: u32,
+    started: bool,
+    stopped: bool,
+    /// The stop call came before the start.
+    stop_first: bool,
+}
+
+impl WindowState {
+    fn mark(&mut self, start: bool, out: &mut VecDeque<Op>) {
+        if start {
+            self.started = true;
+        } else {
+            self.stopped = true;
+        }
+        out.push_back(Op::Window { start });
+    }
+
+    /// Before a call (and its compute gap): a time stop the call starts after.
+    fn before(&mut self, call: &Call, timed: bool, out: &mut VecDeque<Op>) {
+        if let WindowEdge::Time { ns } = self.spec.stop {
+            let after = timed && call.start_ns > self.origin_ns.saturating_add(ns);
+            if after && self.started && !self.stopped {
+                self.mark(false, out);
+            }
+        }
+    }
+
+    /// After the call's compute gap, before its ops: the start.
+    fn enter(&mut self, call: &Call, timed: bool, out: &mut VecDeque<Op>) {
+        if self.started {
+            return;
+        }
+        let now = match self.spec.start {
+            WindowEdge::Trace => true,
+            WindowEdge::Time { ns } => timed && call.start_ns >= self.origin_ns.saturating_add(ns),
+            WindowEdge::Call { func, occurrence } => {
+                if call.func == func {
+                    self.from_seen += 1;
+                }
+                call.func == func && self.from_seen == occurrence
+            }
+        };
+        if now {
+            self.mark(true, out);
+        }
+    }
+
+    /// After the call's ops: a call stop.
+    fn after(&mut self, func: Func, out: &mut VecDeque<Op>) {
+        if let WindowEdge::Call {
+            func: f,
+            occurrence,
+        } = self.spec.stop
+        {
+            if func == f {
+                self.to_seen += 1;
+                if self.to_seen == occurrence && !self.stopped {
+                    if self.started {
+                        self.mark(false, out);
+                    } else {
+                        self.stop_first = true;
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl OpBuilder {
@@ -97,9 +174,61 @@ impl OpBuilder {
             free_ids: Vec::new(),
             next_id: 0,
             finalized: false,
+            window: None,
             out: VecDeque::new(),
             unsupported: BTreeMap::new(),
         }
+    }
+
+    /// Marks `window` in the ops; time edges count from `origin_ns`.
+    pub fn windowed(mut self, window: Window, origin_ns: u64) -> Self {
+        self.window = Some(WindowState {
+            spec: window,
+            origin_ns,
+            from_seen: 0,
+            to_seen: 0,
+            started: false,
+            stopped: false,
+            stop_first: false,
+        });
+        self
+    }
+
+    /// After the whole stream: why the rank's window is not a window (it never starts, or its
+    /// stop comes first), if so.
+    pub fn window_problem(&self) -> Option<String> {
+        let w = self.window.as_ref()?;
+        let name = |f: Func| crate::funcs::func_name(f);
+        let edge = |e: WindowEdge| match e {
+            WindowEdge::Trace => "the trace's start".to_string(),
+            WindowEdge::Time { ns } => format!("a call at or after {} s", ns as f64 / 1e9),
+            WindowEdge::Call { func, occurrence } => {
+                format!(
+                    "call {occurrence} of `{}` (it makes {})",
+                    name(func),
+                    w.from_seen
+                )
+            }
+        };
+        if w.stop_first {
+            return Some("the window's stop (`to`) comes before its start (`from`)".into());
+        }
+        if !w.started {
+            return Some(format!(
+                "the window's start never comes: {}",
+                edge(w.spec.start)
+            ));
+        }
+        if let WindowEdge::Call { func, occurrence } = w.spec.stop {
+            if !w.stopped {
+                return Some(format!(
+                    "the window's stop never comes: call {occurrence} of `{}` (it makes {})",
+                    name(func),
+                    w.to_seen
+                ));
+            }
+        }
+        None
     }
 
     fn unsupported(&mut self, name: &str) -> Result<(), TraceError> {
@@ -210,12 +339,28 @@ impl OpBuilder {
             }
             (ComputeClock::Cpu, None) => None,
         };
+        if let Some(w) = &mut self.window {
+            w.before(&call, timed, &mut self.out);
+        }
         if let Some((start, end)) = span {
             let gap = self.gaps.gap_ns(start, end);
             if gap > 0 {
                 self.compute(gap as f64 * 1000.0 * self.compute_scale)?;
             }
         }
+        if let Some(w) = &mut self.window {
+            w.enter(&call, timed, &mut self.out);
+        }
+        let func = call.func;
+        self.ops_of(call, hook)?;
+        if let Some(w) = &mut self.window {
+            w.after(func, &mut self.out);
+        }
+        Ok(())
+    }
+
+    /// The ops of one call (after its compute gap).
+    fn ops_of(&mut self, call: Call, hook: &mut dyn CommHook) -> Result<(), TraceError> {
         if self.finalized {
             // MPI allows nothing after Finalize but a few queries; traces of finalize hooks
             // sometimes show more. Ignore rather than simulate on a finished rank.
@@ -225,7 +370,7 @@ impl OpBuilder {
         match call.kind {
             CallKind::Local | CallKind::Init => {}
             CallKind::Unsupported { name } => self.unsupported(&name)?,
-            CallKind::Compute { ps } => self.compute(ps as f64 * self.compute_scale)?,
+            CallKind::Compute { ps, .. } => self.compute(ps as f64 * self.compute_scale)?,
             CallKind::Finalize => {
                 self.finish();
                 self.finalized = true;

@@ -47,8 +47,11 @@ pub enum CallKind {
         name: String,
     },
     /// Explicit computation (SimGrid `compute`/`sleep`, native traces written by generators).
+    /// `flops`: the operations it was given in (SimGrid `compute`, a reduction's `comp_size`);
+    /// `None` for time (`sleep`, native records, which store the time only).
     Compute {
         ps: u64,
+        flops: Option<f64>,
     },
     Init,
     Finalize,

@@ -58,6 +58,12 @@ impl std::fmt::Display for Location {
     }
 }
 
+/// What a file that ends early means: writers complete a rank's file when it calls
+/// MPI_Finalize (the DUMPI index, the native end record, OTF2's flush), so a rank killed or
+/// hung before then leaves the same shape as a cut copy.
+pub(crate) const TRUNCATED: &str =
+    "the file is truncated, or its rank never reached MPI_Finalize (writers complete it there)";
+
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("{}: {source}", path.display())]

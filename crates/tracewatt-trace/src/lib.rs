@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use tracewatt_workload::collectives;
 use tracewatt_workload::generators::Workload;
-use tracewatt_workload::{Program, Rank};
+use tracewatt_workload::{CommId, Op, Program, Rank};
 
 pub use call::{Call, CallKind};
 pub use error::{Location, TraceError};
@@ -43,6 +44,9 @@ pub struct ReadOptions {
     pub strict: bool,
     /// Which clock measures the compute between calls.
     pub compute_clock: ComputeClock,
+    /// The timed region: each rank's program marks where it enters and leaves it
+    /// (`Op::Window`); everything is still replayed.
+    pub window: Option<Window>,
 }
 
 impl Default for ReadOptions {
@@ -52,7 +56,35 @@ impl Default for ReadOptions {
             compute_scale: 1.0,
             flops_per_s: 1e9,
             strict: false,
+            window: None,
         }
+    }
+}
+
+/// A timed region of a trace, the same rule on every rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start: WindowEdge,
+    pub stop: WindowEdge,
+}
+
+/// Where a rank enters (`start`) or leaves (`stop`) the window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WindowEdge {
+    /// The rank's first call (start) or its last (stop).
+    Trace,
+    /// Start: at the first call starting at or after this many ns past the trace's first call
+    /// (over all ranks). Stop: after the last call starting at or before it.
+    Time { ns: u64 },
+    /// Start: at the `occurrence`-th call (1-based) of `func`. Stop: after it.
+    Call { func: funcs::Func, occurrence: u32 },
+}
+
+impl Window {
+    fn timed(&self) -> bool {
+        [self.start, self.stop]
+            .iter()
+            .any(|e| matches!(e, WindowEdge::Time { .. }))
     }
 }
 
@@ -103,9 +135,10 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
-    /// Whether the format records CPU times beside wall-clock times (`ComputeClock::Cpu`).
+    /// Whether the format can record CPU times beside wall-clock times (`ComputeClock::Cpu`;
+    /// native traces since version 3, checked per call when read).
     pub fn records_cpu_time(self) -> bool {
-        self == TraceFormat::Dumpi
+        matches!(self, TraceFormat::Dumpi | TraceFormat::Native)
     }
 }
 
@@ -128,16 +161,26 @@ pub struct TraceInfo {
     pub calls: BTreeMap<String, u64>,
     /// Bytes sent point-to-point (send, isend, sendrecv; the bsend/ssend/rsend family).
     pub p2p_bytes: u64,
-    /// Sum over ranks and collective calls of the op's `bytes` (the buffer for bcast, reduce,
-    /// allreduce; the block for allgather, gather, scatter, alltoall; for v-collectives the sum
-    /// of the rank's send sizes).
+    /// The collective calls' size arguments (count x datatype size) summed over calls and ranks:
+    /// the buffer for bcast, reduce, allreduce; one block for allgather, gather, scatter and one
+    /// pair's share for alltoall; for v-collectives the sum of the rank's send sizes. Not what
+    /// the collectives move: see `wire_bytes`.
     pub collective_bytes: u64,
+    /// Bytes the replay sends from rank to rank: the point-to-point sends plus every message of
+    /// the collectives as the simulator decomposes them with its default algorithms
+    /// (`[mpi]` defaults; e.g. an alltoall on n ranks sends n - 1 blocks per rank). Computed by
+    /// [`info`] (a second pass), `None` from [`open_trace`].
+    pub wire_bytes: Option<u64>,
     /// Longest rank's span from its first call's start to its last call's end; `None` for
     /// formats without timestamps.
     pub duration_s: Option<f64>,
     pub unsupported: Vec<UnsupportedCall>,
     /// Per rank compute and MPI time (empty for formats without timestamps).
     pub rank_times: Vec<RankTimes>,
+    /// Per rank (index) the floating-point operations the trace's compute is given in: SimGrid
+    /// `compute` lines and the `comp_size` of reduce, allreduce and reducescatter. Empty for
+    /// traces whose compute is time.
+    pub rank_flops: Vec<f64>,
     /// What a user should know before replaying (ranks that shared cores while traced, when
     /// compute is measured on the wall clock).
     pub warnings: Vec<String>,
@@ -165,6 +208,8 @@ pub struct TraceWorkload {
     comms: Arc<CommTable>,
     info: TraceInfo,
     opts: ReadOptions,
+    /// The trace's first call's start, ns: where window times count from.
+    origin_ns: u64,
 }
 
 impl TraceWorkload {
@@ -175,6 +220,91 @@ impl TraceWorkload {
     pub fn warnings(&self) -> &[UnsupportedCall] {
         &self.info.unsupported
     }
+    /// Bytes every rank's replay sends (see [`TraceInfo::wire_bytes`]): the ops a run streams,
+    /// collectives expanded as the engine expands them with their default algorithms.
+    fn wire_bytes(&self) -> Result<u64, TraceError> {
+        let mut total = 0u64;
+        let mut scratch = Vec::new();
+        for rank in 0..self.source.num_ranks() {
+            let file = self.source.rank_file(rank);
+            let mut b = OpBuilder::new(rank, self.source.num_ranks(), file.clone(), &self.opts);
+            for call in self.source.calls(rank)? {
+                b.feed(call?, &mut Replay(&self.comms))?;
+                total = total.saturating_add(self.sent(rank, &file, &mut b.out, &mut scratch)?);
+            }
+            b.finish();
+            total = total.saturating_add(self.sent(rank, &file, &mut b.out, &mut scratch)?);
+        }
+        Ok(total)
+    }
+
+    /// Bytes `rank` sends in `ops` (drained), collectives expanded into `scratch`.
+    fn sent(
+        &self,
+        rank: Rank,
+        file: &Path,
+        ops: &mut std::collections::VecDeque<Op>,
+        scratch: &mut Vec<Op>,
+    ) -> Result<u64, TraceError> {
+        let mut total = 0u64;
+        for op in ops.drain(..) {
+            let place = |c: CommId| {
+                let size = self.comms.size(c).unwrap_or(0);
+                (size, self.comms.rank_in(c, rank).unwrap_or(0))
+            };
+            scratch.clear();
+            let expanded = match op {
+                Op::Collective {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    algo,
+                } => {
+                    let (size, me) = place(comm);
+                    collectives::expand(comm, kind, algo, size, me, root, bytes, scratch)
+                }
+                Op::Alltoallv {
+                    comm,
+                    send_bytes,
+                    recv_bytes,
+                    algo,
+                } => {
+                    let (size, me) = place(comm);
+                    collectives::expand_alltoallv(
+                        comm,
+                        algo,
+                        size,
+                        me,
+                        &send_bytes,
+                        &recv_bytes,
+                        scratch,
+                    )
+                }
+                op => {
+                    scratch.push(op);
+                    Ok(())
+                }
+            };
+            expanded.map_err(|e| {
+                TraceError::format(
+                    Location {
+                        file: file.to_path_buf(),
+                        rank: Some(rank),
+                        ..Default::default()
+                    },
+                    format!("a collective the simulator can expand ({e})"),
+                )
+            })?;
+            for op in scratch.iter() {
+                if let Op::Send { bytes, .. } | Op::Isend { bytes, .. } = op {
+                    total = total.saturating_add(*bytes);
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// The raw recorded calls of a rank (what `convert` writes).
     pub fn calls(
         &self,
@@ -196,12 +326,7 @@ impl Workload for TraceWorkload {
             rank,
             calls: None,
             source: self.source.clone(),
-            builder: OpBuilder::new(
-                rank,
-                self.source.num_ranks(),
-                self.source.rank_file(rank),
-                &self.opts,
-            ),
+            builder: builder_for(self.source.as_ref(), rank, &self.opts, self.origin_ns),
             comms: self.comms.clone(),
             done: false,
         })
@@ -269,9 +394,20 @@ pub fn open_trace(path: &Path, opts: &ReadOptions) -> Result<TraceWorkload, Trac
     prescan(path, source, opts)
 }
 
-/// Format, ranks, calls, bytes and duration of a trace (a full pass over it).
+/// The trace's rank count, from its index or meta data (no pass over the calls).
+pub fn num_ranks(path: &Path) -> Result<u32, TraceError> {
+    Ok(open_source(path, &ReadOptions::default())?.num_ranks())
+}
+
+/// Format, ranks, calls, bytes (with [`TraceInfo::wire_bytes`]) and duration of a trace (two
+/// passes over it).
 pub fn info(path: &Path, opts: &ReadOptions) -> Result<TraceInfo, TraceError> {
-    Ok(open_trace(path, opts)?.info)
+    let t = open_trace(path, opts)?;
+    let wire = t.wire_bytes()?;
+    Ok(TraceInfo {
+        wire_bytes: Some(wire),
+        ..t.info
+    })
 }
 
 /// Converts any readable trace to the native format in `out_dir` (created if missing).
@@ -297,8 +433,65 @@ pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
     }
     Err(TraceError::UnknownFormat {
         path: path.to_path_buf(),
-        why: "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines found".into(),
+        why: format!(
+            "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines; {}",
+            what_is_there(path)
+        ),
     })
+}
+
+/// What a path that is not a trace holds, for the error: file kinds by extension (with what
+/// each lacks when it belongs to a known format), or the first bytes of a file.
+fn what_is_there(path: &Path) -> String {
+    if !path.is_dir() {
+        let mut head = [0u8; 8];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+            .unwrap_or(0);
+        let shown: String = head[..n]
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_graphic() || b == b' ' {
+                    (b as char).to_string()
+                } else {
+                    format!("\\x{b:02x}")
+                }
+            })
+            .collect();
+        return format!("the file starts with \"{shown}\"");
+    }
+    // Keyed by extension ("" for none, "/" for subdirectories).
+    let mut by_ext: BTreeMap<String, u32> = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(path) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let ext = if p.is_dir() {
+                "/".to_string()
+            } else {
+                p.extension()
+                    .map_or(String::new(), |e| e.to_string_lossy().into_owned())
+            };
+            *by_ext.entry(ext).or_insert(0) += 1;
+        }
+    }
+    if by_ext.is_empty() {
+        return "the directory is empty".into();
+    }
+    let found: Vec<String> = by_ext
+        .iter()
+        .map(|(ext, &n)| {
+            let s = if n == 1 { "" } else { "s" };
+            match ext.as_str() {
+                "/" => format!("{n} subdirector{}", if n == 1 { "y" } else { "ies" }),
+                "" => format!("{n} file{s} without an extension"),
+                "bin" => format!("{n} .bin file{s} (DUMPI rank files need the .meta naming them)"),
+                "twr" => format!("{n} .twr file{s} (native rank files need their trace.twi)"),
+                "evt" | "def" => format!("{n} .{ext} file{s} (OTF2 needs its .otf2 anchor)"),
+                _ => format!("{n} .{ext} file{s}"),
+            }
+        })
+        .collect();
+    format!("found {}", found.join(", "))
 }
 
 fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, TraceError> {
@@ -310,20 +503,66 @@ fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, T
     })
 }
 
+/// A rank's op builder, marking the window if there is one.
+fn builder_for(
+    source: &dyn CallSource,
+    rank: Rank,
+    opts: &ReadOptions,
+    origin_ns: u64,
+) -> OpBuilder {
+    let b = OpBuilder::new(rank, source.num_ranks(), source.rank_file(rank), opts);
+    match opts.window {
+        Some(w) => b.windowed(w, origin_ns),
+        None => b,
+    }
+}
+
+/// Where a window's times count from: the earliest first call's start over the ranks. A trace
+/// without timestamps has no times to count.
+fn window_origin(source: &dyn CallSource, window: &Window) -> Result<u64, TraceError> {
+    if !window.timed() {
+        return Ok(0);
+    }
+    let mut origin = None::<u64>;
+    for rank in 0..source.num_ranks() {
+        if !source.timed(rank)? {
+            return Err(TraceError::format(
+                Location {
+                    file: source.rank_file(rank),
+                    rank: Some(rank),
+                    ..Default::default()
+                },
+                "timestamps for a window given in seconds (this trace has none: give the \
+                 window as calls, `from` / `to`)",
+            ));
+        }
+        if let Some(call) = source.calls(rank)?.next() {
+            let s = call?.start_ns;
+            origin = Some(origin.map_or(s, |o| o.min(s)));
+        }
+    }
+    Ok(origin.unwrap_or(0))
+}
+
 fn prescan(
     path: &Path,
     source: Arc<dyn CallSource>,
     opts: &ReadOptions,
 ) -> Result<TraceWorkload, TraceError> {
     let n = source.num_ranks();
+    let origin_ns = match &opts.window {
+        Some(w) => window_origin(source.as_ref(), w)?,
+        None => 0,
+    };
     let mut resolver = Resolver::new(n);
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
     let mut unsupported: BTreeMap<String, u64> = BTreeMap::new();
     let (mut p2p, mut coll) = (0u64, 0u64);
     let mut duration: Option<f64> = None;
     let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
+    let mut rank_flops = vec![0.0; n as usize];
     for rank in 0..n {
-        let mut b = OpBuilder::new(rank, n, source.rank_file(rank), opts);
+        let mut b = builder_for(source.as_ref(), rank, opts, origin_ns);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
         let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
         let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
@@ -346,6 +585,9 @@ fn prescan(
             if !funcs::is_pseudo(call.func) {
                 *calls.entry(name.to_string()).or_insert(0) += 1;
             }
+            if let CallKind::Compute { flops: Some(f), .. } = call.kind {
+                rank_flops[rank as usize] += f;
+            }
             p2p = p2p.saturating_add(call.p2p_bytes());
             coll = coll.saturating_add(call.coll_bytes());
             if call.start_ns != 0 || call.end_ns != 0 {
@@ -356,6 +598,16 @@ fn prescan(
             b.out.clear();
         }
         b.finish();
+        if let Some(problem) = b.window_problem() {
+            return Err(TraceError::format(
+                Location {
+                    file: source.rank_file(rank),
+                    rank: Some(rank),
+                    ..Default::default()
+                },
+                format!("a window every rank goes through: {problem}"),
+            ));
+        }
         for (k, v) in b.unsupported {
             *unsupported.entry(k).or_insert(0) += v;
         }
@@ -399,6 +651,12 @@ fn prescan(
             .map(|(name, count)| UnsupportedCall { name, count })
             .collect(),
         rank_times,
+        rank_flops: if source.format() == TraceFormat::SimgridTi {
+            rank_flops
+        } else {
+            Vec::new()
+        },
+        wire_bytes: None,
         warnings,
     };
     Ok(TraceWorkload {
@@ -406,5 +664,6 @@ fn prescan(
         comms: Arc::new(comms),
         info,
         opts: *opts,
+        origin_ns,
     })
 }

@@ -10,17 +10,26 @@ use std::path::{Path, PathBuf};
 use tracewatt_workload::{CollKind, Rank};
 
 use crate::call::{Call, CallKind, VKind};
-use crate::error::{Location, TraceError};
+use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::Func;
 use crate::{CallIter, CallSource, TraceFormat};
 
-pub const NATIVE_VERSION: u16 = 2;
+pub const NATIVE_VERSION: u16 = 3;
 pub const INDEX_MAGIC: &[u8; 8] = b"TWTRIDX\0";
 pub const RANK_MAGIC: &[u8; 8] = b"TWTRACE\0";
 pub const INDEX_NAME: &str = "trace.twi";
 /// Rank file header flag: records carry start/end timestamps.
 pub const FLAG_TIMED: u16 = 1;
 const END_TAG: u8 = 0xFF;
+/// Set on a record's tag when the record carries CPU times (since version 3).
+pub const TAG_CPU: u8 = 0x40;
+
+/// The previous record's end on each clock: records store times as deltas from them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PrevEnd {
+    pub wall_ns: u64,
+    pub cpu_ns: u64,
+}
 
 pub fn rank_file_name(rank: Rank) -> String {
     format!("rank-{rank}.twr")
@@ -110,8 +119,8 @@ fn vkind_from(c: u8) -> Option<VKind> {
     })
 }
 
-/// Appends one record to `b`; `prev_end` is the previous record's end (0 at the start).
-pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
+/// Appends one record to `b`; `prev` holds the previous record's ends (0 at the start).
+pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
     use CallKind as K;
     let tag: u8 = match &c.kind {
         K::Local => 0,
@@ -143,12 +152,21 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
         K::CommCreate { .. } => 26,
         K::CommDefine { .. } => 27,
     };
-    b.push(tag);
+    b.push(if c.cpu_ns.is_some() {
+        tag | TAG_CPU
+    } else {
+        tag
+    });
     put_v(b, c.func as u64);
     if timed {
-        put_z(b, c.start_ns.wrapping_sub(*prev_end) as i64);
+        put_z(b, c.start_ns.wrapping_sub(prev.wall_ns) as i64);
         put_z(b, c.end_ns.wrapping_sub(c.start_ns) as i64);
-        *prev_end = c.end_ns;
+        prev.wall_ns = c.end_ns;
+    }
+    if let Some((start, end)) = c.cpu_ns {
+        put_z(b, start.wrapping_sub(prev.cpu_ns) as i64);
+        put_z(b, end.wrapping_sub(start) as i64);
+        prev.cpu_ns = end;
     }
     match &c.kind {
         K::Local | K::Init | K::Finalize => {}
@@ -156,7 +174,7 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev_end: &mut u64) {
             put_v(b, name.len() as u64);
             b.extend_from_slice(name.as_bytes());
         }
-        K::Compute { ps } => put_v(b, *ps),
+        K::Compute { ps, .. } => put_v(b, *ps),
         K::Send {
             comm,
             peer,
@@ -334,7 +352,7 @@ impl NativeWriter {
             w: BufWriter::new(f),
             path,
             timed,
-            prev_end: 0,
+            prev: PrevEnd::default(),
             count: 0,
             buf: Vec::new(),
         };
@@ -353,7 +371,7 @@ pub struct RankWriter {
     w: BufWriter<File>,
     path: PathBuf,
     timed: bool,
-    prev_end: u64,
+    prev: PrevEnd,
     count: u64,
     buf: Vec<u8>,
 }
@@ -361,7 +379,7 @@ pub struct RankWriter {
 impl RankWriter {
     pub fn write(&mut self, c: &Call) -> Result<(), TraceError> {
         self.buf.clear();
-        encode_call(&mut self.buf, c, self.timed, &mut self.prev_end);
+        encode_call(&mut self.buf, c, self.timed, &mut self.prev);
         self.count += 1;
         self.w
             .write_all(&self.buf)
@@ -416,7 +434,7 @@ impl NativeTrace {
             ));
         }
         let version = u16::from_le_bytes([b[8], b[9]]);
-        // Version 2 only added a record kind, so version 1 streams read unchanged.
+        // Versions only added to the format (2: a record kind, 3: CPU times).
         if !(1..=NATIVE_VERSION).contains(&version) {
             return Err(TraceError::format(
                 at(8),
@@ -460,7 +478,8 @@ pub(crate) struct NativeCalls {
     off: u64,
     len: u64,
     timed: bool,
-    prev_end: u64,
+    version: u16,
+    prev: PrevEnd,
     count: u64,
     done: bool,
 }
@@ -476,7 +495,8 @@ impl NativeCalls {
             off: 0,
             len,
             timed: false,
-            prev_end: 0,
+            version: 0,
+            prev: PrevEnd::default(),
             count: 0,
             done: false,
         };
@@ -486,13 +506,15 @@ impl NativeCalls {
             return Err(c.err_at(0, "a rank file starting with TWTRACE\\0"));
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        // Version 2 only added a record kind, so version 1 streams read unchanged.
+        // Versions only added to the format (2: a record kind, 3: CPU times), so older
+        // streams read unchanged.
         if !(1..=NATIVE_VERSION).contains(&version) {
             return Err(c.err_at(
                 8,
                 format!("native format version 1 to {NATIVE_VERSION}, got {version}"),
             ));
         }
+        c.version = version;
         let flags = u16::from_le_bytes([h[10], h[11]]);
         if flags & !FLAG_TIMED != 0 {
             return Err(c.err_at(10, format!("known header flags, got {flags:#x}")));
@@ -512,7 +534,7 @@ impl NativeCalls {
     }
     fn read(&mut self, b: &mut [u8], what: &str) -> Result<(), TraceError> {
         if self.off + b.len() as u64 > self.len {
-            return Err(self.err(format!("{what}; the file is truncated")));
+            return Err(self.err(format!("{what}; {TRUNCATED}")));
         }
         self.r
             .read_exact(b)
@@ -585,7 +607,7 @@ impl NativeCalls {
     fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
         use CallKind as K;
         let rec = self.off;
-        let tag = self.u8("a record tag or the end record (the file is truncated)")?;
+        let mut tag = self.u8("a record tag or the end record")?;
         if tag == END_TAG {
             let n = self.v("the record count")?;
             if n != self.count {
@@ -599,16 +621,31 @@ impl NativeCalls {
             }
             return Ok(None);
         }
+        let with_cpu = tag & TAG_CPU != 0 && self.version >= 3;
+        if with_cpu {
+            tag &= !TAG_CPU;
+        }
         let func = self.v("a function id")?;
         let func =
             Func::try_from(func).map_err(|_| self.err_at(rec + 1, "a 16-bit function id"))?;
         let (mut start, mut end) = (0, 0);
         if self.timed {
             start = self
-                .prev_end
+                .prev
+                .wall_ns
                 .wrapping_add(self.z("a start time delta")? as u64);
             end = start.wrapping_add(self.z("a duration")? as u64);
-            self.prev_end = end;
+            self.prev.wall_ns = end;
+        }
+        let mut cpu = None;
+        if with_cpu {
+            let s = self
+                .prev
+                .cpu_ns
+                .wrapping_add(self.z("a CPU start time delta")? as u64);
+            let e = s.wrapping_add(self.z("a CPU duration")? as u64);
+            self.prev.cpu_ns = e;
+            cpu = Some((s, e));
         }
         let kind = match tag {
             0 => K::Local,
@@ -622,6 +659,7 @@ impl NativeCalls {
             }
             2 => K::Compute {
                 ps: self.v("compute ps")?,
+                flops: None,
             },
             3 => K::Init,
             4 => K::Finalize,
@@ -765,14 +803,22 @@ impl NativeCalls {
                         .collect::<Result<_, _>>()?
                 },
             },
-            t => return Err(self.err_at(rec, format!("a record tag 0..=27 or 255, got {t}"))),
+            t => {
+                return Err(self.err_at(
+                    rec,
+                    format!(
+                        "a record tag 0..=27 (plus {TAG_CPU:#x} with CPU times, version 3) or \
+                         255, got {t}"
+                    ),
+                ))
+            }
         };
         self.count += 1;
         Ok(Some(Call {
             func,
             start_ns: start,
             end_ns: end,
-            cpu_ns: None,
+            cpu_ns: cpu,
             kind,
         }))
     }

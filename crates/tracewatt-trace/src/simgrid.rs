@@ -362,7 +362,13 @@ impl TiCalls {
     fn compute(&mut self, flops: f64) {
         let ps = self.flops(flops);
         if ps > 0 {
-            self.push(funcs::F_COMPUTE, CallKind::Compute { ps });
+            self.push(
+                funcs::F_COMPUTE,
+                CallKind::Compute {
+                    ps,
+                    flops: Some(flops),
+                },
+            );
         }
     }
     fn new_req(&mut self, key: (i64, i64, i64)) -> u64 {
@@ -414,6 +420,7 @@ impl TiCalls {
                         funcs::F_COMPUTE,
                         CallKind::Compute {
                             ps: ps.round() as u64,
+                            flops: None,
                         },
                     );
                 }

@@ -183,12 +183,15 @@ fn convert_round_trips_byte_identical_and_keeps_ops() {
             std::fs::read(a.join("trace.twi")).unwrap(),
             std::fs::read(b.join("trace.twi")).unwrap()
         );
-        // The native format keeps wall-clock times only (no CPU times).
-        let mut wall_only = read_all(&src);
-        for c in wall_only.iter_mut().flatten() {
-            c.cpu_ns = None;
+        // Every call as read, CPU times included (native version 3); SimGrid's flops are
+        // kept as the compute time they give.
+        let mut want = read_all(&src);
+        for c in want.iter_mut().flatten() {
+            if let CallKind::Compute { flops, .. } = &mut c.kind {
+                *flops = None;
+            }
         }
-        assert_eq!(wall_only, read_all(&a));
+        assert_eq!(want, read_all(&a));
         let (wo, wa) = (
             open_trace(&src, &ReadOptions::default()).unwrap(),
             open_trace(&a, &ReadOptions::default()).unwrap(),
@@ -212,7 +215,10 @@ fn native_writer_by_hand() {
             .unwrap();
         rw.write(&Call::untimed(
             funcs::F_COMPUTE,
-            CallKind::Compute { ps: 1000 },
+            CallKind::Compute {
+                ps: 1000,
+                flops: None,
+            },
         ))
         .unwrap();
         let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
@@ -283,10 +289,23 @@ fn info_serialises() {
 
 #[test]
 fn version_1_files_still_read_and_unknown_versions_do_not() {
-    // A DUMPI trace has no OTF2-only communicators, so its conversion is also a valid version 1
-    // file once the version fields say so.
+    // A DUMPI trace has no OTF2-only communicators, so its calls written without their CPU
+    // times (version 3's addition) are also a valid version 1 file once the version fields say
+    // so.
     let a = scratch("v1");
-    convert(&data(DUMPI[0]), &a, &ReadOptions::default()).unwrap();
+    let calls = read_all(&data(DUMPI[0]));
+    let w = NativeWriter::create(&a, calls.len() as u32).unwrap();
+    for (r, rank_calls) in calls.iter().enumerate() {
+        let mut rw = w.rank(r as u32, true).unwrap();
+        for c in rank_calls {
+            rw.write(&Call {
+                cpu_ns: None,
+                ..c.clone()
+            })
+            .unwrap();
+        }
+        rw.finish().unwrap();
+    }
     let want = read_all(&a);
     let mut files = vec![a.join("trace.twi")];
     files.extend((0..want.len()).map(|r| a.join(format!("rank-{r}.twr"))));
@@ -299,6 +318,18 @@ fn version_1_files_still_read_and_unknown_versions_do_not() {
     };
     set_version(1);
     assert_eq!(read_all(&a), want);
+    // Before version 3 a tag with the CPU bit is no record: the first record (Init, tag 3) at
+    // offset 16.
+    let r0 = a.join("rank-0.twr");
+    let mut b = std::fs::read(&r0).unwrap();
+    assert_eq!(b[16], 3);
+    b[16] |= tracewatt_trace::native::TAG_CPU;
+    std::fs::write(&r0, &b).unwrap();
+    let err = open_trace(&a, &ReadOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("byte offset 16") && err.to_string().contains("got 67"),
+        "{err}"
+    );
     set_version(tracewatt_trace::NATIVE_VERSION + 1);
     let err = open_trace(&a, &ReadOptions::default()).unwrap_err();
     assert!(

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use common::{all_ops, scratch};
 use tracewatt_trace::funcs::FUNC_NAMES;
-use tracewatt_trace::{open_trace, ReadOptions, TraceFormat};
+use tracewatt_trace::{open_trace, ComputeClock, ReadOptions, TraceFormat, Window, WindowEdge};
 use tracewatt_workload::generators::Workload;
 
 fn tracer_dir() -> PathBuf {
@@ -24,7 +24,8 @@ fn on_path(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn run_traced(build: &Path, program: &str, out: &Path) {
+/// Runs `program` on 4 ranks under the tracer; `cpu_time`: `TRACEWATT_CPU_TIME` (default on).
+fn run_traced(build: &Path, program: &str, out: &Path, cpu_time: bool) {
     let status = Command::new("mpirun")
         .args([
             "--allow-run-as-root",
@@ -35,10 +36,13 @@ fn run_traced(build: &Path, program: &str, out: &Path) {
             "LD_PRELOAD",
             "-x",
             "TRACEWATT_TRACE_DIR",
+            "-x",
+            "TRACEWATT_CPU_TIME",
         ])
         .arg(build.join(program))
         .env("LD_PRELOAD", build.join("libtwtrace.so"))
         .env("TRACEWATT_TRACE_DIR", out)
+        .env("TRACEWATT_CPU_TIME", if cpu_time { "1" } else { "0" })
         .status()
         .expect("run mpirun");
     assert!(
@@ -93,7 +97,7 @@ fn tracer_records_a_c_program() {
     let build = build();
     // See tracer/tests/ring.c (4 ranks, 5 iterations).
     let out = build.join("trace-c");
-    run_traced(build, "ring_c", &out);
+    run_traced(build, "ring_c", &out, true);
     let t = open_trace(&out, &ReadOptions::default()).unwrap();
     let i = t.info();
     assert_eq!((i.format, i.ranks), (TraceFormat::Native, 4));
@@ -114,6 +118,7 @@ fn tracer_records_a_c_program() {
         ("alltoallv", 1),
         ("comm_split", 1),
         ("comm_free", 1),
+        ("pcontrol", 2),
         ("init", 1),
         ("finalize", 1),
     ];
@@ -140,6 +145,73 @@ fn tracer_records_a_c_program() {
     assert!(ops.iter().all(|o| o
         .iter()
         .any(|op| matches!(op, tracewatt_workload::Op::Compute { .. }))));
+    // Every call records CPU times: each rank spins 50 ms of CPU time after sleeping 200 ms
+    // (ring.c), so its CPU-clock compute is at least 50 ms and its wall-clock compute exceeds
+    // it by at least the 200 ms asleep (a thread's CPU time never runs ahead of the wall clock).
+    for rt in &i.rank_times {
+        let cpu = rt.compute_cpu_s.expect("CPU times on every call");
+        assert!(cpu >= 0.05, "rank {}: {cpu} s", rt.rank);
+        assert!(rt.compute_wall_s >= cpu + 0.2, "{rt:?}");
+    }
+    // compute_clock = "cpu" replays exactly that CPU time.
+    let opts = ReadOptions {
+        compute_clock: ComputeClock::Cpu,
+        ..ReadOptions::default()
+    };
+    let cpu_t = open_trace(&out, &opts).unwrap();
+    for (r, rt) in i.rank_times.iter().enumerate() {
+        let ps: u64 = cpu_t
+            .program(r as u32)
+            .map(|op| match op.unwrap() {
+                tracewatt_workload::Op::Compute { ps } => ps,
+                _ => 0,
+            })
+            .sum();
+        let want = (rt.compute_cpu_s.unwrap() * 1e12).round() as u64;
+        assert!(
+            ps.abs_diff(want) < 1_000_000,
+            "rank {r}: {ps} ps, {want} ps"
+        );
+    }
+    // MPI_Pcontrol(1) ... MPI_Pcontrol(0) as a window: each rank's ops enter and leave it once.
+    let pcontrol = tracewatt_trace::funcs::func_id("pcontrol").unwrap();
+    let edge = |occurrence| WindowEdge::Call {
+        func: pcontrol,
+        occurrence,
+    };
+    let windowed = ReadOptions {
+        window: Some(Window {
+            start: edge(1),
+            stop: edge(2),
+        }),
+        ..ReadOptions::default()
+    };
+    let wt = open_trace(&out, &windowed).unwrap();
+    for r in 0..4 {
+        let marks: Vec<_> = wt
+            .program(r)
+            .map(|op| op.unwrap())
+            .filter(|op| matches!(op, tracewatt_workload::Op::Window { .. }))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                tracewatt_workload::Op::Window { start: true },
+                tracewatt_workload::Op::Window { start: false }
+            ]
+        );
+    }
+    // TRACEWATT_CPU_TIME=0: wall-clock times only, the same calls.
+    let wall = build.join("trace-c-wall");
+    run_traced(build, "ring_c", &wall, false);
+    let w = open_trace(&wall, &ReadOptions::default()).unwrap();
+    assert_eq!(w.info().calls, i.calls);
+    assert!(w
+        .info()
+        .rank_times
+        .iter()
+        .all(|r| r.compute_cpu_s.is_none()));
+    assert!(open_trace(&wall, &opts).is_err());
 }
 
 #[test]
@@ -153,7 +225,7 @@ fn tracer_records_a_fortran_program() {
     );
     // See tracer/tests/ring.f90 (4 ranks, 3 iterations).
     let out = build.join("trace-f");
-    run_traced(build, "ring_f", &out);
+    run_traced(build, "ring_f", &out, true);
     let t = open_trace(&out, &ReadOptions::default()).unwrap();
     let i = t.info();
     for (f, n) in [
@@ -166,6 +238,7 @@ fn tracer_records_a_fortran_program() {
         ("barrier", 3),
         ("bcast", 1),
         ("comm_split", 1),
+        ("pcontrol", 1),
         ("init", 1),
         ("finalize", 1),
     ] {
@@ -174,5 +247,9 @@ fn tracer_records_a_fortran_program() {
     assert_eq!(i.p2p_bytes, 4 * (3 * 4000 + 3 * 200));
     assert_eq!(i.collective_bytes, 4 * (3 * 80 + 32 + 160));
     assert_eq!(t.comms().len(), 2);
+    assert!(
+        i.rank_times.iter().all(|r| r.compute_cpu_s.is_some()),
+        "{i:?}"
+    );
     all_ops(&t);
 }

@@ -313,8 +313,8 @@ impl<D: DataModel> Engine<'_, D> {
             self.ranks[me].blocked_in = format!("{op:?}");
             match op {
                 Op::Compute { ps } => self.traffic.compute_ps += ps as u128,
-                // Zero-time execution: a sleep changes no matching.
-                Op::WaitUntil { .. } => {}
+                // Zero-time execution: a sleep or a window edge changes no matching.
+                Op::WaitUntil { .. } | Op::Window { .. } => {}
                 Op::Send {
                     comm,
                     dst,

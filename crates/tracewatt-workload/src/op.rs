@@ -154,6 +154,12 @@ pub enum Op {
         recv_bytes: Box<[u64]>,
         algo: CollAlgo,
     },
+    /// The rank enters (`start`) or leaves the timed region of its trace (`[jobs.trace]
+    /// window`): takes no time; the run reports makespan and energy between the first entry and
+    /// the last exit.
+    Window {
+        start: bool,
+    },
 }
 
 /// A rank's program: a stream of operations, pulled one at a time so traces never sit in memory.

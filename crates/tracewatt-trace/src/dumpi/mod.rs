@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use tracewatt_workload::{CollKind, Rank};
 
 use crate::call::{Call, CallKind, CommHandle, VKind, NULL_COMM_HANDLE, SELF_HANDLE, WORLD_HANDLE};
-use crate::error::{Location, TraceError};
+use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::{self, Func};
 use crate::{CallIter, CallSource, TraceFormat};
 use layout::{Cond, Kind};
@@ -321,7 +321,9 @@ impl DumpiCalls {
             return Err(rd.err("the DUMPI magic FF AA DD 44 55 4D 50 49"));
         }
         if len < 72 {
-            return Err(rd.err("a 64-byte section index at the end of the file"));
+            return Err(rd.err(format!(
+                "a 64-byte section index at the end of the file; {TRUNCATED}"
+            )));
         }
         rd.seek(len - 64)?;
         let mut v = [0u64; 8];
@@ -354,7 +356,9 @@ impl DumpiCalls {
         }
         if m != MAGIC || p > 4 {
             rd.off = len - 64;
-            return Err(rd.err("a section index starting with the DUMPI magic"));
+            return Err(rd.err(format!(
+                "a section index starting with the DUMPI magic; {TRUNCATED}"
+            )));
         }
         let (header, body, footer) = (next(&mut p), next(&mut p), next(&mut p));
         let mut version = [0u8; 3];

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use tracewatt_workload::Rank;
 
-use crate::error::{Location, TraceError};
+use crate::error::{Location, TraceError, TRUNCATED};
 
 const CHUNK_HEADER: u8 = 3;
 const LITTLE_ENDIAN: u8 = 0x42;
@@ -249,7 +249,7 @@ impl ChunkReader {
         if self.buf.len() as u64 != self.chunk_size || next >= self.file_len {
             return Err(self.error_at(
                 self.file_len,
-                "another chunk after an end-of-chunk record (the file is truncated)",
+                format!("another chunk after an end-of-chunk record; {TRUNCATED}"),
             ));
         }
         self.load(next)
@@ -272,7 +272,9 @@ impl ChunkReader {
         if self.pos >= self.buf.len() {
             return Err(self.error_at(
                 self.offset(),
-                "a record or an end-of-file marker, found the end of the file (truncated)",
+                format!(
+                    "a record or an end-of-file marker, found the end of the file; {TRUNCATED}"
+                ),
             ));
         }
         let t = self.buf[self.pos];
