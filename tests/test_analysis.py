@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tracewatt
@@ -115,6 +116,16 @@ def test_analyze_idle_cli_prints_and_writes_the_table(
     assert len(json.loads(capsys.readouterr().out)) == 8 * 6
     assert cli.main(["analyze", "idle", str(res), "--links", "global"]) == 2
     assert "no links of kind global in this run; it has node" in capsys.readouterr().err
+    # Screened as paired, the output says how many directions and from which table; the run
+    # kept no pair intervals, so it says how to get them.
+    assert cli.main(["analyze", "idle", str(res), "--control", "paired"]) == 0
+    assert "caveat: 4 screened link directions are `paired`" in capsys.readouterr().out
+    paired = tmp_path / "paired"
+    assert (
+        cli.main(["run", str(path), "-o", str(paired), "-q", "--set", "output.pair_idle=true"]) == 0
+    )
+    assert cli.main(["analyze", "idle", str(paired), "--control", "paired"]) == 0
+    assert "paired: 4 link directions screened as paired links" in capsys.readouterr().out
 
 
 def _cross_leaf_pingpong(power: dict[str, Any]) -> dict[str, Any]:
@@ -202,3 +213,93 @@ def test_paired_links_screen_exactly_from_their_own_idle_intervals() -> None:
     alone = screen_idle(tracewatt.simulate(base), [600.0], [17.0])
     assert not bool(alone["pairs_exact"].iloc[0])
     assert alone["wakes"].iloc[0] >= eee_wakes
+
+
+def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -> None:
+    """Worked by hand: 30 rounds of a cross-leaf ping-pong (node, tree1, tree1, node: 4 hops
+    each way), a round every 1,001 us, independent control, 600 us timeout. Every message waits
+    for the one before it, so the chain is all 60 messages. The first round finds every link
+    awake (its gaps are a few us); each later message meets a wake on each of its 4 hops:
+    58 x 4 = 232 hops, as many as the run's 8 directions x 29 wakes.
+
+    With a 0.1 us wake and no sleep the bound is 232 x 0.1 = 23.2 us: no gap grows by more, so
+    a wake needs a gap over 600 - 23.2 us, priced at the kept threshold below (250 us), where
+    the counts are the same. With a 17 us wake (+ 2.88 us sleep) it would be 4.6 ms, more than
+    the timeout: any gap could then become a wake, so it is priced at 0, every hop of every
+    message: 60 x 4 = 240 hops, 240 x 19.88 us."""
+    cfg = _cross_leaf_pingpong({"links": {"policy": "always_on"}})
+    cfg["output"] = {"messages": True}
+    run = tracewatt.simulate(cfg)
+    counted = run.tables["message_wake_hops"]
+    at_600 = counted[np.isclose(counted["threshold_s"], 600e-6)]
+    assert len(at_600) == 58 and set(at_600["hops"]) == {4}
+    assert set(at_600["message"]) == set(range(2, 60))
+    fast = screen_idle(run, [TIMEOUT_US], [0.1], sleeps_us=[0.0]).iloc[0]
+    assert fast["bound"] == "critical_path"
+    assert (fast["chain_wakes"], fast["wakes"], fast["bound_threshold_us"]) == (232, 232, 250)
+    assert fast["penalty_bound_s"] == pytest.approx(232 * 0.1e-6)
+    slow = screen_idle(run, [TIMEOUT_US], [WAKE_US]).iloc[0]
+    assert (slow["chain_wakes"], slow["bound_threshold_us"]) == (240, 0)
+    assert slow["penalty_bound_s"] == pytest.approx(240 * (17.0 + 2.88) * 1e-6)
+    # From the routes alone every hop of every message can wake: 240, capped at the 232 wakes.
+    routes_only = tracewatt.Results(
+        run.summary, {k: v for k, v in run.tables.items() if k != "message_wake_hops"}
+    )
+    alone = screen_idle(routes_only, [TIMEOUT_US], [0.1], sleeps_us=[0.0]).iloc[0]
+    assert alone["chain_wakes"] == 240
+    assert alone["penalty_bound_s"] == pytest.approx(232 * 0.1e-6)
+    # Only the node links: 2 of the 4 hops of each of the 58 later messages.
+    node = screen_idle(run, [TIMEOUT_US], [0.1], sleeps_us=[0.0], links=["node"]).iloc[0]
+    assert node["chain_wakes"] == 116
+    assert node["penalty_bound_s"] == pytest.approx(116 * 0.1e-6)
+
+
+def _ft(size: str, iterations: int) -> tracewatt.Config:
+    return tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml").with_overrides(
+        {"jobs[0].workload.class": size, "jobs[0].workload.iterations": iterations}
+    )
+
+
+@pytest.mark.parametrize(
+    ("cfg", "control"),
+    [
+        (_ft("S", 2), "paired"),
+        (_ft("S", 2), "independent"),
+        (tracewatt.Config.from_dict(_pingpong(0.0, "timeout")), "independent"),
+        (tracewatt.Config.load(EXAMPLES / "custom-torus.toml"), "independent"),
+        (tracewatt.Config.load(EXAMPLES / "dragonfly-uniform.toml"), "independent"),
+        (tracewatt.Config.load(EXAMPLES / "fattree-stencil4d.toml"), "paired"),
+    ],
+    ids=["ft-paired", "ft-independent", "pingpong", "torus", "dragonfly-ugal", "fattree-stencil"],
+)
+def test_critical_path_bound_holds_against_full_simulation(
+    cfg: tracewatt.Config, control: str
+) -> None:
+    """Simulated slowdown <= bound at every screened timeout and wake time, on FT's all-to-alls
+    (paired and independent), a back-to-back ping-pong where every wake is on the critical
+    path, and the torus, UGAL dragonfly and fat-tree examples."""
+    cfg = cfg.with_overrides({"power.control": control})
+    timeouts, wakes = [0.0, 1.0, 10.0, 50.0, 600.0], [5.0, 17.0]
+    base = tracewatt.simulate(
+        baseline_of(cfg).with_overrides(
+            {
+                "output.messages": True,
+                "output.pair_idle": True,
+                "output.idle_thresholds_us": timeouts,
+            }
+        )
+    )
+    screen = screen_idle(base, timeouts, wakes)
+    assert (screen["bound"] == "critical_path").all()
+    assert bool(screen["pairs_exact"].all())
+    for r in screen.itertuples():
+        run = tracewatt.simulate(
+            cfg.with_overrides(
+                {
+                    "power.links.idle_timeout_us": r.idle_timeout_us,
+                    "power.links.wake_time_us": r.wake_time_us,
+                }
+            )
+        )
+        slowdown_s = run.makespan_s - base.makespan_s
+        assert slowdown_s <= r.penalty_bound_s + 1e-12, (r.idle_timeout_us, r.wake_time_us)

@@ -34,6 +34,7 @@ from tracewatt.errors import (
 if TYPE_CHECKING:
     from tracewatt.joblog import JoblogError, analyze_joblog
     from tracewatt.results import Results
+    from tracewatt.tuning import tune
 
 __version__: str = _tracewatt.__version__
 
@@ -43,6 +44,7 @@ _LAZY = {
     "Results": "tracewatt.results",
     "JoblogError": "tracewatt.joblog",
     "analyze_joblog": "tracewatt.joblog",
+    "tune": "tracewatt.tuning",
 }
 
 
@@ -79,6 +81,7 @@ __all__ = [
     "presets",
     "simulate",
     "sweep",
+    "tune",
 ]
 
 #: Anything :func:`simulate` accepts as a configuration: a :class:`Config`, a dict shaped like

@@ -657,6 +657,88 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- tune
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError as e:
+        raise UsageError(f"--slowdown {text!r}: expected a percentage, e.g. 1%") from e
+    if not (value >= 0 and value != float("inf")):
+        raise UsageError(f"--slowdown {text!r}: expected a non-negative percentage")
+    return value
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from tracewatt.tuning import DEFAULT_TIMEOUTS_US, tune
+
+    cfg = _load_config(args)
+    budget = _percent(args.slowdown)
+    timeouts = _floats(args.timeouts) if args.timeouts else list(DEFAULT_TIMEOUTS_US)
+    wakes = _floats(args.wake_time) if args.wake_time else None
+    controls = [c.strip() for c in args.control.split(",") if c.strip()] if args.control else None
+    for c in controls or []:
+        if c not in ("paired", "independent"):
+            raise UsageError(f"--control {c!r}: expected paired and/or independent")
+    with tempfile.TemporaryDirectory(prefix="tracewatt-tune-") as tmp:
+        try:
+            result = tune(
+                cfg,
+                budget,
+                timeouts_us=timeouts,
+                wakes_us=wakes,
+                controls=controls,
+                k=args.k,
+                out_dir=args.runs or tmp,
+                workers=args.workers,
+            )
+        except ValueError as e:
+            raise UsageError(f"{args.config}: {e}") from None
+    if args.output is not None:
+        Path(args.output).write_text(result.fragment(), encoding="utf-8")
+    if args.json:
+        sys.stdout.write(result.candidates.to_json(orient="records", indent=2) + "\n")
+        return EXIT_OK
+    if args.quiet:
+        return EXIT_OK
+    cols = ["candidate", "setting", "link_saving_pct", "bound_pct", "saving_pct", "slowdown_pct"]
+    rows = [
+        [
+            f"c{i + 1}" + (" *" if i == result.chosen else ""),
+            "; ".join(
+                f"{kind} {s['idle_timeout_us']:g}/{s['wake_time_us']:g} us"
+                + (f" {s['control']}" if s.get("control") else "")
+                for kind, s in r["settings"].items()
+            )
+            or "always-on",
+            f"{r['link_saving_pct']:.2f}",
+            f"{r['penalty_bound_pct']:.2f}",
+            f"{r['saving_pct']:.3f}",
+            f"{r['slowdown_pct']:.3f}",
+        ]
+        for i, r in enumerate(result.candidates.to_dict("records"))
+    ]
+    if rows:
+        sys.stdout.write(_format.table(cols, rows, [False, False, True, True, True, True]))
+    if result.chosen is None:
+        sys.stdout.write(
+            f"\nno screened setting saves energy within a {budget:g} % slowdown: keep always-on.\n"
+        )
+        return EXIT_OK
+    best = result.candidates.iloc[result.chosen]
+    sys.stdout.write(
+        f"\nchosen (idle_timeout/wake_time per link kind): {rows[result.chosen][1]}\n"
+        f"whole-machine energy saving {best['saving_pct']:.3f} %, confirmed slowdown "
+        f"{best['slowdown_pct']:.3f} % (budget {budget:g} %)\n"
+    )
+    if args.output is not None:
+        sys.stdout.write(f"written to {args.output}\n")
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- analyze
 
 
@@ -685,6 +767,7 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             _floats(args.wakes),
             _floats(args.sleeps) if args.sleeps else None,
             [k.strip() for k in args.links.split(",") if k.strip()] or None,
+            args.control,
         )
     except ValueError as e:
         raise UsageError(f"{args.results}: {e}") from None
@@ -719,17 +802,29 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             for r in df.itertuples()
         ]
         sys.stdout.write(_format.table(cols, rows, [True] * 7 + [False, False]))
+        bound = str(df["bound"].iloc[0])
         sys.stdout.write(
             "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by full "
             "simulation (tracewatt compare with --set power.links.idle_timeout_us=...).\n"
-            "penalty_bound_pct: every wake end to end, summed over all screened links: a worst "
-            "case that grows with the machine; wakes overlap each other and computation, so "
-            "real slowdowns are far lower (confirm by simulation).\n"
+            + (
+                "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
+                "dependent messages can meet on its routes: a first-order bound on the "
+                "slowdown (see docs/cli.md).\n"
+                if bound == "critical_path"
+                else "penalty_bound_pct: every wake end to end (x wake + sleep time): a worst "
+                "case that grows with the machine; run with --set output.messages=true for the "
+                "critical-path bound.\n"
+            )
         )
-        paired = int((res.links["control"] == "paired").sum()) if "control" in res.links else 0
-        if paired and not bool(df["pairs_exact"].all()):
+        paired = int(df["paired"].iloc[0])
+        if paired and bool(df["pairs_exact"].all()):
             sys.stdout.write(
-                f"caveat: {paired} of {len(res.links)} link directions are `paired` (they sleep "
+                f"paired: {paired} link directions screened as paired links (both directions "
+                "idle together, one wake per link) from pair_idle_thresholds.\n"
+            )
+        elif paired:
+            sys.stdout.write(
+                f"caveat: {paired} screened link directions are `paired` (they sleep "
                 "only when both directions are idle); the screening counts each direction's "
                 "idle intervals alone, so its LPI share and saving overestimate theirs; run "
                 "with --set output.pair_idle=true (at these timeouts among "
@@ -1007,6 +1102,34 @@ def build_parser() -> argparse.ArgumentParser:
     add_set(c)
     c.set_defaults(func=cmd_compare)
 
+    t = sub.add_parser(
+        "tune",
+        help="the best link idle_timeout (wake_time, control) per link class within a budget",
+        description="Screen link settings per link class from one always-on run, confirm the best "
+        "by full simulation (a sweep), print the chosen one and write it as a config fragment.",
+    )
+    t.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
+    t.add_argument(
+        "--slowdown", required=True, metavar="PCT", help="slowdown budget, percent (e.g. 1%%)"
+    )
+    t.add_argument("--timeouts", default="", help="idle_timeout values to screen, us")
+    t.add_argument(
+        "--wake-time", default="", metavar="US,...", help="also tune wake_time over these, us"
+    )
+    t.add_argument(
+        "--control", default="", metavar="C,...", help="also tune control: paired,independent"
+    )
+    t.add_argument("-k", type=int, default=4, help="candidates confirmed by simulation")
+    t.add_argument("-o", "--output", metavar="TOML", help="write the chosen setting there")
+    t.add_argument(
+        "--runs", metavar="DIR", help="keep the confirming sweep there (default: a temporary one)"
+    )
+    t.add_argument("-j", "--workers", type=int, metavar="N", help="worker processes")
+    t.add_argument("--json", action="store_true", help="print the candidates as JSON")
+    t.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    add_set(t)
+    t.set_defaults(func=cmd_tune)
+
     a = sub.add_parser("analyze", help="analyses of results", description="Analyses of results.")
     asub = a.add_subparsers(dest="analysis", metavar="ANALYSIS", parser_class=_Parser)
     asub.required = True
@@ -1029,6 +1152,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         metavar="KINDS",
         help="only links of these kinds, comma-separated (node, local, global, tree1, torus0, ...)",
+    )
+    ai.add_argument(
+        "--control",
+        choices=["paired", "independent"],
+        help="the candidate control of the screened links (default: the run's)",
     )
     ai.add_argument("-o", "--output", metavar="CSV", help="also write the table as CSV")
     ai.add_argument("--json", action="store_true", help="print the table as JSON")

@@ -37,6 +37,7 @@ TABLES: tuple[str, ...] = (
     "cores",
     "dimms",
     "messages",
+    "message_wake_hops",
     "pair_idle_thresholds",
 )
 
@@ -79,6 +80,8 @@ _INT_COLUMNS = frozenset(
         "pair_id",
         "link_id_a",
         "link_id_b",
+        "message",
+        "hops",
     }
 )
 

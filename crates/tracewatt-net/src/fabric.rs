@@ -61,6 +61,10 @@ pub trait LinkObserver {
     /// `ch` transmits `bytes` of a packet sent by node `src` from `start` to `end`. Successive
     /// calls for one channel never overlap.
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId);
+    /// The packet `on_transmit` just reported on `ch`: its slot `pkt` (reused once it is
+    /// delivered), its message's `token`, and whether this is its first hop (it leaves its
+    /// source node). Default: ignored.
+    fn on_packet(&mut self, _ch: ChannelId, _pkt: u32, _token: u32, _first_hop: bool) {}
 }
 
 /// Fabric-wide counters.
@@ -704,6 +708,7 @@ impl Fabric {
             (start + ser).max(p.tail_ps)
         };
         obs.on_transmit(ch, start, end, p.bytes, p.src);
+        obs.on_packet(ch, pkt, p.token, from_node);
         self.packet_hops += 1;
         let vc = if from_node { 0 } else { p.route.vc };
         let lat = o.latency_ps;

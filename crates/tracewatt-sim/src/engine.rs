@@ -312,6 +312,9 @@ pub(crate) struct RunOutput {
     pub latency: LatencyHist,
     /// With `[output] messages`: every message, in the order they were received.
     pub messages: Vec<MessageRecord>,
+    /// `[i * T + k]`: the hops on which message `i` could meet a wake at idle threshold `k`
+    /// (see `stats::WakeHops`).
+    pub message_wake_hops: Vec<u16>,
     pub messages_bytes: u64,
     pub events: u64,
     /// When the first rank entered its trace's window, if any did.
@@ -364,6 +367,9 @@ pub(crate) struct Engine<'a> {
     messages_bytes: u64,
     /// `Some` when every message is kept.
     messages: Option<Vec<MessageRecord>>,
+    /// With the messages: per message (in their order), the hops on which it could meet a
+    /// wake at each idle threshold.
+    message_wake_hops: Vec<u16>,
     done: u64,
     expand_buf: Vec<Op>,
     notices: Vec<Notice>,
@@ -429,6 +435,10 @@ impl LinkObserver for Observers {
     ) {
         self.stats.on_transmit(ch, start, end, bytes, src);
         self.power.on_transmit(ch, start, end, bytes, src);
+    }
+    #[inline]
+    fn on_packet(&mut self, ch: tracewatt_net::ChannelId, pkt: u32, token: u32, first_hop: bool) {
+        self.stats.on_packet(ch, pkt, token, first_hop);
     }
 }
 
@@ -514,6 +524,7 @@ impl<'a> Engine<'a> {
             latency: LatencyHist::default(),
             messages_bytes: 0,
             messages: config.output.messages.then(Vec::new),
+            message_wake_hops: Vec::new(),
             done: 0,
             expand_buf: Vec::new(),
             notices: Vec::new(),
@@ -629,6 +640,7 @@ impl<'a> Engine<'a> {
             ranks,
             latency: self.latency,
             messages: self.messages.take().unwrap_or_default(),
+            message_wake_hops: std::mem::take(&mut self.message_wake_hops),
             messages_bytes: self.messages_bytes,
             events: self.q.events_processed(),
             window_start_ps: self.window.start_ps,
@@ -1177,6 +1189,12 @@ impl<'a> Engine<'a> {
     /// A message leaves its sender's MPI layer: into the fabric, or a memory copy on one node.
     fn issue(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
         let m = self.msgs[msg];
+        if m.kind != MsgKind::Data {
+            // A rendezvous data message continues its request's count (see `arrive`).
+            if let Some(w) = self.links.stats.wake_hops() {
+                w.begin(msg);
+            }
+        }
         if m.kind == MsgKind::Eager {
             // Eager sends complete locally once the data is handed over (buffered).
             self.finish_at(m.send_req, now)?;
@@ -1235,7 +1253,7 @@ impl<'a> Engine<'a> {
         match m.kind {
             MsgKind::Eager | MsgKind::Rts => {
                 if m.kind == MsgKind::Eager {
-                    self.record_latency(&m, now);
+                    self.record_latency(msg, &m, now);
                 }
                 let env = Envelope {
                     comm: m.comm,
@@ -1250,11 +1268,14 @@ impl<'a> Engine<'a> {
                 // Clear to send: the data follows at once, from the original sender.
                 self.msgs.remove(msg);
                 let data = m.answers;
+                if let Some(w) = self.links.stats.wake_hops() {
+                    w.carry(data, msg);
+                }
                 self.msgs[data].kind = MsgKind::Data;
                 self.issue(data, now)?;
             }
             MsgKind::Data => {
-                self.record_latency(&m, now);
+                self.record_latency(msg, &m, now);
                 let local = self.ranks[m.src as usize].node == self.ranks[m.dst as usize].node;
                 if local {
                     self.finish_at(m.send_req, now)?;
@@ -1266,7 +1287,7 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    fn record_latency(&mut self, m: &Msg, now: Ps) {
+    fn record_latency(&mut self, msg: u32, m: &Msg, now: Ps) {
         self.latency.record(now - m.issued_ps);
         self.messages_bytes += m.bytes;
         if let Some(v) = &mut self.messages {
@@ -1277,6 +1298,9 @@ impl<'a> Engine<'a> {
                 start_ps: m.issued_ps,
                 end_ps: now,
             });
+            if let Some(w) = self.links.stats.wake_hops() {
+                self.message_wake_hops.extend(w.total(msg));
+            }
         }
     }
 

@@ -440,6 +440,20 @@ fn run(
         stats::thresholds_ps(&config.output.idle_thresholds_us),
         config.output.idle_bins_per_decade,
     );
+    if config.output.messages {
+        // A wake delays what follows it on the link by up to its sleep and wake time.
+        let horizon_ps = fabric
+            .topology()
+            .channels
+            .iter()
+            .map(|c| {
+                let t = config.power.channel_timing(c);
+                t.sleep_time_ps + t.wake_time_ps
+            })
+            .max()
+            .unwrap_or(0);
+        stats.track_wake_hops(horizon_ps);
+    }
     if config.output.pair_idle {
         stats.track_pairs(
             &fabric

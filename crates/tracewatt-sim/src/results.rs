@@ -382,8 +382,33 @@ pub(crate) fn build(
     }
     if config.output.messages {
         tables.push(messages_table(out, jobs));
+        tables.push(message_wakes_table(out, links));
     }
     Results { summary, tables }
+}
+
+/// `message_wake_hops`: per message (its row in `messages`) and idle threshold, the hops on
+/// which its packets could meet a wake (`stats::WakeHops`); rows with none are left out.
+fn message_wakes_table(out: &RunOutput, links: &LinkStats) -> Table {
+    let t = links.thresholds_ps.len();
+    let (mut message, mut thr, mut hops) = (Vec::new(), Vec::new(), Vec::new());
+    if t > 0 {
+        for (i, row) in out.message_wake_hops.chunks_exact(t).enumerate() {
+            for (k, &h) in row.iter().enumerate().filter(|(_, h)| **h > 0) {
+                message.push(i as u64);
+                thr.push(secs(links.thresholds_ps[k]));
+                hops.push(h as u64);
+            }
+        }
+    }
+    Table {
+        name: "message_wake_hops",
+        columns: vec![
+            ("message", Column::U64(message)),
+            ("threshold_s", Column::F64(thr)),
+            ("hops", Column::U64(hops)),
+        ],
+    }
 }
 
 /// `pair_idle_thresholds`: per link (both directions together, as a `paired` state machine sees

@@ -60,6 +60,76 @@ pub struct LinkStats {
     log_bin: Vec<u16>,
     /// Number of thresholds every gap of each fine bin exceeds.
     exceeds: Vec<u16>,
+    /// With message tracking: the wakes each message's packets can meet (see [`WakeHops`]).
+    wake_hops: Option<WakeHops>,
+}
+
+/// Per message and threshold, the hops on which the message's packets could meet a wake: a
+/// packet that starts on a link direction after an idle gap longer than the threshold would
+/// find it asleep, and every packet that follows it within `horizon` of the one before (back
+/// to back, or so soon that the wake's delay, at most sleep + wake time, reaches it) waits for
+/// that wake too. Each packet counts such hops along its path; a message's count is
+/// the largest of its packets' (they pipeline, so the last waits for what delayed the first),
+/// plus what its earlier rendezvous phases met.
+#[derive(Debug)]
+pub struct WakeHops {
+    k: usize,
+    horizon_ps: Ps,
+    /// Per channel: thresholds exceeded by the gap that began its current busy period.
+    level: Vec<u16>,
+    /// `[pkt * k + i]`: hops of packet `pkt` past threshold `i` so far.
+    pkt: Vec<u16>,
+    /// `[token * k + i]`: the largest packet count of the message's current phase, and what
+    /// its earlier phases met.
+    max: Vec<u16>,
+    base: Vec<u16>,
+}
+
+impl WakeHops {
+    fn row(v: &mut Vec<u16>, k: usize, i: u32) -> &mut [u16] {
+        let at = i as usize * k;
+        if v.len() < at + k {
+            v.resize(at + k, 0);
+        }
+        &mut v[at..at + k]
+    }
+
+    /// A message (or a rendezvous control message) starts: nothing met yet.
+    pub fn begin(&mut self, token: u32) {
+        let k = self.k;
+        Self::row(&mut self.max, k, token).fill(0);
+        Self::row(&mut self.base, k, token).fill(0);
+    }
+
+    /// A rendezvous message's data follows its request (`token`, which it continues) and the
+    /// clear-to-send `cts`: it carries what both met.
+    pub fn carry(&mut self, token: u32, cts: u32) {
+        let k = self.k;
+        let cts_total: Vec<u16> = self.total(cts).to_vec();
+        let max = Self::row(&mut self.max, k, token);
+        let moved: Vec<u16> = max.to_vec();
+        max.fill(0);
+        let base = Self::row(&mut self.base, k, token);
+        for ((b, m), c) in base.iter_mut().zip(moved).zip(cts_total) {
+            *b = b.saturating_add(m).saturating_add(c);
+        }
+    }
+
+    /// What a message met, per threshold.
+    pub fn total(&mut self, token: u32) -> Vec<u16> {
+        let k = self.k;
+        let max = Self::row(&mut self.max, k, token).to_vec();
+        let base = Self::row(&mut self.base, k, token);
+        base.iter()
+            .zip(max)
+            .map(|(b, m)| b.saturating_add(m))
+            .collect()
+    }
+
+    /// Thresholds tracked.
+    pub fn thresholds(&self) -> usize {
+        self.k
+    }
 }
 
 /// One non-empty histogram bin of one channel.
@@ -254,7 +324,26 @@ impl LinkStats {
             first_fine,
             log_bin,
             exceeds,
+            wake_hops: None,
         }
+    }
+
+    /// Also counts, per message, the hops on which it could meet a wake at each threshold, for
+    /// wakes that delay the link by up to `horizon_ps`.
+    pub fn track_wake_hops(&mut self, horizon_ps: Ps) {
+        self.wake_hops = Some(WakeHops {
+            k: self.thresholds_ps.len(),
+            horizon_ps,
+            level: vec![0; self.channels],
+            pkt: Vec::new(),
+            max: Vec::new(),
+            base: Vec::new(),
+        });
+    }
+
+    /// The per-message wake-hop counts, when tracked.
+    pub fn wake_hops(&mut self) -> Option<&mut WakeHops> {
+        self.wake_hops.as_mut()
     }
 
     /// Counts each job's bytes per channel: `node_job[n]` is node `n`'s job, of `jobs`. Only
@@ -396,6 +485,15 @@ impl LinkObserver for LinkStats {
         c.bytes += bytes as u64;
         c.packets += 1;
         c.busy_ps += end - start;
+        if gap > 0 && self.wake_hops.is_some() {
+            // The gap's own level; a packet close enough behind the one before also waits for
+            // whatever delayed that one.
+            let lv = self.exceeds[self.fine_of(gap)];
+            if let Some(w) = &mut self.wake_hops {
+                let keep = if gap <= w.horizon_ps { w.level[ci] } else { 0 };
+                w.level[ci] = lv.max(keep);
+            }
+        }
         self.record_idle(ci, gap);
         if !self.pair_of.is_empty() {
             let p = self.channels + self.pair_of[ci] as usize;
@@ -403,6 +501,33 @@ impl LinkObserver for LinkStats {
             let gap = start.saturating_sub(pc.last_end);
             pc.last_end = pc.last_end.max(end);
             self.record_idle(p, gap);
+        }
+    }
+
+    /// With wake-hop tracking: a packet `pkt` of message `token` has just been sent on `ch`.
+    #[inline]
+    fn on_packet(&mut self, ch: ChannelId, pkt: u32, token: u32, first_hop: bool) {
+        let Some(WakeHops {
+            k,
+            level,
+            pkt: pkts,
+            max,
+            ..
+        }) = &mut self.wake_hops
+        else {
+            return;
+        };
+        let (k, lv) = (*k, level[ch as usize] as usize);
+        let row = WakeHops::row(pkts, k, pkt);
+        if first_hop {
+            row.fill(0);
+        }
+        for c in &mut row[..lv] {
+            *c = c.saturating_add(1);
+        }
+        let most = WakeHops::row(max, k, token);
+        for (m, c) in most[..lv].iter_mut().zip(&row[..lv]) {
+            *m = (*m).max(*c);
         }
     }
 }
@@ -506,6 +631,40 @@ mod tests {
         assert_eq!(s.over[1], (2, 160)); // 60 and 100 > 50
         assert_eq!(s.hist.iter().map(|c| c.count).sum::<u64>(), 3);
         assert_eq!(s.hist.iter().map(|c| c.ps).sum::<Ps>(), 170);
+    }
+
+    #[test]
+    fn a_message_counts_the_wakes_its_packets_can_meet() {
+        // Thresholds 10 and 100. Message 5's packet 0 starts on channel 0 after 50 idle (past
+        // 10 only); message 6's packet 1 goes back to back behind it (the same busy period,
+        // the same wake); packet 0 then crosses channel 1 after 200 idle (past both).
+        let mut s = LinkStats::new(2, vec![10, 100], 10);
+        s.track_wake_hops(4);
+        let w = s.wake_hops().unwrap();
+        w.begin(5);
+        w.begin(6);
+        s.on_transmit(0, 50, 60, 100, 0);
+        s.on_packet(0, 0, 5, true);
+        s.on_transmit(0, 60, 70, 100, 0);
+        s.on_packet(0, 1, 6, true);
+        s.on_transmit(1, 200, 210, 100, 0);
+        s.on_packet(1, 0, 5, false);
+        // Message 6's second packet 3 after the first: within the horizon (4), still delayed by
+        // the wake; its third 5 after that: past it, and past no threshold.
+        s.on_transmit(0, 73, 83, 100, 0);
+        s.on_packet(0, 2, 6, true);
+        s.on_transmit(0, 88, 98, 100, 0);
+        s.on_packet(0, 3, 6, true);
+        let w = s.wake_hops().unwrap();
+        assert_eq!(w.total(5), vec![2, 1]);
+        assert_eq!(w.total(6), vec![1, 0]);
+        // A rendezvous: request 5 met [2, 1], its clear-to-send 6 [1, 0]; the data starts
+        // from their sum and adds its own packets' largest count.
+        w.carry(5, 6);
+        assert_eq!(w.total(5), vec![3, 1]);
+        s.on_transmit(1, 400, 410, 100, 0);
+        s.on_packet(1, 0, 5, true);
+        assert_eq!(s.wake_hops().unwrap().total(5), vec![4, 2]);
     }
 
     #[test]

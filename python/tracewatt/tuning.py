@@ -1,0 +1,351 @@
+"""Tuning link low-power settings under a slowdown budget: screen, then confirm by simulation.
+
+One always-on run (keeping its messages and paired idle intervals) screens every candidate
+setting of every link class (``analyze idle``, one class at a time); settings of different
+classes combine with their link energies added and their penalty bounds added (the critical
+path through several classes meets at most the sum of what it meets in each). The ``k``
+combinations that save the most link energy with a bound within the budget are confirmed by
+full simulation, as one sweep (one cell, a variant per candidate, always-on as the baseline);
+if fewer are within the bound (a bound, often loose), the rest of the ``k`` are spread over the
+settings beyond it. The confirmed one with the largest whole-machine saving whose slowdown is
+within the budget wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from tracewatt.analysis import screen_idle
+from tracewatt.compare import baseline_of
+from tracewatt.config import Config
+from tracewatt.errors import ConfigError
+from tracewatt.results import Results
+
+if TYPE_CHECKING:
+    from tracewatt import ConfigLike
+
+__all__ = [
+    "TuneResult",
+    "apply_fragment",
+    "class_path",
+    "pick_candidates",
+    "screen_candidates",
+    "sweep_spec",
+    "tune",
+]
+
+#: The timeouts screened by default, us: the papers' sweeps (TraceRP Fig. 3, the EEE paper's
+#: 600 and 1,600) and their neighbours.
+DEFAULT_TIMEOUTS_US: tuple[float, ...] = (0, 1, 5, 10, 50, 250, 600, 1250, 1600, 16000)
+
+_TREE = re.compile(r"tree(\d+)$")
+_TORUS = re.compile(r"torus(\d+)$")
+
+
+def class_path(kind: str) -> str:
+    """The ``[power]`` table of a link kind (``links.parquet``'s ``kind``): ``node`` ->
+    ``power.node``, ``tree1`` -> ``power.tree[0]``, ``torus0`` -> ``power.torus[0]``."""
+    if kind in ("node", "local", "global"):
+        return f"power.{kind}"
+    if m := _TREE.match(kind):
+        return f"power.tree[{int(m.group(1)) - 1}]"
+    if m := _TORUS.match(kind):
+        return f"power.torus[{int(m.group(1))}]"
+    raise ValueError(f"link kind {kind!r} has no [power] table")
+
+
+def _screening_config(config: Config, timeouts_us: Sequence[float]) -> Config:
+    """The always-on run that screens: it keeps every message and each link's own idle
+    intervals, exactly at the screened timeouts."""
+    thresholds = sorted(set(config.resolved()["output"]["idle_thresholds_us"]) | set(timeouts_us))
+    return baseline_of(config).with_overrides(
+        {
+            "output.messages": True,
+            "output.pair_idle": True,
+            "output.idle_thresholds_us": [float(t) for t in thresholds],
+        }
+    )
+
+
+def screen_candidates(
+    run: Results,
+    slowdown_pct: float,
+    timeouts_us: Sequence[float] = DEFAULT_TIMEOUTS_US,
+    wakes_us: Sequence[float] | None = None,
+    controls: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Every combination of per-class settings (each class's screened rows that no other row
+    beats in energy, penalty bound and wakes together, and leaving it always-on), best link
+    saving first. Columns: ``settings`` ({kind: {idle_timeout_us, wake_time_us, control}}; a
+    kind left out stays always-on), ``link_saving_pct`` (all link ports),
+    ``penalty_bound_pct`` (the classes' bounds summed), ``wakes``, ``within_bound``
+    (``penalty_bound_pct <= slowdown_pct``). ``wakes_us``: None keeps each class's configured
+    wake time; ``controls``: None keeps the run's."""
+    links = run.links.sort_values("link_id")
+    always_on_j = float((links["port_active_w"] * run.makespan_s).sum())
+    options: list[list[tuple[str, dict[str, Any] | None, float, float, float]]] = []
+    for kind in sorted(set(links["kind"])):
+        of_kind = links[links["kind"] == kind]
+        wakes = wakes_us or sorted(set(np.round(of_kind["wake_time_s"] * 1e6, 6)))
+        kind_j = float((of_kind["port_active_w"] * run.makespan_s).sum())
+        rows: list[tuple[str, dict[str, Any] | None, float, float, float]] = [
+            (kind, None, 0.0, 0.0, 0.0)
+        ]
+        choices: list[str | None] = list(controls) if controls else [None]
+        for control in choices:
+            df = screen_idle(run, timeouts_us, wakes, links=[kind], control=control)
+            keep = _undominated(
+                df["link_energy_j"].to_numpy(),
+                df["penalty_bound_pct"].to_numpy(),
+                df["wakes"].to_numpy(),
+            )
+            for r in df[keep].to_dict("records"):
+                setting = {
+                    "idle_timeout_us": r["idle_timeout_us"],
+                    "wake_time_us": r["wake_time_us"],
+                    "control": control,
+                }
+                saved = kind_j - float(r["link_energy_j"])
+                rows.append((kind, setting, saved, r["penalty_bound_pct"], r["wakes"]))
+        options.append(rows)
+    out = []
+    for combo in itertools.product(*options):
+        bound = sum(c[3] for c in combo)
+        out.append(
+            {
+                "settings": {c[0]: c[1] for c in combo if c[1] is not None},
+                "link_saving_pct": 100.0 * sum(c[2] for c in combo) / always_on_j
+                if always_on_j
+                else 0.0,
+                "penalty_bound_pct": bound,
+                "wakes": sum(c[4] for c in combo),
+                "within_bound": bound <= slowdown_pct,
+            }
+        )
+    df = pd.DataFrame(out)
+    return df.sort_values(
+        ["link_saving_pct", "penalty_bound_pct"], ascending=[False, True], kind="stable"
+    ).reset_index(drop=True)
+
+
+def _undominated(*criteria: np.ndarray) -> np.ndarray:
+    """True where no other row is at least as low in every criterion and lower in one."""
+    m = np.stack(criteria, axis=1)
+    le = (m[None, :, :] <= m[:, None, :]).all(axis=2)
+    lt = (m[None, :, :] < m[:, None, :]).any(axis=2)
+    return np.asarray(~(np.asarray(le & lt, dtype=bool).any(axis=1)), dtype=bool)
+
+
+def pick_candidates(screened: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The ``k`` to confirm among those that save link energy: the best within the bound;
+    if fewer than ``k`` are, the rest spread evenly over the others from most to least
+    saving (the bound is an upper bound: settings beyond it may still fit the budget, and
+    the simulation decides)."""
+    saving = screened[screened["link_saving_pct"] > 0]
+    safe = saving[saving["within_bound"]].head(k)
+    beyond = saving[~saving["within_bound"]]
+    n = min(k - len(safe), len(beyond))
+    picks: np.ndarray = np.unique(np.round(np.linspace(0, len(beyond) - 1, n)).astype(int))
+    return pd.concat([safe, beyond.iloc[picks]]).reset_index(drop=True)
+
+
+def _padded_base(config: Config, kinds: Sequence[str]) -> dict[str, Any]:
+    """The configuration with a ``[power]`` table for every tuned class (empty tables inherit
+    ``[power.links]``), so each variant can set fields by dotted path."""
+    d = config.to_dict()
+    power = d.setdefault("power", {})
+    for kind in kinds:
+        path = class_path(kind)
+        if "[" in path:
+            name, index = path[len("power.") :].rstrip("]").split("[")
+            arr = power.setdefault(name, [])
+            arr.extend({} for _ in range(int(index) + 1 - len(arr)))
+        else:
+            power.setdefault(path[len("power.") :], {})
+    return d
+
+
+def _sets(settings: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
+    """Dotted overrides of a candidate; ``None`` settings: that class always-on."""
+    out: dict[str, Any] = {}
+    for kind, s in settings.items():
+        path = class_path(kind)
+        if s is None:
+            out[f"{path}.policy"] = "always_on"
+            continue
+        out[f"{path}.policy"] = "timeout"
+        out[f"{path}.idle_timeout_us"] = float(s["idle_timeout_us"])
+        out[f"{path}.wake_time_us"] = float(s["wake_time_us"])
+        if s.get("control"):
+            out[f"{path}.control"] = s["control"]
+    return out
+
+
+def sweep_spec(
+    config: Config, kinds: Sequence[str], candidates: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The confirming sweep: one cell, a variant ``c1``, ``c2``, ... per candidate (every
+    class not in its settings always-on) and the ``always_on`` baseline."""
+    variants = [
+        {
+            "name": "always_on",
+            "set": {"power.links.policy": "always_on", **_sets(dict.fromkeys(kinds))},
+        }
+    ]
+    for i, settings in enumerate(candidates, 1):
+        full: dict[str, Mapping[str, Any] | None] = dict.fromkeys(kinds)
+        full.update(settings)
+        variants.append({"name": f"c{i}", "set": _sets(full)})
+    return {
+        "name": "tune",
+        "description": f"confirming tuned link settings of {config.source}",
+        "base": _padded_base(config, kinds),
+        "baseline": "always_on",
+        "variants": variants,
+    }
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The candidates (screened, and confirmed where simulated: ``saving_pct`` whole machine,
+    ``slowdown_pct``), the chosen one's index in them (None: no candidate saves energy within
+    the budget), and the budget."""
+
+    candidates: pd.DataFrame
+    chosen: int | None
+    slowdown_pct: float
+
+    @property
+    def settings(self) -> dict[str, dict[str, Any]]:
+        """The chosen setting per link kind ({} when nothing was chosen)."""
+        if self.chosen is None:
+            return {}
+        return dict(self.candidates["settings"].iloc[self.chosen])
+
+    def fragment(self) -> str:
+        """The chosen setting as a TOML configuration fragment (see :func:`apply_fragment`)."""
+        tables: dict[str, dict[int, list[str]]] = {}
+        for key, value in _sets(self.settings).items():
+            table, field = key.rsplit(".", 1)
+            name, _, index = table.partition("[")
+            entry = tables.setdefault(name, {}).setdefault(int(index.rstrip("]") or -1), [])
+            entry.append(f"{field} = {_toml_value(value)}")
+        sets, body = [], []
+        for name, entries in tables.items():
+            if -1 in entries:
+                sets += [f"{name}.{field}" for field in entries[-1]]
+                body += ["", f"[{name}]", *entries[-1]]
+                continue
+            # An array of tables: the untuned entries before a tuned one stay empty; as --set,
+            # the whole array (replacing the configuration's own).
+            array = [entries.get(i, []) for i in range(max(entries) + 1)]
+            sets.append(f"{name} = [" + ", ".join("{" + ", ".join(e) + "}" for e in array) + "]")
+            for e in array:
+                body += ["", f"[[{name}]]", *e]
+        return (
+            "\n".join(
+                [
+                    f"# Tuned link power settings (slowdown budget {self.slowdown_pct:g} %).",
+                    "# Load with tracewatt.tuning.apply_fragment(config, path), or pass each",
+                    "# line below as --set 'LINE' (an array replaces the configuration's own):",
+                    *(f"#   {x.replace(' = ', '=', 1)}" for x in sets),
+                    *body,
+                ]
+            )
+            + "\n"
+        )
+
+
+def _toml_value(v: Any) -> str:
+    return f'"{v}"' if isinstance(v, str) else repr(v)
+
+
+def _leaves(value: Any, path: str) -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_leaves(v, f"{path}.{k}" if path else k))
+        return out
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        out = {}
+        for i, v in enumerate(value):
+            out.update(_leaves(v, f"{path}[{i}]"))
+        return out
+    return {path: value}
+
+
+def apply_fragment(config: Config, path: str | Path) -> Config:
+    """``config`` with a fragment written by :meth:`TuneResult.fragment` (any TOML
+    configuration fragment) applied field by field: its tables merge into the configuration's,
+    its arrays of tables entry by entry."""
+    p = Path(path)
+    try:
+        fragment = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{p}: cannot read the tuned fragment: {e}") from e
+    d = config.to_dict()
+    # Arrays of tables the fragment reaches into get empty entries up to its length.
+    for dotted, value in _leaves(fragment, "").items():
+        parts = dotted.replace("]", "").split(".")
+        node: Any = d
+        for part in parts[:-1]:
+            name, _, index = part.partition("[")
+            if index:
+                arr = node.setdefault(name, [])
+                arr.extend({} for _ in range(int(index) + 1 - len(arr)))
+                node = arr[int(index)]
+            else:
+                node = node.setdefault(name, {})
+        node[parts[-1]] = value
+    return Config.from_dict(d, source=config.source)
+
+
+def tune(
+    config: ConfigLike,
+    slowdown_pct: float,
+    *,
+    timeouts_us: Sequence[float] = DEFAULT_TIMEOUTS_US,
+    wakes_us: Sequence[float] | None = None,
+    controls: Sequence[str] | None = None,
+    k: int = 4,
+    out_dir: str | Path,
+    workers: int | None = None,
+) -> TuneResult:
+    """Screens from one always-on run, confirms the ``k`` best candidates through the sweep
+    machinery in ``out_dir`` (resumable), and picks the confirmed one with the largest
+    whole-machine saving whose slowdown is within ``slowdown_pct``."""
+    if not (math.isfinite(slowdown_pct) and slowdown_pct >= 0):
+        raise ValueError(f"slowdown: expected a non-negative percentage, got {slowdown_pct}")
+    if k < 1:
+        raise ValueError(f"k: expected at least 1 candidate, got {k}")
+    import tracewatt
+
+    config = tracewatt.as_config(config)
+    run = tracewatt.simulate(_screening_config(config, timeouts_us))
+    screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
+    top = pick_candidates(screened, k)
+    if top.empty:
+        return TuneResult(top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct)
+    kinds = sorted(set(run.links["kind"]))
+    sweep = importlib.import_module("tracewatt.sweep")
+    spec = sweep.SweepSpec.from_dict(
+        sweep_spec(config, kinds, list(top["settings"])), f"{config.source} (tune)"
+    )
+    data = sweep.run(spec, out_dir, workers=workers).set_index("variant")
+    top["variant"] = [f"c{i}" for i in range(1, len(top) + 1)]
+    top["saving_pct"] = [float(data.loc[v, "saving_pct"]) for v in top["variant"]]
+    top["slowdown_pct"] = [float(data.loc[v, "slowdown_pct"]) for v in top["variant"]]
+    ok = top[(top["slowdown_pct"] <= slowdown_pct) & (top["saving_pct"] > 0)]
+    chosen = None if ok.empty else int(ok.index[int(ok["saving_pct"].to_numpy().argmax())])
+    return TuneResult(top, chosen, slowdown_pct)
