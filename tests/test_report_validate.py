@@ -167,7 +167,11 @@ def test_mpi_wait_figure_is_each_jobs_runs_against_spin() -> None:
     # Made-up runs of one job: the figure draws each policy's slowdown and saving per threshold.
     runs = {
         (p, t): validate.WaitRun(
-            slowdown_pct=i + 0.5 * j, saved_pct=-i, low_power_waits=1, low_power_s=0
+            slowdown_pct=i + 0.5 * j,
+            saved_pct=-i,
+            low_power_waits=1,
+            low_power_s=0,
+            by_state=(1, 0, 0, 0),
         )
         for i, p in enumerate(validate.WAIT_POLICIES)
         for j, t in enumerate(validate.WAIT_THRESHOLDS)
