@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracewatt import _format, _tracewatt
-from tracewatt.cli import EXIT_OK, EXIT_RUN, UsageError, _error, _warn
+from tracewatt._cli_base import EXIT_OK, EXIT_RUN, UsageError, _error, _warn
 from tracewatt.errors import TraceError
 
 __all__ = ["find_tracer_dir", "info_text", "register", "tracer_library"]

@@ -301,7 +301,7 @@ def write_figures(
 
 
 def _header(results: Results) -> list[tuple[str, str]]:
-    from tracewatt.cli import policies
+    from tracewatt.texts import policies
 
     config = results.config
     machine = config.get("machine", {})
@@ -323,7 +323,7 @@ def _header(results: Results) -> list[tuple[str, str]]:
 
 
 def _summary_text(results: Results, baseline: Results | None) -> str:
-    from tracewatt.cli import compare_text, summary_text
+    from tracewatt.texts import compare_text, summary_text
 
     if baseline is None:
         return summary_text(results.summary)

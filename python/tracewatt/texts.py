@@ -1,0 +1,169 @@
+"""The plain-text summaries a run and a comparison print (``tracewatt run`` / ``compare``),
+which the HTML report shows too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracewatt import _format
+
+
+def summary_text(summary: dict[str, Any], timing: dict[str, float] | None = None) -> str:
+    """The human-readable summary printed by ``tracewatt run``: the run, the power policies it
+    applied, link power states, energy by component and, given ``timing``, its speed."""
+    msgs = summary.get("messages", {})
+    net = summary.get("network", {})
+    lines = [
+        f"makespan              {_format.seconds(summary.get('makespan_s'))}",
+        f"seed                  {summary.get('seed')}",
+    ]
+    jobs = summary.get("jobs", [])
+    if jobs:
+        lines.append("")
+        rows = [
+            [
+                str(j.get("name")),
+                str(j.get("ranks")),
+                str(j.get("nodes")),
+                _format.seconds(j.get("start_s")),
+                _format.seconds(j.get("completion_s")),
+                _format.seconds(j.get("runtime_s")),
+            ]
+            for j in jobs
+        ]
+        lines.append(
+            _format.table(
+                ["job", "ranks", "nodes", "start", "completion", "runtime"],
+                rows,
+                [False, True, True, True, True, True],
+            ).rstrip("\n")
+        )
+        lines.append("")
+    lines += [
+        f"messages              {_format.count(msgs.get('count'))}"
+        f"  ({_format.nbytes(msgs.get('bytes'))})",
+        f"message latency       mean {_format.seconds(msgs.get('latency_mean_s'))}"
+        f"  p50 {_format.seconds(msgs.get('latency_p50_s'))}"
+        f"  p99 {_format.seconds(msgs.get('latency_p99_s'))}"
+        f"  max {_format.seconds(msgs.get('latency_max_s'))}",
+        f"packets               {_format.count(net.get('packets'))}",
+        f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
+        f"events                {_format.count(summary.get('events'))}",
+    ]
+    applied = policies(summary.get("config", {}))
+    if applied:
+        lines.append("")
+        lines += [f"{what:<22}{how}" for what, how in applied]
+    lines += _link_power_lines(summary.get("links"))
+    lines += _energy_lines(summary)
+    if timing is not None:
+        lines.append(f"wall time             {_format.seconds(timing['wall_s'])}")
+        lines.append(f"events per second     {_format.count(round(timing['events_per_s']))}")
+    return "\n".join(lines) + "\n"
+
+
+def _link_policy_text(table: dict[str, Any], control: str) -> str:
+    """One link power table (resolved) in words: ``EEE: idle timeout 600 us, ...``."""
+    if table.get("policy") == "always_on":
+        return "always on"
+    us = 1e-6
+    return (
+        f"EEE: idle timeout {_format.seconds(table['idle_timeout_us'] * us)},"
+        f" sleep {_format.seconds(table['sleep_time_us'] * us)},"
+        f" wake {_format.seconds(table['wake_time_us'] * us)},"
+        f" {table.get('phy') or 'no PHY preset'}, {table.get('control', control)}"
+    )
+
+
+def policies(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The power policies a run applied, from its resolved configuration, as (what, how)."""
+    power, wait = config.get("power"), config.get("mpi", {}).get("wait")
+    if not isinstance(power, dict) or not isinstance(wait, dict):
+        return []
+    control, base = str(power.get("control", "paired")), power["links"]
+    out = [("link power", _link_policy_text(base, control))]
+    overrides = [(f"{k} links", power.get(k)) for k in ("node", "local", "global")]
+    overrides += [(f"tree[{i}] links", t) for i, t in enumerate(power.get("tree") or [])]
+    overrides += [(f"torus[{i}] links", t) for i, t in enumerate(power.get("torus") or [])]
+    overrides += [
+        (f"node_links[{i}]", o.get("link")) for i, o in enumerate(power.get("node_links") or [])
+    ]
+    # An override's unset fields are the base table's.
+    out += [
+        (f"  {name}", _link_policy_text({**base, **table}, control))
+        for name, table in overrides
+        if isinstance(table, dict)
+    ]
+    policy = str(wait["policy"])
+    if policy != "spin":
+        threshold_us = wait.get("spin_threshold_us")
+        threshold_s = (
+            threshold_us * 1e-6
+            if threshold_us is not None
+            else wait["spin_threshold_iterations"] * wait["spin_iteration_ns"] * 1e-9
+        )
+        policy += f" after spinning {_format.seconds(threshold_s)}"
+    if policy.startswith("block"):
+        policy += ", C-state by the menu governor" if wait["governor"] == "menu" else ", in C3"
+    out.append(("MPI waits", policy))
+    out.append(("DIMMs", str(power["dimms"]["policy"])))
+    out.append(("NIC coalescing", "on" if power["nic"].get("coalescing") else "off"))
+    return out
+
+
+def _link_power_lines(links: Any) -> list[str]:
+    if not isinstance(links, dict):
+        return []
+    return [
+        f"link LPI share        {float(links['lpi_fraction']) * 100:.2f} % of link time",
+        f"link wakes            {_format.count(links['wakes'])}"
+        f"  (delay added {_format.seconds(links['wake_delay_s'])})",
+    ]
+
+
+def _energy_lines(summary: dict[str, Any]) -> list[str]:
+    """Energy and average power per component kind, total last."""
+    energy, power = summary.get("energy_j"), summary.get("avg_power_w")
+    if not isinstance(energy, dict) or not isinstance(power, dict) or "total" not in energy:
+        return []
+    kinds = [k for k in energy if k != "total"] + ["total"]
+    rows = [[k, f"{energy[k]:.4g} J", f"{power.get(k, 0.0):,.1f} W"] for k in kinds]
+    table = _format.table(["component", "energy", "avg power"], rows, [False, True, True])
+    return ["", table.rstrip("\n"), ""]
+
+
+def _quantity(name: str, value: float) -> str:
+    """A compare row's value in its unit, named by the row's suffix (``_s``, ``_j``, ``_w``)."""
+    if name.endswith("_s"):
+        return _format.seconds(value)
+    if name.endswith("_j"):
+        return f"{value:.4g} J"
+    return f"{value:,.1f} W"
+
+
+def compare_text(c: Any, timing: dict[str, float] | None = None) -> str:
+    """What ``tracewatt compare`` prints: the policies compared, then the quantities of both runs
+    with the change, the savings and the slowdown."""
+    base = dict(policies(c.baseline.config))
+    rows = [[what, base.get(what, "-"), how] for what, how in policies(c.policy.config)]
+    out = _format.table(["setting", "baseline", "policy"], rows, [False, False, False])
+    # Row names carry their unit (`energy_total_j`), which the values now show.
+    rows = []
+    for name, b, p, d in c.table():
+        label = name.rsplit("_", 1)[0].replace("_", " ")
+        rows.append([label, _quantity(name, b), _quantity(name, p), f"{d:+.3f} %"])
+    out += "\n" + _format.table(
+        ["quantity", "baseline", "policy", "change"], rows, [False, True, True, True]
+    )
+    covers = ", ".join(k.replace("_", " ") for k in c.components)
+    out += (
+        f"\nenergy saved          {c.saving_pct:.3f} % of everything priced ({covers})\n"
+        f"                      link ports alone: {c.link_saving_pct:.3f} %\n"
+        f"slowdown              {c.slowdown_pct:.3f} %\n"
+    )
+    if timing is not None:
+        out += (
+            f"wall time             {_format.seconds(timing['wall_s'])} (policy run,"
+            f" {_format.count(round(timing['events_per_s']))} events per second)\n"
+        )
+    return out
