@@ -176,7 +176,8 @@ def test_mpi_wait_figure_is_each_jobs_runs_against_spin() -> None:
         for i, p in enumerate(validate.WAIT_POLICIES)
         for j, t in enumerate(validate.WAIT_THRESHOLDS)
     }
-    sweep = validate.WaitSweep("CG skeleton", spin=None, runs=runs)  # type: ignore[arg-type]
+    fixed = runs[("block", validate.WAIT_THRESHOLDS[0])]
+    sweep = validate.WaitSweep("CG skeleton", spin=None, runs=runs, block_fixed=fixed)  # type: ignore[arg-type]
     time_panel, energy_panel = validate._mpi_wait_panels([sweep])
     n = len(validate.WAIT_THRESHOLDS)
     assert time_panel.x == energy_panel.x == validate.WAIT_THRESHOLDS
