@@ -58,6 +58,38 @@ def test_a_named_phy_adds_its_wake_to_every_round_trip(
     assert eee.config["power"]["node"]["wake_time_us"] == pytest.approx(wake_us)
 
 
+@pytest.mark.parametrize(
+    ("control", "wakes_us"),
+    [
+        # The request's NIC wakes node 0's link (5 us), the switch node 1's (40 us); the reply
+        # finds both awake.
+        ("paired", 5.0 + 40.0),
+        # Each direction alone: the reply's NIC and switch port wake theirs too.
+        ("independent", 2 * (5.0 + 40.0)),
+    ],
+)
+def test_a_nic_wakes_its_link_in_its_own_wake_time(control: str, wakes_us: float) -> None:
+    base = tracewatt.simulate(_pingpong(control, {"policy": "always_on"}))
+    doc = _pingpong(control, {"wake_time_us": 40.0})
+    doc["power"]["nic"] = {"wake_time_us": 5.0}
+    eee = tracewatt.simulate(doc)
+    rtt_extra_us = 2e6 * (
+        eee.summary["messages"]["latency_mean_s"] - base.summary["messages"]["latency_mean_s"]
+    )
+    assert rtt_extra_us == pytest.approx(wakes_us * SHARE, abs=1e-3)
+    links = eee.links
+    wake_us = links.groupby("port")["wake_time_s"].unique().map(lambda v: sorted(v * 1e6))
+    assert wake_us.to_dict() == {"nic": pytest.approx([5.0]), "switch": pytest.approx([40.0])}
+
+
+def test_a_negative_nic_wake_time_is_an_error_naming_the_field() -> None:
+    doc = _pingpong("paired", {})
+    doc["power"]["nic"] = {"wake_time_us": -1.0}
+    with pytest.raises(tracewatt.ConfigError) as e:
+        tracewatt.simulate(doc)
+    assert "power.nic.wake_time_us" in str(e.value)
+
+
 def test_an_unknown_phy_is_an_error_naming_the_field_and_the_presets() -> None:
     with pytest.raises(tracewatt.ConfigError) as e:
         tracewatt.simulate(_pingpong("paired", {"phy": "10gbase-sr"}))

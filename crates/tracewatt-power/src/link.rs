@@ -11,7 +11,9 @@
 //! A packet that arrives while the link is still SLEEPING waits for the sleep to complete and
 //! then for the wake, as real PHYs do (the transition into LPI cannot be aborted). In `paired`
 //! mode a link is idle only when both directions are, and a wake wakes both (what 1000BASE-T and
-//! 10GBASE-T's symmetric LPI does); `independent` lets each direction sleep alone (TraceRP).
+//! 10GBASE-T's symmetric LPI does); `independent` lets each direction sleep alone (TraceRP). A
+//! wake lasts the wake time of the transmitter whose packet starts it (its Tw_sys_tx: a switch
+//! port and a NIC set theirs apart).
 //!
 //! The machine is evaluated lazily: the fabric reports every transmission and asks, before one,
 //! when it may start. Everything between two transmissions follows from the timing alone, so no
@@ -154,7 +156,8 @@ const NONE: u32 = u32::MAX;
 impl LinkPower {
     /// `reverse[c]` is the opposite direction of channel `c`; `control[c]`, `timing[c]`,
     /// `port[c]` and `owner[c]` describe channel `c`. A link is paired when both its
-    /// directions are; a paired link's state machine uses its lower channel's timing. The
+    /// directions are; a paired link's state machine uses its lower channel's timeout, sleep and
+    /// refresh, and a wake lasts the wake time of the channel whose packet starts it. The
     /// timeline has the model's two series (switch ports, NIC ports).
     pub fn new(
         control: &[Control],
@@ -215,8 +218,9 @@ impl LinkPower {
     }
 
     /// Accounts an idle stretch [idle_since, until) that ends with a wake-up request at `until`
-    /// (`wake = true`) or with the end of the run; returns when the wake completes.
-    fn idle(&mut self, u: usize, idle_since: Ps, until: Ps, wake: bool) -> Ps {
+    /// (`wake`: the requesting transmitter's wake time) or with the end of the run (`None`);
+    /// returns when the wake completes.
+    fn idle(&mut self, u: usize, idle_since: Ps, until: Ps, wake: Option<Ps>) -> Ps {
         let t = *self.timing(u);
         if !t.sleeps_in(until - idle_since) {
             return until;
@@ -224,18 +228,18 @@ impl LinkPower {
         let sleep_start = idle_since + t.idle_timeout_ps;
         let lpi_start = sleep_start + t.sleep_time_ps;
         let st = &mut self.units[u];
-        if !wake {
+        let Some(wake_time_ps) = wake else {
             // End of run: whatever part of the sleep and LPI fits.
             st.sleep_ps += t.sleep_time_ps.min(until - sleep_start);
             let lpi_end = until.max(lpi_start);
             self.lpi(u, lpi_start, lpi_end);
             return until;
-        }
+        };
         // A sleep in progress completes before the wake can begin.
         let wake_start = until.max(lpi_start);
-        let wake_end = wake_start + t.wake_time_ps;
+        let wake_end = wake_start + wake_time_ps;
         st.sleep_ps += t.sleep_time_ps;
-        st.wake_ps += t.wake_time_ps;
+        st.wake_ps += wake_time_ps;
         st.wakes += 1;
         self.lpi(u, lpi_start, wake_start);
         wake_end
@@ -276,7 +280,7 @@ impl LinkPower {
         for u in 0..self.units.len() {
             let since = self.busy[u].until;
             if since < end {
-                self.idle(u, since, end, false);
+                self.idle(u, since, end, None);
             }
         }
         let total_s = end as f64 * 1e-12;
@@ -360,7 +364,10 @@ impl PowerModel for LinkPower {
             // The common case, decided without leaving the packet path.
             return now;
         }
-        let start = self.idle(u, b.until, now, true);
+        // The transmitter that wakes the link waits its own wake time (Tw_sys_tx): a switch
+        // port's and a NIC's may differ.
+        let wake_time_ps = self.channel_timing[ch as usize].wake_time_ps;
+        let start = self.idle(u, b.until, now, Some(wake_time_ps));
         if start > now {
             self.wakes_by[ch as usize] += 1;
             self.wake_delay_ps[ch as usize] += start - now;

@@ -175,6 +175,42 @@ fn paired_directions_sleep_and_wake_together() {
 }
 
 #[test]
+fn a_paired_wake_lasts_the_waking_transmitters_wake_time() {
+    // Channel 0 (a NIC) wakes in 3 us, channel 1 (the switch port) in 30 us.
+    let port = PortPower {
+        active_w: 4.0,
+        lpi_w: 1.0,
+    };
+    let nic = timing(Policy::Timeout, 0, 0);
+    let switch = LinkTiming {
+        wake_time_ps: 30 * US,
+        ..nic
+    };
+    let mut lp = LinkPower::new(
+        &[Control::Paired; 2],
+        &[1, 0],
+        vec![nic, switch],
+        vec![port; 2],
+        vec![PortOwner::Node(0), PortOwner::Switch(0)],
+        Timeline::new(2, 0, 1024),
+    );
+    send(&mut lp, 0, 0);
+    // Idle since 1 us: sleep 11..13, LPI 13..20; the NIC wakes the link 20..23.
+    assert_eq!(send(&mut lp, 0, 20), 23 * US);
+    // The switch's frame during that wake waits for it alone, not for its own 30 us.
+    assert_eq!(send(&mut lp, 1, 21), 23 * US);
+    // Idle since 24 us: sleep 34..36, LPI 36..50; the switch wakes the link 50..80.
+    assert_eq!(send(&mut lp, 1, 50), 80 * US);
+    // The NIC's frame during the switch's wake waits for its end, 25 us (full duplex: not for
+    // the switch's frame).
+    assert_eq!(send(&mut lp, 0, 55), 80 * US);
+    let (r, _) = lp.close(90 * US);
+    assert_eq!((r[0].wakes, r[1].wakes), (1, 1));
+    assert_eq!((r[0].wake_delay_ps, r[1].wake_delay_ps), (28 * US, 32 * US));
+    assert_eq!((r[0].wake_ps, r[0].lpi_ps), (33 * US, 21 * US));
+}
+
+#[test]
 fn independent_directions_sleep_alone() {
     let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
     send(&mut lp, 0, 0);

@@ -146,6 +146,10 @@ pub struct NicPowerSpec {
     pub port_active_w: Option<f64>,
     #[serde(default)]
     pub port_lpi_w: Option<f64>,
+    /// Wake time of the NIC's transmitter (its Tw_sys_tx), us: a wake its frame starts lasts
+    /// this long. Unset: its link's `wake_time_us`.
+    #[serde(default)]
+    pub wake_time_us: Option<f64>,
     /// Model NIC interrupts (delaying receives) and NIC power; off by default.
     #[serde(default)]
     pub coalescing: bool,
@@ -499,6 +503,7 @@ impl PowerSpec {
         }
         time_field(source, "power.timeline_bin_us", self.timeline_bin_us, US)?;
         for (field, v) in [
+            ("power.nic.wake_time_us", self.nic.wake_time_us),
             ("power.nic.rx_usecs", self.nic.rx_usecs),
             ("power.nic.tx_usecs", self.nic.tx_usecs),
         ] {
@@ -595,9 +600,14 @@ impl PowerSpec {
         self.control(c.class, node_of(c))
     }
 
-    /// The timing of channel `c`'s state machine.
+    /// The timing of channel `c`'s state machine, with the NIC's own wake time on a channel a
+    /// node drives.
     pub(crate) fn channel_timing(&self, c: &Channel) -> LinkTiming {
-        self.timing(c.class, node_of(c))
+        let mut t = self.timing(c.class, node_of(c));
+        if let (Device::Node(_), Some(w)) = (c.src, self.nic.wake_time_us) {
+            t.wake_time_ps = us_to_ps(w);
+        }
+        t
     }
 
     /// Forces every link class and the DIMMs to always-on: the baseline of a comparison.
