@@ -16,6 +16,7 @@ pub mod funcs;
 pub mod native;
 pub mod otf2;
 pub mod simgrid;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,7 +144,30 @@ pub struct TraceInfo {
     pub warnings: Vec<String>,
 }
 
-pub(crate) type CallIter = Box<dyn Iterator<Item = Result<Call, TraceError>> + Send>;
+/// Where a call was read in its rank's file: its record's byte offset (binary formats) or its
+/// line (text formats). What the cross-rank checks name in their errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pos {
+    Offset(u64),
+    Line(u64),
+}
+
+impl Pos {
+    pub(crate) fn location(self, file: &Path, rank: Rank) -> Location {
+        match self {
+            Pos::Offset(o) => Location::at(file, Some(rank), o),
+            Pos::Line(l) => Location::line(file, Some(rank), l),
+        }
+    }
+}
+
+/// A rank's calls, each with where it was read.
+pub(crate) trait CallStream: Iterator<Item = Result<Call, TraceError>> + Send {
+    /// Where the call last returned was read.
+    fn pos(&self) -> Pos;
+}
+
+pub(crate) type CallIter = Box<dyn CallStream>;
 
 /// A readable trace: one call stream per rank.
 pub(crate) trait CallSource: std::fmt::Debug + Send + Sync {
@@ -297,7 +321,9 @@ pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
     }
     Err(TraceError::UnknownFormat {
         path: path.to_path_buf(),
-        why: "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines found".into(),
+        why: simgrid::not_a_list(path).unwrap_or_else(|| {
+            "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines found".into()
+        }),
     })
 }
 
@@ -328,7 +354,8 @@ fn prescan(
         let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
         let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
         let mut timed = false;
-        for call in source.calls(rank)? {
+        let mut stream = source.calls(rank)?;
+        while let Some(call) = stream.next() {
             let call = call?;
             if call.start_ns != 0 || call.end_ns != 0 {
                 timed = true;
@@ -352,7 +379,8 @@ fn prescan(
                 first = Some(first.map_or(call.start_ns, |f| f.min(call.start_ns)));
                 last = Some(last.map_or(call.end_ns, |l| l.max(call.end_ns)));
             }
-            b.feed(call, &mut resolver)?;
+            b.feed(call, &mut resolver)
+                .map_err(|e| e.located(&stream.pos().location(&source.rank_file(rank), rank)))?;
             b.out.clear();
         }
         b.finish();
@@ -385,6 +413,7 @@ fn prescan(
         }
     }
     let comms = resolver.finish();
+    validate::check(source.as_ref(), &comms, opts)?;
     let info = TraceInfo {
         format: source.format(),
         path: path.display().to_string(),

@@ -12,7 +12,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, VKind};
 use crate::error::{Location, TraceError};
 use crate::funcs::Func;
-use crate::{CallIter, CallSource, TraceFormat};
+use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 
 pub const NATIVE_VERSION: u16 = 2;
 pub const INDEX_MAGIC: &[u8; 8] = b"TWTRIDX\0";
@@ -32,6 +32,10 @@ pub(crate) fn detect(path: &Path) -> Option<TraceFormat> {
     } else {
         path.to_path_buf()
     };
+    // A file named as the index is one, even with a corrupt magic (which `open` then reports).
+    if index.file_name().is_some_and(|n| n == INDEX_NAME) && index.is_file() {
+        return Some(TraceFormat::Native);
+    }
     let mut magic = [0u8; 8];
     let mut f = File::open(index).ok()?;
     f.read_exact(&mut magic).ok()?;
@@ -463,6 +467,8 @@ pub(crate) struct NativeCalls {
     prev_end: u64,
     count: u64,
     done: bool,
+    /// The byte offset of the record last returned.
+    call_at: u64,
 }
 
 impl NativeCalls {
@@ -479,6 +485,7 @@ impl NativeCalls {
             prev_end: 0,
             count: 0,
             done: false,
+            call_at: 0,
         };
         let mut h = [0u8; 16];
         c.read(&mut h, "the 16-byte rank file header")?;
@@ -768,6 +775,7 @@ impl NativeCalls {
             t => return Err(self.err_at(rec, format!("a record tag 0..=27 or 255, got {t}"))),
         };
         self.count += 1;
+        self.call_at = rec;
         Ok(Some(Call {
             func,
             start_ns: start,
@@ -775,6 +783,12 @@ impl NativeCalls {
             cpu_ns: None,
             kind,
         }))
+    }
+}
+
+impl CallStream for NativeCalls {
+    fn pos(&self) -> Pos {
+        Pos::Offset(self.call_at)
     }
 }
 

@@ -40,7 +40,7 @@ use crate::call::{
 };
 use crate::error::{Location, TraceError};
 use crate::funcs::{self, func_id, Func};
-use crate::{CallIter, CallSource, TraceFormat};
+use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 use defs::{GlobalDefs, LocalDefs, UNDEFINED_U32};
 use events::{Coll, Ev, EvtStream, Msg};
 
@@ -327,6 +327,8 @@ struct Open {
     region: u32,
     func: Func,
     start_ticks: u64,
+    /// The byte offset of its Enter event.
+    at: u64,
 }
 
 /// Streams one rank's calls.
@@ -347,8 +349,10 @@ struct Otf2Calls {
     last_ticks: u64,
     /// Request handles for isends recorded without a request (Score-P without xnonblock).
     synthetic_reqs: u64,
-    out: VecDeque<Call>,
+    /// Finished calls with their Enter's byte offset.
+    out: VecDeque<(u64, Call)>,
     done: bool,
+    call_at: u64,
 }
 
 impl Otf2Calls {
@@ -369,13 +373,11 @@ impl Otf2Calls {
             .iter()
             .filter(|(_, m)| m.contains(&rank))
             .map(|(h, m)| {
-                Call::untimed(
-                    funcs::F_COMM_DEFINE,
-                    CallKind::CommDefine {
-                        new: *h,
-                        members: m.clone(),
-                    },
-                )
+                let define = CallKind::CommDefine {
+                    new: *h,
+                    members: m.clone(),
+                };
+                (0, Call::untimed(funcs::F_COMM_DEFINE, define))
             })
             .collect();
         Ok(Otf2Calls {
@@ -398,6 +400,7 @@ impl Otf2Calls {
             synthetic_reqs: 0,
             out,
             done: false,
+            call_at: 0,
         })
     }
 
@@ -409,13 +412,14 @@ impl Otf2Calls {
         if let Some(o) = self.open.take() {
             let kind = self.kind(&o);
             self.evs.clear();
-            self.out.push_back(Call {
+            let call = Call {
                 func: o.func,
                 start_ns: self.ns(o.start_ticks),
                 end_ns: self.ns(end_ticks.max(o.start_ticks)),
                 cpu_ns: None,
                 kind,
-            });
+            };
+            self.out.push_back((o.at, call));
         }
     }
 
@@ -448,6 +452,7 @@ impl Otf2Calls {
                         region,
                         func,
                         start_ticks: t,
+                        at: self.ev.at(),
                     });
                 }
             }
@@ -752,11 +757,18 @@ fn is_unsupported(n: &str) -> bool {
     NAMES.contains(&n) || n.starts_with("file_") || n.starts_with("win_")
 }
 
+impl CallStream for Otf2Calls {
+    fn pos(&self) -> Pos {
+        Pos::Offset(self.call_at)
+    }
+}
+
 impl Iterator for Otf2Calls {
     type Item = Result<Call, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(c) = self.out.pop_front() {
+            if let Some((at, c)) = self.out.pop_front() {
+                self.call_at = at;
                 return Some(Ok(c));
             }
             if self.done {
