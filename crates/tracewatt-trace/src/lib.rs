@@ -348,6 +348,8 @@ fn prescan(
     let (mut p2p, mut coll) = (0u64, 0u64);
     let mut duration: Option<f64> = None;
     let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
+    // Where each rank's communicator creations are (named if their callers disagree).
+    let mut creations: Vec<Vec<Pos>> = vec![Vec::new(); n as usize];
     for rank in 0..n {
         let mut b = OpBuilder::new(rank, n, source.rank_file(rank), opts);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
@@ -365,6 +367,14 @@ fn prescan(
                     (Some(sum), Some((s, e))) => Some(sum + cpu.gap_ns(s, e)),
                     _ => None,
                 };
+            }
+            if matches!(
+                call.kind,
+                CallKind::CommSplit { .. }
+                    | CallKind::CommCreate { .. }
+                    | CallKind::CommDefine { .. }
+            ) {
+                creations[rank as usize].push(stream.pos());
             }
             let name = match &call.kind {
                 CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
@@ -411,6 +421,14 @@ fn prescan(
             let d = l.saturating_sub(f) as f64 / 1e9;
             duration = Some(duration.map_or(d, |x: f64| x.max(d)));
         }
+    }
+    if let Some((rank, k, what)) = resolver.disagreement() {
+        let file = source.rank_file(rank);
+        let at = match creations[rank as usize].get(k) {
+            Some(pos) => pos.location(&file, rank),
+            None => Location::file(&file),
+        };
+        return Err(TraceError::Inconsistent { at, what });
     }
     let comms = resolver.finish();
     validate::check(source.as_ref(), &comms, opts)?;

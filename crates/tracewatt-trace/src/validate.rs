@@ -22,10 +22,10 @@ use tracewatt_workload::matching::{Envelope, Matcher};
 use tracewatt_workload::{CollKind, CommId, Op, Rank, SrcSel, TagSel, WORLD};
 
 use crate::builder::OpBuilder;
-use crate::call::NULL_COMM_HANDLE;
+use crate::call::{CommHandle, NULL_COMM_HANDLE};
 use crate::comms::{CommTable, Replay};
 use crate::error::{Location, TraceError};
-use crate::funcs::{func_name, Func};
+use crate::funcs::{self, func_name, Func};
 use crate::{Call, CallIter, CallKind, CallSource, Pos, ReadOptions};
 
 /// A call as the checks remember it: who made it, where it is, what it was.
@@ -77,6 +77,15 @@ struct RankState {
     taken: u64,
     /// This rank's number in each communicator it used.
     local: BTreeMap<CommId, Rank>,
+    /// Whether the rank made communicators the readers cannot follow (a skipped creation):
+    /// calls on handles it never created are then expected, else refused.
+    opaque_comms: bool,
+    /// The rank's first and last MPI calls, whether it called `MPI_Init` (an MPI program
+    /// must), and whether its calls are timed.
+    first_call: Option<Site>,
+    last_call: Option<Site>,
+    initialized: bool,
+    timed: bool,
     prev_end_ns: Option<u64>,
 }
 
@@ -123,6 +132,11 @@ pub(crate) fn check(
             next: None,
             taken: 0,
             local: BTreeMap::new(),
+            opaque_comms: false,
+            first_call: None,
+            last_call: None,
+            initialized: false,
+            timed: false,
             prev_end_ns: None,
         };
         if let Some(key) = advance(&mut s, rank)? {
@@ -136,8 +150,9 @@ pub(crate) fn check(
             continue;
         };
         c.call(s, rank, call, pos)?;
-        if let Some(key) = advance(s, rank)? {
-            heap.push(Reverse(key));
+        match advance(s, rank)? {
+            Some(key) => heap.push(Reverse(key)),
+            None => c.ended(s)?,
         }
     }
     c.finish()
@@ -165,10 +180,12 @@ impl Checker<'_> {
         format!("{} ({})", self.loc(site), func_name(site.func))
     }
 
+    /// An error at `site`; it names the calls skipped as unsupported so far, which a corrupt
+    /// field may have made so and which then leave other calls unmatched.
     fn error(&self, site: Site, what: String) -> TraceError {
         TraceError::Inconsistent {
             at: self.loc(site),
-            what: format!("{}: {what}", func_name(site.func)),
+            what: format!("{}: {what}{}", func_name(site.func), self.skipped_note()),
         }
     }
 
@@ -214,13 +231,37 @@ impl Checker<'_> {
                 ));
             }
         }
+        if !funcs::is_pseudo(call.func) {
+            s.first_call.get_or_insert(site);
+            s.last_call = Some(site);
+        }
+        s.initialized |= call.kind == CallKind::Init;
+        if let Some(h) = comm_used(&call.kind).filter(|&h| !s.builder.knows_comm(h)) {
+            if !s.opaque_comms && !s.builder.is_finalized() {
+                return Err(self.error(
+                    site,
+                    format!(
+                        "a communicator this rank created, got handle {h}, which no call of the \
+                         rank made (and it made none the readers cannot follow)"
+                    ),
+                ));
+            }
+        }
+        s.timed |= call.start_ns != 0 || call.end_ns != 0;
+        if call.kind == CallKind::Finalize {
+            self.drained(s, site)?;
+        }
+        let creates = creates_comm(&call);
         let unsupported = |b: &OpBuilder| b.unsupported.values().sum::<u64>();
         let before = unsupported(&s.builder);
         s.builder
             .feed(call, &mut Replay(self.table))
             .map_err(|e| e.located(&self.loc(site)))?;
-        if self.skipped.len() < SKIPPED_NAMED && unsupported(&s.builder) > before {
-            self.skipped.push(site);
+        if unsupported(&s.builder) > before {
+            s.opaque_comms |= creates;
+            if self.skipped.len() < SKIPPED_NAMED {
+                self.skipped.push(site);
+            }
         }
         while let Some(op) = s.builder.out.pop_front() {
             self.op(s, site, op)?;
@@ -276,6 +317,37 @@ impl Checker<'_> {
             ));
         }
         s.prev_end_ns = Some(call.end_ns);
+        Ok(())
+    }
+
+    /// A rank's calls ended: it must have called `MPI_Init` (a rank without it lost its calls'
+    /// identities, e.g. to corrupt OTF2 region definitions).
+    fn ended(&self, s: &RankState) -> Result<(), TraceError> {
+        match (s.first_call, s.last_call) {
+            (Some(first), _) if !s.initialized => Err(self.error(
+                first,
+                "an MPI program: the rank calls MPI_Init or MPI_Init_thread, this one never does"
+                    .to_string(),
+            )),
+            (_, Some(last)) => self.drained(s, last),
+            _ => Ok(()),
+        }
+    }
+
+    /// At MPI_Finalize, or at the end of a rank without one: MPI requires every request
+    /// complete (or freed) by then. Checked on timed traces, which record every call;
+    /// SimGrid's time-independent ones leave sends unwaited.
+    fn drained(&self, s: &RankState, site: Site) -> Result<(), TraceError> {
+        let n = s.builder.pending_requests();
+        if s.timed && n > 0 && !s.builder.is_finalized() {
+            return Err(self.error(
+                site,
+                format!(
+                    "every request completed or freed before MPI_Finalize, {n} still pending \
+                     (the calls that completed them are missing)"
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -578,10 +650,9 @@ impl Checker<'_> {
                 recv.site,
                 format!(
                     "a send matching this receive (from {from}, {tag}, {} bytes), none found \
-                     ({} receives unmatched){unmatched}{}",
+                     ({} receives unmatched){unmatched}",
                     recv.bytes,
                     recvs.len(),
-                    self.skipped_note()
                 ),
             ));
         }
@@ -590,12 +661,11 @@ impl Checker<'_> {
                 send.site,
                 format!(
                     "a receive matching this send (tag {}, {} bytes) on rank {to} ({}), none \
-                     found; messages nobody received: {}{}",
+                     found; messages nobody received: {}",
                     send.tag,
                     send.bytes,
                     self.files[to as usize].display(),
                     list_sends(),
-                    self.skipped_note()
                 ),
             ));
         }
@@ -620,14 +690,13 @@ impl Checker<'_> {
             return Err(self.error(
                 inst.first,
                 format!(
-                    "every member of {} to call collective #{} ({}), only {} of {} did: {}{}",
+                    "every member of {} to call collective #{} ({}), only {} of {} did: {}",
                     self.comm_name(*comm),
                     seq + 1,
                     describe_sig(inst.sig),
                     inst.arrived,
                     self.comm_size(*comm),
                     missing.join("; "),
-                    self.skipped_note()
                 ),
             ));
         }
@@ -641,6 +710,49 @@ impl Checker<'_> {
         }
         let l: Vec<String> = self.skipped.iter().map(|&s| self.describe(s)).collect();
         format!("; calls skipped as unsupported: {}", l.join("; "))
+    }
+}
+
+/// The communicator a point-to-point call or collective runs on.
+fn comm_used(kind: &CallKind) -> Option<CommHandle> {
+    match kind {
+        CallKind::Send { comm, .. }
+        | CallKind::Recv { comm, .. }
+        | CallKind::Isend { comm, .. }
+        | CallKind::Irecv { comm, .. }
+        | CallKind::Sendrecv { comm, .. }
+        | CallKind::Coll { comm, .. }
+        | CallKind::VColl { comm, .. } => Some(*comm),
+        _ => None,
+    }
+}
+
+/// Whether a call makes a communicator (skipped ones leave handles the readers cannot follow).
+fn creates_comm(call: &Call) -> bool {
+    const CREATORS: &[&str] = &[
+        "cart_create",
+        "cart_sub",
+        "graph_create",
+        "dist_graph_create",
+        "dist_graph_create_adjacent",
+        "intercomm_create",
+        "intercomm_merge",
+        "comm_spawn",
+        "comm_spawn_multiple",
+        "comm_accept",
+        "comm_connect",
+        "comm_join",
+        "comm_get_parent",
+        "comm_split_type",
+        "comm_idup",
+        "comm_create_group",
+    ];
+    match &call.kind {
+        CallKind::CommSplit { .. } | CallKind::CommCreate { .. } => true,
+        CallKind::Unsupported { name } => {
+            CREATORS.contains(&name.as_str()) || CREATORS.contains(&func_name(call.func))
+        }
+        _ => CREATORS.contains(&func_name(call.func)),
     }
 }
 

@@ -5,6 +5,7 @@
 //! indices, SimGrid list files).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tracewatt_trace::call::{Call, CallKind, VKind, NULL_COMM_HANDLE, WORLD_HANDLE};
 use tracewatt_trace::funcs::{self, Func};
@@ -24,14 +25,20 @@ fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// Writes a native trace of `ranks` (each rank's calls; timed when any call has times).
+/// Every rank's first call (an MPI program's ranks call MPI_Init).
+fn init() -> Call {
+    call(funcs::F_INIT, CallKind::Init)
+}
+
+/// Writes a native trace of `ranks` (each rank's calls after MPI_Init; timed when any call has
+/// times).
 fn native(tag: &str, ranks: &[Vec<Call>]) -> PathBuf {
     let d = scratch(tag);
     let w = NativeWriter::create(&d, ranks.len() as u32).unwrap();
     for (r, calls) in ranks.iter().enumerate() {
         let timed = calls.iter().any(|c| c.end_ns != 0);
         let mut rw = w.rank(r as u32, timed).unwrap();
-        for c in calls {
+        for c in std::iter::once(&init()).chain(calls) {
             rw.write(c).unwrap();
         }
         rw.finish().unwrap();
@@ -39,14 +46,19 @@ fn native(tag: &str, ranks: &[Vec<Call>]) -> PathBuf {
     d
 }
 
-/// The byte offset of record `k` of rank `rank`'s file: 16 header bytes plus the records
-/// before it, each measured by writing it alone (a file of one record is the header, the record
-/// and a 2-byte end record).
+/// The byte offset of call `k` of rank `rank`'s file: 16 header bytes plus the records before
+/// it (MPI_Init first), each measured by writing it alone (a file of one record is the header,
+/// the record and a 2-byte end record).
 fn offset(ranks: &[Vec<Call>], rank: usize, k: usize) -> u64 {
     let timed = ranks[rank].iter().any(|c| c.end_ns != 0);
     let mut off = 16;
-    for (i, c) in ranks[rank][..k].iter().enumerate() {
-        let d = scratch(&format!("len-{rank}-{k}-{i}"));
+    let before: Vec<Call> = std::iter::once(init())
+        .chain(ranks[rank][..k].iter().cloned())
+        .collect();
+    for (i, c) in before.iter().enumerate() {
+        // Tests run in parallel: each measurement gets its own directory.
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let d = scratch(&format!("len-{}-{i}", N.fetch_add(1, Ordering::Relaxed)));
         let w = NativeWriter::create(&d, 1).unwrap();
         let mut rw = w.rank(0, timed).unwrap();
         rw.write(c).unwrap();
@@ -71,6 +83,11 @@ fn refusal(dir: &Path) -> String {
         Ok(_) => panic!("{} was accepted", dir.display()),
         Err(e) => e.to_string(),
     }
+}
+
+/// The id of an MPI function by its lower-case name.
+fn id(name: &str) -> Func {
+    funcs::func_id(name).expect("a known function")
 }
 
 fn call(func: Func, kind: CallKind) -> Call {
@@ -385,7 +402,6 @@ fn timed(c: Call, start_ns: u64, end_ns: u64) -> Call {
 
 #[test]
 fn time_running_backwards_is_refused() {
-    let init = || call(funcs::F_INIT, CallKind::Init);
     // The second call starts 500 ns before the first ended.
     let t = vec![vec![
         timed(init(), 1_000, 2_000),
@@ -507,6 +523,161 @@ fn a_simgrid_list_naming_a_missing_file_names_its_line() {
             "{}, line 2: expected a SimGrid action line, or in a list file the name of an \
              action file next to it, got `actions9.txt`",
             list.display()
+        )
+    );
+}
+
+#[test]
+fn a_call_on_a_communicator_the_rank_never_made_is_refused() {
+    let on7 = call(
+        funcs::F_BARRIER,
+        CallKind::Coll {
+            comm: 7,
+            kind: CollKind::Barrier,
+            root: 0,
+            bytes: 0,
+        },
+    );
+    let t = vec![vec![barrier(), on7]];
+    let d = native("unknown-comm", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected barrier: a communicator this rank created, got handle 7, which no \
+             call of the rank made (and it made none the readers cannot follow)",
+            at(&d, &t, 0, 1)
+        )
+    );
+}
+
+/// Every member of the parent passes MPI_Comm_create the same group; rank 2's differs.
+#[test]
+fn comm_create_callers_passing_different_groups_are_refused() {
+    let create = |ranks: Vec<i32>| {
+        vec![
+            call(
+                id("comm_group"),
+                CallKind::GroupFromComm {
+                    comm: WORLD_HANDLE,
+                    group: 1,
+                },
+            ),
+            call(
+                id("group_incl"),
+                CallKind::GroupSelect {
+                    group: 1,
+                    ranks,
+                    exclude: false,
+                    new: 2,
+                },
+            ),
+            call(
+                id("comm_create"),
+                CallKind::CommCreate {
+                    parent: WORLD_HANDLE,
+                    group: 2,
+                    new: 4,
+                },
+            ),
+        ]
+    };
+    let t = vec![
+        create(vec![0, 1, 2]),
+        create(vec![0, 1, 2]),
+        create(vec![0, 1]),
+    ];
+    let d = native("comm-create", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected comm_create: the group the other ranks passed ([0, 1, 2], world \
+             ranks), got [0, 1]",
+            at(&d, &t, 2, 2)
+        )
+    );
+}
+
+#[test]
+fn a_rank_that_never_calls_mpi_init_is_refused() {
+    let d = scratch("no-init");
+    let w = NativeWriter::create(&d, 1).unwrap();
+    let mut rw = w.rank(0, false).unwrap();
+    rw.write(&barrier()).unwrap();
+    rw.finish().unwrap();
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: rank 0, byte offset 16: expected barrier: an MPI program: the rank calls \
+             MPI_Init or MPI_Init_thread, this one never does",
+            d.join("rank-0.twr").display()
+        )
+    );
+}
+
+/// A corrupt MPI region name in OTF2's global definitions (stencil4d's `MPI_Barrier`) is
+/// refused at its string definition, which starts a few bytes before the name's text.
+#[test]
+fn an_otf2_mpi_region_name_that_is_no_identifier_is_refused() {
+    let d = scratch("otf2-name");
+    let src = data("otf2/tracer-stencil4d-32ranks");
+    std::fs::copy(src.join("traces.otf2"), d.join("traces.otf2")).unwrap();
+    std::fs::create_dir_all(d.join("traces")).unwrap();
+    for e in std::fs::read_dir(src.join("traces")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join("traces").join(p.file_name().unwrap())).unwrap();
+    }
+    let mut defs = std::fs::read(src.join("traces.def")).unwrap();
+    let name = defs
+        .windows(11)
+        .position(|w| w == b"MPI_Barrier")
+        .expect("the barrier region's name");
+    defs[name + 5] = 0xFF;
+    std::fs::write(d.join("traces.def"), &defs).unwrap();
+    let e = refusal(&d.join("traces.otf2"));
+    let prefix = format!("{}, byte offset ", d.join("traces.def").display());
+    let off: usize = e
+        .strip_prefix(&prefix)
+        .and_then(|r| r.split(':').next())
+        .and_then(|o| o.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        name - 6 <= off && off < name,
+        "{off} vs the name at {name}: {e}"
+    );
+    assert!(
+        e.ends_with(
+            "expected an MPI function name of letters, digits and `_`, got `MPI_B\u{fffd}rrier`"
+        ),
+        "{e}"
+    );
+}
+
+/// A timed trace records every call: a request still pending at MPI_Finalize means the call
+/// that completed it is missing (MPI requires every request complete or freed by then).
+#[test]
+fn a_request_pending_at_finalize_in_a_timed_trace_is_refused() {
+    let irecv = call(
+        funcs::F_IRECV,
+        CallKind::Irecv {
+            comm: WORLD_HANDLE,
+            peer: 1,
+            tag: 0,
+            bytes: 8,
+            req: 5,
+        },
+    );
+    let fin = call(funcs::F_FINALIZE, CallKind::Finalize);
+    let t = vec![
+        vec![timed(irecv, 10, 20), timed(fin.clone(), 30, 40)],
+        vec![timed(send(0, 0, 8), 10, 20), timed(fin, 30, 40)],
+    ];
+    let d = native("pending", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected finalize: every request completed or freed before MPI_Finalize, 1 \
+             still pending (the calls that completed them are missing)",
+            at(&d, &t, 0, 1)
         )
     );
 }

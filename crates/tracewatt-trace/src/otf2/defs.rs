@@ -107,12 +107,16 @@ pub(crate) struct GlobalDefs {
     /// Ticks per second and the trace's time origin (ClockProperties).
     pub clock: Option<(u64, u64)>,
     pub strings: BTreeMap<u32, String>,
+    /// String id -> the byte offset of its definition (named when a name is corrupt).
+    pub string_at: BTreeMap<u32, u64>,
     /// Region id -> name string id.
     pub regions: BTreeMap<u32, u32>,
     /// Location group id -> type.
     pub location_groups: BTreeMap<u32, u8>,
     pub locations: BTreeMap<u64, LocationDef>,
     pub groups: BTreeMap<u32, Group>,
+    /// Group id -> the byte offset of its definition.
+    pub group_at: BTreeMap<u32, u64>,
     pub comms: BTreeMap<u32, Comm>,
 }
 
@@ -165,10 +169,12 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.clock = Some((res, off));
             }
             DEF_STRING => {
+                let at = r.offset_of(&body);
                 let (id, s) = r.body(body, |c| {
                     Ok((c.u32c("a string id")?, c.string("a string")?))
                 })?;
                 d.strings.insert(id, s);
+                d.string_at.insert(id, at);
             }
             DEF_LOCATION_GROUP => {
                 let (id, ty) = r.body(body, |c| {
@@ -196,6 +202,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.regions.insert(id, name);
             }
             DEF_GROUP => {
+                let at = r.offset_of(&body);
                 let (id, g) = r.body(body, |c| {
                     let id = c.u32c("a group id")?;
                     c.u32c("a group name")?;
@@ -221,6 +228,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                     ))
                 })?;
                 d.groups.insert(id, g);
+                d.group_at.insert(id, at);
             }
             DEF_COMM => {
                 let (id, comm) = r.body(body, |c| {

@@ -160,6 +160,11 @@ impl EvtStream {
         self.comms.as_ref().map_or(id, |m| m.map(id as u64) as u32)
     }
 
+    /// An error at the event last returned.
+    pub fn error_at_event(&self, expected: &str) -> TraceError {
+        self.r.error_at(self.at, expected)
+    }
+
     /// The byte offset of the event last returned.
     pub fn at(&self) -> u64 {
         self.at

@@ -96,6 +96,18 @@ impl Model {
             return Err(TraceError::format(at(), "a ClockProperties definition"));
         };
         let rank_locations = rank_locations(&d);
+        if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
+            // Only the MPI locations group can name an undefined one.
+            let group = d.groups.iter().find(|(_, g)| g.members.contains(bad));
+            let off = group
+                .and_then(|(id, _)| d.group_at.get(id))
+                .copied()
+                .unwrap_or(0);
+            return Err(TraceError::format(
+                Location::at(&defs_path, None, off),
+                format!("MPI ranks that are defined locations, got location {bad}"),
+            ));
+        }
         if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
             return Err(TraceError::format(
                 at(),
@@ -105,17 +117,23 @@ impl Model {
                 ),
             ));
         }
-        let regions = d
-            .regions
-            .iter()
-            .filter_map(|(&id, name)| {
-                let full = d.strings.get(name)?;
-                let rest = full.strip_prefix("MPI_")?;
-                let name = rest.to_ascii_lowercase();
-                let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
-                Some((id, MpiRegion { func, name }))
-            })
-            .collect();
+        let mut regions = BTreeMap::new();
+        for (&id, name_id) in &d.regions {
+            let Some(rest) = d.strings.get(name_id).and_then(|s| s.strip_prefix("MPI_")) else {
+                continue;
+            };
+            // MPI function names are identifiers: anything else is a corrupt string.
+            if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                let off = d.string_at.get(name_id).copied().unwrap_or(0);
+                return Err(TraceError::format(
+                    Location::at(&defs_path, None, off),
+                    format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
+                ));
+            }
+            let name = rest.to_ascii_lowercase();
+            let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
+            regions.insert(id, MpiRegion { func, name });
+        }
         let (comms, defined) = communicators(&d, rank_locations.len() as u32);
         Ok(Model {
             dir: stem,
@@ -482,6 +500,14 @@ impl Otf2Calls {
                 }
             }
             Ev::Other => {}
+            Ev::Send(_) | Ev::Recv(_) | Ev::Isend(..) | Ev::CollEnd(_) if self.open.is_none() => {
+                // Score-P writes a message or collective record inside its MPI call's region:
+                // outside any, the region definitions no longer say the call was MPI.
+                return Err(self.ev.error_at_event(
+                    "an MPI message or collective record inside an MPI call's Enter and Leave \
+                     (are the global definitions' MPI regions intact?)",
+                ));
+            }
             ev => {
                 if self.open.is_some() {
                     self.evs.push((ev, None));
