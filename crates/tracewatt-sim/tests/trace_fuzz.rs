@@ -16,7 +16,7 @@
 //! The default tests flip `SEEDED_FLIPS` seeded positions per trace, spread over its files
 //! (weighted by size). Every position of every file, each flipped to its complement, is the
 //! slow command
-//! `cargo test --release -p tracewatt-sim --test trace_fuzz -- --ignored` (about an hour).
+//! `cargo test --release -p tracewatt-sim --test trace_fuzz -- --ignored` (about 2 hours).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -466,7 +466,7 @@ fn native_seeded_flips_are_refused_with_a_location_or_harmless() {
 }
 
 #[test]
-#[ignore = "slow (about an hour): cargo test --release -p tracewatt-sim --test trace_fuzz -- --ignored"]
+#[ignore = "slow (about 2 hours): cargo test --release -p tracewatt-sim --test trace_fuzz -- --ignored"]
 fn every_single_byte_flip_is_refused_with_a_location_or_harmless() {
     every(
         [
