@@ -435,6 +435,15 @@ impl NativeTrace {
             ));
         }
         let dir = index.parent().unwrap_or(Path::new(".")).to_path_buf();
+        if let Some(r) = (0..n).find(|&r| !dir.join(rank_file_name(r)).is_file()) {
+            return Err(TraceError::format(
+                at(12),
+                format!(
+                    "{n} ranks, each with its file beside the index ({} is missing)",
+                    rank_file_name(r)
+                ),
+            ));
+        }
         Ok(NativeTrace { dir, num_ranks: n })
     }
 }

@@ -6,8 +6,16 @@
 //!   send, by MPI's rules (source, tag, non-overtaking order, `ANY_SOURCE`/`ANY_TAG`; the
 //!   simulator's own [`Matcher`]), and no send is larger than the receive it matches.
 //! - **Collectives**: the members of a communicator call the same collectives in the same order,
-//!   with the same root and size; for alltoallv what i sends j is what j receives from i.
+//!   with the same root and size; for alltoallv what i sends j is no more than what j receives
+//!   from i.
+//! - **Communicators**: peers and roots inside their communicator, calls only on communicators
+//!   the rank made (or after it made one the readers cannot follow), split colors agreeing with
+//!   their new handle, trace-defined communicators with the same members on every member.
+//! - **Program shape**: every rank calls `MPI_Init`; no request pending at `MPI_Finalize` (or
+//!   the end) of a timed trace.
 //! - **Time**: a call does not end before it starts nor start before the previous one ended.
+//!
+//! (`MPI_Comm_create` callers passing one group is checked by the pre-pass's resolver.)
 //!
 //! Ranks are read together, merged by their calls' start times (one call per rank in turn for
 //! traces without times): a wildcard receive then matches the message the traced run most likely

@@ -681,3 +681,85 @@ fn a_request_pending_at_finalize_in_a_timed_trace_is_refused() {
         )
     );
 }
+
+/// A copy of an OTF2 archive with one byte of `file` xored with `mask`.
+fn otf2_flipped(rel: &str, tag: &str, file: &str, at: usize, mask: u8) -> PathBuf {
+    let d = scratch(tag);
+    let src = data(rel);
+    std::fs::create_dir_all(d.join("traces")).unwrap();
+    for f in ["traces.otf2", "traces.def"] {
+        std::fs::copy(src.join(f), d.join(f)).unwrap();
+    }
+    for e in std::fs::read_dir(src.join("traces")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join("traces").join(p.file_name().unwrap())).unwrap();
+    }
+    let mut b = std::fs::read(d.join(file)).unwrap();
+    b[at] ^= mask;
+    std::fs::write(d.join(file), &b).unwrap();
+    d
+}
+
+/// pipit ping-pong's MPI locations group lists location 1 at byte 9742 of traces.def; xored
+/// with 0x5d it lists location 92, which no Location definition defines (the group record
+/// starts a few bytes before).
+#[test]
+fn an_otf2_rank_whose_location_is_undefined_is_refused_at_its_group() {
+    let d = otf2_flipped("otf2/pipit-ping-pong", "otf2-loc", "traces.def", 9742, 0x5d);
+    let e = refusal(&d.join("traces.otf2"));
+    let prefix = format!("{}, byte offset ", d.join("traces.def").display());
+    let off: usize = e
+        .strip_prefix(&prefix)
+        .and_then(|r| r.split(':').next())
+        .and_then(|o| o.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!((9742 - 16..9742).contains(&off), "{e}");
+    assert!(
+        e.ends_with("expected MPI ranks that are defined locations, got location 92"),
+        "{e}"
+    );
+}
+
+/// A corrupt region definition in pipit ping-pong's traces.def (byte 4026 xor 0x90) leaves
+/// MPI_Send and MPI_Recv no longer MPI regions: their message records then stand outside any
+/// MPI call, refused at the first (rank 0's first send record).
+#[test]
+fn an_otf2_message_record_outside_an_mpi_call_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-region",
+        "traces.def",
+        4026,
+        0x90,
+    );
+    let e = refusal(&d.join("traces.otf2"));
+    assert!(
+        e.starts_with(&format!(
+            "{}: rank 0, byte offset ",
+            d.join("traces").join("0.evt").display()
+        )) && e.ends_with(
+            "expected an MPI message or collective record inside an MPI call's Enter and Leave \
+             (are the global definitions' MPI regions intact?)"
+        ),
+        "{e}"
+    );
+}
+
+/// A native index's rank count names rank files that must all be there.
+#[test]
+fn a_native_index_counting_more_ranks_than_files_is_refused() {
+    let t = vec![vec![barrier()], vec![barrier()]];
+    let d = native("index-ranks", &t);
+    let index = d.join("trace.twi");
+    let mut b = std::fs::read(&index).unwrap();
+    b[12] = 3; // the rank count (little-endian u32 at byte 12): 3 ranks, 2 files
+    std::fs::write(&index, &b).unwrap();
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}, byte offset 12: expected 3 ranks, each with its file beside the index \
+             (rank-2.twr is missing)",
+            index.display()
+        )
+    );
+}

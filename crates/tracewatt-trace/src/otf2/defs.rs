@@ -117,6 +117,10 @@ pub(crate) struct GlobalDefs {
     pub groups: BTreeMap<u32, Group>,
     /// Group id -> the byte offset of its definition.
     pub group_at: BTreeMap<u32, u64>,
+    /// Byte offsets of the first location group definition and of the first definition this
+    /// reader skips (named when a definition it needs is missing: a corrupt record type).
+    pub first_location_group_at: Option<u64>,
+    pub first_skipped_at: Option<u64>,
     pub comms: BTreeMap<u32, Comm>,
 }
 
@@ -177,6 +181,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.string_at.insert(id, at);
             }
             DEF_LOCATION_GROUP => {
+                d.first_location_group_at.get_or_insert(r.offset_of(&body));
                 let (id, ty) = r.body(body, |c| {
                     let id = c.u32c("a location group id")?;
                     c.u32c("a location group name")?;
@@ -240,7 +245,9 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 })?;
                 d.comms.insert(id, comm);
             }
-            _ => {}
+            _ => {
+                d.first_skipped_at.get_or_insert(r.offset_of(&body));
+            }
         }
     }
     Ok(d)

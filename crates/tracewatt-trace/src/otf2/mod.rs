@@ -92,8 +92,14 @@ impl Model {
         let defs_path = anchor_path.with_extension("def");
         let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
         let at = || Location::file(&defs_path);
+        // A missing definition has no offset; name where a corrupt one most likely is.
+        let near = |off: Option<u64>| off.map_or_else(at, |o| Location::at(&defs_path, None, o));
         let Some((ticks_per_s, origin_ticks)) = d.clock else {
-            return Err(TraceError::format(at(), "a ClockProperties definition"));
+            return Err(TraceError::format(
+                near(d.first_skipped_at),
+                "a ClockProperties definition (none found; this is the first definition the \
+                 reader skips)",
+            ));
         };
         let rank_locations = rank_locations(&d);
         if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
@@ -109,10 +115,23 @@ impl Model {
             ));
         }
         if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
+            // The ranks come from MPI's locations group, else the process location groups.
+            let mpi_group = d
+                .groups
+                .iter()
+                .find(|(_, g)| {
+                    g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI
+                })
+                .and_then(|(id, _)| d.group_at.get(id).copied());
             return Err(TraceError::format(
-                at(),
+                near(
+                    mpi_group
+                        .or(d.first_location_group_at)
+                        .or(d.first_skipped_at),
+                ),
                 format!(
-                    "1..2^24 MPI ranks (process location groups; found {})",
+                    "1..2^24 MPI ranks (the members of MPI's locations group or the process \
+                     location groups; found {})",
                     rank_locations.len()
                 ),
             ));
