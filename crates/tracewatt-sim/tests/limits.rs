@@ -226,7 +226,7 @@ fn a_run_longer_than_the_simulated_time_limit_stops() {
 }
 
 /// A trace's compute period times `compute_scale` longer than the longest duration is an error
-/// naming the file, the rank and the cause. Before, the product saturated to 2^64 - 1 ps and
+/// naming the file, the rank, the line and the cause. Before, the product saturated to 2^64 - 1 ps and
 /// wrapped the clock. Rank 0 computes 10^9 flops at the default 10^9 flop/s: 1 s, and 2 x 10^6 s
 /// once scaled by 2 x 10^6.
 #[test]
@@ -252,7 +252,10 @@ fn a_trace_compute_period_beyond_the_limit_is_an_error() {
     assert_eq!(r.summary["makespan_s"], 1e6);
     let e = run("2e6").unwrap_err().to_string();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(e.contains("ti.txt: rank 0: a compute period"), "{e}");
+    assert!(
+        e.contains("ti.txt: rank 0, line 3: a compute period"),
+        "{e}"
+    );
     assert!(e.contains("must be at most 1e18 ps (1e6 s"), "{e}");
 }
 

@@ -726,23 +726,47 @@ fn corrupt_trace_names_file_rank_and_offset() {
     );
 }
 
+/// Both ranks receive before they send: every message has its receive (the trace passes the
+/// open's cross-rank checks), but in this order nobody sends: the run stops and names both.
 #[test]
-fn a_stuck_trace_is_a_deadlock_naming_the_waiting_rank() {
+fn a_stuck_trace_is_a_deadlock_naming_the_waiting_ranks() {
     let d = scratch("stuck");
     let t = d.join("stuck.txt");
     std::fs::write(
         &t,
-        "0 init\n1 init\n0 recv 1 0 64\n0 finalize\n1 finalize\n",
+        "0 init\n1 init\n0 recv 1 0 64\n0 send 1 0 64\n1 recv 0 0 64\n1 send 0 0 64\n\
+         0 finalize\n1 finalize\n",
     )
     .unwrap();
     let err = run(&t, 2).unwrap_err();
     let msg = err.to_string();
     assert!(
-        matches!(err, SimError::Deadlock { blocked: 1, .. }),
+        matches!(err, SimError::Deadlock { blocked: 2, .. }),
         "{err:?}"
     );
     assert!(
         msg.contains("rank 0") && msg.contains("receive from rank 1"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("rank 1") && msg.contains("receive from rank 0"),
+        "{msg}"
+    );
+}
+
+/// A receive no rank sends to is refused when the trace is opened, naming its line.
+#[test]
+fn an_unmatched_receive_is_refused_before_the_run() {
+    let d = scratch("unmatched");
+    let t = d.join("unmatched.txt");
+    std::fs::write(
+        &t,
+        "0 init\n1 init\n0 recv 1 0 64\n0 finalize\n1 finalize\n",
+    )
+    .unwrap();
+    let msg = run(&t, 2).unwrap_err().to_string();
+    assert!(
+        msg.contains("unmatched.txt: rank 0, line 3: expected recv: a send matching this receive"),
         "{msg}"
     );
 }

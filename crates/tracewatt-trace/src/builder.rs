@@ -306,6 +306,25 @@ impl OpBuilder {
         self.comms.get(&h).copied()
     }
 
+    /// Requests still pending that the trace itself made (not freed, not made up by a reader
+    /// for a call recorded without one: handles from `u64::MAX` down).
+    pub(crate) fn pending_requests(&self) -> usize {
+        self.reqs
+            .iter()
+            .filter(|(&h, s)| matches!(s, Slot::Live(_)) && h < u64::MAX / 2)
+            .count()
+    }
+
+    /// Whether the rank called `MPI_Finalize` (calls after it are ignored).
+    pub(crate) fn is_finalized(&self) -> bool {
+        self.finalized
+    }
+
+    /// Whether `h` names a communicator this rank has (world, self, or one it created).
+    pub(crate) fn knows_comm(&self, h: CommHandle) -> bool {
+        h == SELF_HANDLE || self.comms.contains_key(&h)
+    }
+
     /// Waits for everything still outstanding (see module docs).
     pub fn finish(&mut self) {
         let mut ids = std::mem::take(&mut self.detached);

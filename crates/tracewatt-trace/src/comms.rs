@@ -62,6 +62,16 @@ pub(crate) trait CommHook {
     fn table(&self) -> Option<&CommTable>;
 }
 
+/// A group passed to an `MPI_Comm_create`: its members, how many ranks passed it, and one of
+/// them (world rank, its creation index).
+#[derive(Debug)]
+struct Passed {
+    members: Vec<Rank>,
+    count: u32,
+    rank: Rank,
+    k: usize,
+}
+
 /// Pre-pass: collects the contributions.
 #[derive(Debug)]
 pub(crate) struct Resolver {
@@ -69,6 +79,8 @@ pub(crate) struct Resolver {
     seq: BTreeMap<(Rank, CommId), u32>,
     groups: BTreeMap<(CommId, u32, i32), CommId>,
     created: BTreeMap<(CommId, u32, Vec<Rank>), CommId>,
+    /// Per `MPI_Comm_create` (parent, k-th on it): the distinct groups passed. MPI wants one.
+    groups_passed: BTreeMap<(CommId, u32), Vec<Passed>>,
     defined: BTreeMap<u32, CommId>,
     /// Per new comm (gid - 1): parent and (key, world rank) contributions.
     pending: Vec<(CommId, Vec<(i32, Rank)>)>,
@@ -82,10 +94,31 @@ impl Resolver {
             seq: BTreeMap::new(),
             groups: BTreeMap::new(),
             created: BTreeMap::new(),
+            groups_passed: BTreeMap::new(),
             defined: BTreeMap::new(),
             pending: Vec::new(),
             assign: vec![Vec::new(); n as usize],
         }
+    }
+
+    /// A `MPI_Comm_create` whose callers passed different groups: the rank and creation index
+    /// of one that passed the least common group, and what was expected.
+    pub fn disagreement(&self) -> Option<(Rank, usize, String)> {
+        self.groups_passed.values().find_map(|passed| {
+            let most = passed.iter().max_by_key(|g| g.count)?;
+            let odd = passed
+                .iter()
+                .min_by_key(|g| g.count)
+                .filter(|_| passed.len() > 1)?;
+            Some((
+                odd.rank,
+                odd.k,
+                format!(
+                    "comm_create: the group the other ranks passed ({:?}, world ranks), got {:?}",
+                    most.members, odd.members
+                ),
+            ))
+        })
     }
 
     pub fn finish(self) -> CommTable {
@@ -148,6 +181,16 @@ impl CommHook for Resolver {
             let s = *seq;
             *seq += 1;
             let members = members?;
+            let passed = self.groups_passed.entry((parent, s)).or_default();
+            match passed.iter_mut().find(|g| g.members == members) {
+                Some(g) => g.count += 1,
+                None => passed.push(Passed {
+                    members: members.to_vec(),
+                    count: 1,
+                    rank,
+                    k,
+                }),
+            }
             let pos = members.iter().position(|&m| m == rank)?;
             let next = self.pending.len() as CommId + 1;
             let gid = *self

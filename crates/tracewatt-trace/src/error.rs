@@ -80,6 +80,10 @@ pub enum TraceError {
     /// A time the trace gives is longer than a simulation can hold (`what` says which and why).
     #[error("{at}: {what}")]
     Time { at: Location, what: String },
+    /// The ranks' calls do not fit together: a message nobody receives, a send larger than its
+    /// receive, members of a communicator calling different collectives, time running backwards.
+    #[error("{at}: expected {what}")]
+    Inconsistent { at: Location, what: String },
     /// The path is not a trace of any known format.
     #[error("{}: not a trace tracewatt can read ({why})", path.display())]
     UnknownFormat { path: PathBuf, why: String },
@@ -99,6 +103,22 @@ impl TraceError {
         }
     }
 
+    /// The error with `at`'s byte offset or line where it has neither (errors raised past the
+    /// readers, e.g. by the op builder, which knows the rank but not the record).
+    pub(crate) fn located(mut self, at: &Location) -> Self {
+        if let TraceError::Format { at: a, .. }
+        | TraceError::Unsupported { at: a, .. }
+        | TraceError::Time { at: a, .. }
+        | TraceError::Inconsistent { at: a, .. } = &mut self
+        {
+            if a.offset.is_none() && a.line.is_none() {
+                a.offset = at.offset;
+                a.line = at.line;
+            }
+        }
+        self
+    }
+
     /// The error as a rank program's error (the simulator's vocabulary).
     pub fn to_program_error(&self, rank: Rank) -> ProgramError {
         let (source_name, r, offset) = match self {
@@ -107,13 +127,18 @@ impl TraceError {
             }
             TraceError::Format { at, .. }
             | TraceError::Unsupported { at, .. }
-            | TraceError::Time { at, .. } => (at.file.display().to_string(), at.rank, at.offset),
+            | TraceError::Time { at, .. }
+            | TraceError::Inconsistent { at, .. } => {
+                (at.file.display().to_string(), at.rank, at.offset)
+            }
+        };
+        let expected = |at: &Location, what: &str| match at.line {
+            Some(l) => format!("line {l}: expected {what}"),
+            None => format!("expected {what}"),
         };
         let message = match self {
-            TraceError::Format { at, expected } => match at.line {
-                Some(l) => format!("line {l}: expected {expected}"),
-                None => format!("expected {expected}"),
-            },
+            TraceError::Format { at, expected: e } => expected(at, e),
+            TraceError::Inconsistent { at, what } => expected(at, what),
             TraceError::Unsupported { call, .. } => {
                 format!("unsupported call `{call}` (strict mode)")
             }

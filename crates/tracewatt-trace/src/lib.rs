@@ -16,6 +16,7 @@ pub mod funcs;
 pub mod native;
 pub mod otf2;
 pub mod simgrid;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -186,7 +187,30 @@ pub struct TraceInfo {
     pub warnings: Vec<String>,
 }
 
-pub(crate) type CallIter = Box<dyn Iterator<Item = Result<Call, TraceError>> + Send>;
+/// Where a call was read in its rank's file: its record's byte offset (binary formats) or its
+/// line (text formats). What the cross-rank checks name in their errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pos {
+    Offset(u64),
+    Line(u64),
+}
+
+impl Pos {
+    pub(crate) fn location(self, file: &Path, rank: Rank) -> Location {
+        match self {
+            Pos::Offset(o) => Location::at(file, Some(rank), o),
+            Pos::Line(l) => Location::line(file, Some(rank), l),
+        }
+    }
+}
+
+/// A rank's calls, each with where it was read.
+pub(crate) trait CallStream: Iterator<Item = Result<Call, TraceError>> + Send {
+    /// Where the call last returned was read.
+    fn pos(&self) -> Pos;
+}
+
+pub(crate) type CallIter = Box<dyn CallStream>;
 
 /// A readable trace: one call stream per rank.
 pub(crate) trait CallSource: std::fmt::Debug + Send + Sync {
@@ -433,10 +457,12 @@ pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
     }
     Err(TraceError::UnknownFormat {
         path: path.to_path_buf(),
-        why: format!(
-            "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines; {}",
-            what_is_there(path)
-        ),
+        why: simgrid::not_a_list(path).unwrap_or_else(|| {
+            format!(
+                "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines; {}",
+                what_is_there(path)
+            )
+        }),
     })
 }
 
@@ -561,13 +587,16 @@ fn prescan(
     let mut duration: Option<f64> = None;
     let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
     let mut rank_flops = vec![0.0; n as usize];
+    // Where each rank's communicator creations are (named if their callers disagree).
+    let mut creations: Vec<Vec<Pos>> = vec![Vec::new(); n as usize];
     for rank in 0..n {
         let mut b = builder_for(source.as_ref(), rank, opts, origin_ns);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
         let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
         let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
         let mut timed = false;
-        for call in source.calls(rank)? {
+        let mut stream = source.calls(rank)?;
+        while let Some(call) = stream.next() {
             let call = call?;
             if call.start_ns != 0 || call.end_ns != 0 {
                 timed = true;
@@ -577,6 +606,14 @@ fn prescan(
                     (Some(sum), Some((s, e))) => Some(sum + cpu.gap_ns(s, e)),
                     _ => None,
                 };
+            }
+            if matches!(
+                call.kind,
+                CallKind::CommSplit { .. }
+                    | CallKind::CommCreate { .. }
+                    | CallKind::CommDefine { .. }
+            ) {
+                creations[rank as usize].push(stream.pos());
             }
             let name = match &call.kind {
                 CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
@@ -594,7 +631,8 @@ fn prescan(
                 first = Some(first.map_or(call.start_ns, |f| f.min(call.start_ns)));
                 last = Some(last.map_or(call.end_ns, |l| l.max(call.end_ns)));
             }
-            b.feed(call, &mut resolver)?;
+            b.feed(call, &mut resolver)
+                .map_err(|e| e.located(&stream.pos().location(&source.rank_file(rank), rank)))?;
             b.out.clear();
         }
         b.finish();
@@ -636,7 +674,16 @@ fn prescan(
             duration = Some(duration.map_or(d, |x: f64| x.max(d)));
         }
     }
+    if let Some((rank, k, what)) = resolver.disagreement() {
+        let file = source.rank_file(rank);
+        let at = match creations[rank as usize].get(k) {
+            Some(pos) => pos.location(&file, rank),
+            None => Location::file(&file),
+        };
+        return Err(TraceError::Inconsistent { at, what });
+    }
     let comms = resolver.finish();
+    validate::check(source.as_ref(), &comms, opts)?;
     let info = TraceInfo {
         format: source.format(),
         path: path.display().to_string(),

@@ -12,7 +12,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, VKind};
 use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::Func;
-use crate::{CallIter, CallSource, TraceFormat};
+use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 
 pub const NATIVE_VERSION: u16 = 3;
 pub const INDEX_MAGIC: &[u8; 8] = b"TWTRIDX\0";
@@ -41,6 +41,10 @@ pub(crate) fn detect(path: &Path) -> Option<TraceFormat> {
     } else {
         path.to_path_buf()
     };
+    // A file named as the index is one, even with a corrupt magic (which `open` then reports).
+    if index.file_name().is_some_and(|n| n == INDEX_NAME) && index.is_file() {
+        return Some(TraceFormat::Native);
+    }
     let mut magic = [0u8; 8];
     let mut f = File::open(index).ok()?;
     f.read_exact(&mut magic).ok()?;
@@ -449,6 +453,15 @@ impl NativeTrace {
             ));
         }
         let dir = index.parent().unwrap_or(Path::new(".")).to_path_buf();
+        if let Some(r) = (0..n).find(|&r| !dir.join(rank_file_name(r)).is_file()) {
+            return Err(TraceError::format(
+                at(12),
+                format!(
+                    "{n} ranks, each with its file beside the index ({} is missing)",
+                    rank_file_name(r)
+                ),
+            ));
+        }
         Ok(NativeTrace { dir, num_ranks: n })
     }
 }
@@ -482,6 +495,8 @@ pub(crate) struct NativeCalls {
     prev: PrevEnd,
     count: u64,
     done: bool,
+    /// The byte offset of the record last returned.
+    call_at: u64,
 }
 
 impl NativeCalls {
@@ -499,6 +514,7 @@ impl NativeCalls {
             prev: PrevEnd::default(),
             count: 0,
             done: false,
+            call_at: 0,
         };
         let mut h = [0u8; 16];
         c.read(&mut h, "the 16-byte rank file header")?;
@@ -814,6 +830,7 @@ impl NativeCalls {
             }
         };
         self.count += 1;
+        self.call_at = rec;
         Ok(Some(Call {
             func,
             start_ns: start,
@@ -821,6 +838,12 @@ impl NativeCalls {
             cpu_ns: cpu,
             kind,
         }))
+    }
+}
+
+impl CallStream for NativeCalls {
+    fn pos(&self) -> Pos {
+        Pos::Offset(self.call_at)
     }
 }
 

@@ -27,7 +27,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, VKind, WORLD_HANDLE};
 use crate::error::{Location, TraceError};
 use crate::funcs::{self, func_id, Func};
-use crate::{CallIter, CallSource, TraceFormat};
+use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 
 const ACTIONS: &[&str] = &[
     "init",
@@ -97,9 +97,11 @@ fn is_action_file(path: &Path) -> bool {
     })
 }
 
+/// A file whose first line names a file next to it (whose content the reader checks, naming
+/// the line that is wrong).
 fn is_list_file(path: &Path) -> bool {
     let dir = path.parent().unwrap_or(Path::new("."));
-    first_line(path).is_some_and(|t| t.len() == 1 && is_action_file(&dir.join(&t[0])))
+    first_line(path).is_some_and(|t| t.len() == 1 && dir.join(&t[0]).is_file())
 }
 
 fn find_list(dir: &Path) -> Option<PathBuf> {
@@ -117,6 +119,17 @@ pub(crate) fn detect(path: &Path) -> bool {
         return find_list(path).is_some();
     }
     is_action_file(path) || is_list_file(path)
+}
+
+/// Why a text file whose first line is one word is not a list file (for the "not a trace"
+/// error: a list file whose first name is corrupt).
+pub(crate) fn not_a_list(path: &Path) -> Option<String> {
+    match first_line(path)?.as_slice() {
+        [name] => Some(format!(
+            "line 1 (`{name}`) names no file next to it, as a SimGrid list file would"
+        )),
+        _ => None,
+    }
 }
 
 /// Consecutive lines of one rank in a shared file: bytes `start..end`, the first being line
@@ -163,9 +176,20 @@ impl SimgridTrace {
                     )
                 })?;
                 let line = line.trim();
-                if !line.is_empty() {
-                    files.push(dir.join(line));
+                if line.is_empty() {
+                    continue;
                 }
+                let file = dir.join(line);
+                if line.split_whitespace().count() > 1 || !file.is_file() {
+                    return Err(TraceError::format(
+                        Location::line(&list, None, i as u64 + 1),
+                        format!(
+                            "a SimGrid action line, or in a list file the name of an action file \
+                             next to it, got `{line}`"
+                        ),
+                    ));
+                }
+                files.push(file);
             }
             let n = files.len() as u32;
             return Ok(SimgridTrace {
@@ -736,6 +760,13 @@ impl TiCalls {
             self.line = line;
             r?;
         }
+    }
+}
+
+impl CallStream for TiCalls {
+    /// A line's calls are all returned before the next line is read.
+    fn pos(&self) -> Pos {
+        Pos::Line(self.line_no)
     }
 }
 

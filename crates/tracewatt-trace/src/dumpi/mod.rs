@@ -20,6 +20,7 @@
 mod layout;
 mod table;
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, CommHandle, VKind, NULL_COMM_HANDLE, SELF_HANDLE, WORLD_HANDLE};
 use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::{self, Func};
-use crate::{CallIter, CallSource, TraceFormat};
+use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 use layout::{Cond, Kind};
 use table::FUNCS;
 
@@ -86,12 +87,15 @@ impl DumpiTrace {
         let text = std::fs::read(&meta).map_err(|e| TraceError::io(&meta, e))?;
         let text = String::from_utf8_lossy(&text);
         let (mut n, mut prefix) = (None, None);
+        // The lines of `numprocs` and `fileprefix`, named when the rank files do not match.
+        let mut lines = (0, 0);
         for (i, line) in text.lines().enumerate() {
             let Some((k, v)) = line.split_once('=') else {
                 continue;
             };
             match k.trim() {
                 "numprocs" => {
+                    lines.0 = i as u64 + 1;
                     n = Some(v.trim().parse::<u32>().map_err(|_| {
                         TraceError::format(
                             Location::line(&meta, None, i as u64 + 1),
@@ -99,7 +103,10 @@ impl DumpiTrace {
                         )
                     })?)
                 }
-                "fileprefix" => prefix = Some(v.trim().to_string()),
+                "fileprefix" => {
+                    lines.1 = i as u64 + 1;
+                    prefix = Some(v.trim().to_string())
+                }
                 _ => {}
             }
         }
@@ -119,7 +126,7 @@ impl DumpiTrace {
         let files: Vec<PathBuf> = (0..n)
             .map(|r| dir.join(format!("{prefix}-{r:04}.bin")))
             .collect();
-        check_rank_files(&meta, dir, &prefix, n)?;
+        check_rank_files(&meta, lines, dir, &prefix, n)?;
         Ok(DumpiTrace {
             meta,
             num_ranks: n,
@@ -129,8 +136,15 @@ impl DumpiTrace {
 }
 
 /// `numprocs` must name exactly the `<prefix>-NNNN.bin` files present: rank files 0..n-1 and
-/// none beyond (a wrong `numprocs` would silently drop or invent ranks).
-fn check_rank_files(meta: &Path, dir: &Path, prefix: &str, n: u32) -> Result<(), TraceError> {
+/// none beyond (a wrong `numprocs` would silently drop or invent ranks). Errors name the
+/// `fileprefix` line when no file has the prefix, else the `numprocs` line (`lines`).
+fn check_rank_files(
+    meta: &Path,
+    lines: (u64, u64),
+    dir: &Path,
+    prefix: &str,
+    n: u32,
+) -> Result<(), TraceError> {
     let rd = std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))?;
     let mut present: Vec<u32> = rd
         .filter_map(|e| e.ok())
@@ -149,10 +163,12 @@ fn check_rank_files(meta: &Path, dir: &Path, prefix: &str, n: u32) -> Result<(),
         (None, None) => None,
     };
     if let Some(what) = problem {
+        let line = if present.is_empty() { lines.1 } else { lines.0 };
         return Err(TraceError::format(
-            Location::file(meta),
+            Location::line(meta, None, line),
             format!(
-                "numprocs={n} to match the rank files beside it ({} found; {what})",
+                "numprocs={n} and fileprefix={prefix} to match the rank files beside it ({} \
+                 found; {what})",
                 present.len()
             ),
         ));
@@ -303,6 +319,10 @@ struct DumpiCalls {
     finalized: bool,
     done: bool,
     vals: Vec<(&'static str, Val)>,
+    /// The byte offset of the record last returned.
+    call_at: u64,
+    /// A datatype index the size table does not know, met while sizing the current call.
+    unknown_type: Cell<Option<i64>>,
 }
 
 impl DumpiCalls {
@@ -411,22 +431,46 @@ impl DumpiCalls {
             finalized: false,
             done: false,
             vals: Vec::with_capacity(16),
+            call_at: 0,
+            unknown_type: Cell::new(None),
         })
     }
 
-    fn size_of(&self, dt: i64) -> u64 {
-        if let Some(s) = usize::try_from(dt).ok().and_then(|i| self.sizes.get(i)) {
-            return *s as u64;
-        }
-        // Traces older than 0.6.6 have no size table: predefined types, LP64 sizes.
-        const BUILTIN: [u64; 28] = [
-            0, 0, 1, 1, 1, 1, 4, 2, 2, 4, 4, 8, 8, 4, 8, 16, 8, 8, 8, 1, 0, 0, 8, 12, 16, 6, 8, 20,
-        ];
+    /// The size of datatype index `dt` from the rank's size table; `None` for an index the
+    /// table does not hold.
+    fn size_of(&self, dt: i64) -> Option<u64> {
         usize::try_from(dt)
             .ok()
-            .and_then(|i| BUILTIN.get(i))
-            .copied()
-            .unwrap_or(0)
+            .and_then(|i| self.size_table().get(i))
+            .map(|&s| s as u64)
+    }
+
+    /// Datatype sizes by index: the rank's table, or for traces older than 0.6.6 (no table) the
+    /// predefined types' LP64 sizes.
+    fn size_table(&self) -> &[u32] {
+        const BUILTIN: [u32; 28] = [
+            0, 0, 1, 1, 1, 1, 4, 2, 2, 4, 4, 8, 8, 4, 8, 16, 8, 8, 8, 1, 0, 0, 8, 12, 16, 6, 8, 20,
+        ];
+        if self.sizes.is_empty() {
+            &BUILTIN
+        } else {
+            &self.sizes
+        }
+    }
+
+    /// `count` elements of datatype index `dt` in bytes. An index the size table does not hold
+    /// is remembered when it sizes a message (count > 0), and the call refused once decoded.
+    fn sized(&self, count: i64, dt: i64) -> u64 {
+        if count <= 0 {
+            return 0;
+        }
+        match self.size_of(dt) {
+            Some(s) => (count as u64).saturating_mul(s),
+            None => {
+                self.unknown_type.set(Some(dt));
+                0
+            }
+        }
     }
 
     /// A record's {start, stop} on one clock, checked: nanoseconds below 1e9, stop not before
@@ -524,13 +568,13 @@ impl DumpiCalls {
             .unwrap_or(&[])
     }
     fn bytes(&self, count: &str, dt: &str) -> u64 {
-        (self.int(count).max(0) as u64).saturating_mul(self.size_of(self.int(dt)))
+        self.sized(self.int(count), self.int(dt))
     }
     fn byte_vec(&self, counts: &str, dt: &str) -> Vec<u64> {
-        let s = self.size_of(self.int(dt));
+        let dt = self.int(dt);
         self.arr(counts)
             .iter()
-            .map(|&c| (c.max(0) as u64).saturating_mul(s))
+            .map(|&c| self.sized(c, dt))
             .collect()
     }
     fn comm(&self, name: &str) -> CommHandle {
@@ -716,6 +760,14 @@ impl DumpiCalls {
             self.check_peers(start_off, mpi_name)?;
             let func = label as Func;
             let kind = self.kind(mpi_name);
+            if let Some(dt) = self.unknown_type.take() {
+                self.rd.off = start_off;
+                return Err(self.rd.err(format!(
+                    "{mpi_name}'s datatypes among the {} of the rank's size table, got index {dt}",
+                    self.size_table().len()
+                )));
+            }
+            self.call_at = start_off;
             if label as Func == funcs::F_FINALIZE {
                 self.finalized = true;
             }
@@ -855,7 +907,7 @@ impl DumpiCalls {
                     self.arr(c)
                         .iter()
                         .zip(self.arr(t))
-                        .map(|(&c, &t)| (c.max(0) as u64).saturating_mul(self.size_of(t)))
+                        .map(|(&c, &t)| self.sized(c, t))
                         .collect()
                 };
                 CallKind::VColl {
@@ -971,6 +1023,12 @@ fn is_unsupported(n: &str) -> bool {
         "Grequest_complete",
     ];
     NAMES.contains(&n) || n.starts_with("File_") || n.starts_with("MPIO_") || n.starts_with("Win_")
+}
+
+impl CallStream for DumpiCalls {
+    fn pos(&self) -> Pos {
+        Pos::Offset(self.call_at)
+    }
 }
 
 impl Iterator for DumpiCalls {

@@ -301,6 +301,11 @@ impl ChunkReader {
         Ok(start..start + len)
     }
 
+    /// The file offset of a record body returned by [`Self::record`].
+    pub fn offset_of(&self, range: &Range<usize>) -> u64 {
+        self.chunk_off + range.start as u64
+    }
+
     /// Decodes a record body returned by [`Self::record`].
     pub fn body<T>(
         &self,

@@ -107,12 +107,20 @@ pub(crate) struct GlobalDefs {
     /// Ticks per second and the trace's time origin (ClockProperties).
     pub clock: Option<(u64, u64)>,
     pub strings: BTreeMap<u32, String>,
+    /// String id -> the byte offset of its definition (named when a name is corrupt).
+    pub string_at: BTreeMap<u32, u64>,
     /// Region id -> name string id.
     pub regions: BTreeMap<u32, u32>,
     /// Location group id -> type.
     pub location_groups: BTreeMap<u32, u8>,
     pub locations: BTreeMap<u64, LocationDef>,
     pub groups: BTreeMap<u32, Group>,
+    /// Group id -> the byte offset of its definition.
+    pub group_at: BTreeMap<u32, u64>,
+    /// Byte offsets of the first location group definition and of the first definition this
+    /// reader skips (named when a definition it needs is missing: a corrupt record type).
+    pub first_location_group_at: Option<u64>,
+    pub first_skipped_at: Option<u64>,
     pub comms: BTreeMap<u32, Comm>,
 }
 
@@ -165,12 +173,15 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.clock = Some((res, off));
             }
             DEF_STRING => {
+                let at = r.offset_of(&body);
                 let (id, s) = r.body(body, |c| {
                     Ok((c.u32c("a string id")?, c.string("a string")?))
                 })?;
                 d.strings.insert(id, s);
+                d.string_at.insert(id, at);
             }
             DEF_LOCATION_GROUP => {
+                d.first_location_group_at.get_or_insert(r.offset_of(&body));
                 let (id, ty) = r.body(body, |c| {
                     let id = c.u32c("a location group id")?;
                     c.u32c("a location group name")?;
@@ -196,6 +207,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.regions.insert(id, name);
             }
             DEF_GROUP => {
+                let at = r.offset_of(&body);
                 let (id, g) = r.body(body, |c| {
                     let id = c.u32c("a group id")?;
                     c.u32c("a group name")?;
@@ -221,6 +233,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                     ))
                 })?;
                 d.groups.insert(id, g);
+                d.group_at.insert(id, at);
             }
             DEF_COMM => {
                 let (id, comm) = r.body(body, |c| {
@@ -232,7 +245,9 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 })?;
                 d.comms.insert(id, comm);
             }
-            _ => {}
+            _ => {
+                d.first_skipped_at.get_or_insert(r.offset_of(&body));
+            }
         }
     }
     Ok(d)

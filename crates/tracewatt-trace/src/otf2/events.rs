@@ -128,6 +128,8 @@ pub(crate) struct EvtStream {
     regions: Option<IdMap>,
     comms: Option<IdMap>,
     done: bool,
+    /// The byte offset of the record last read.
+    at: u64,
 }
 
 impl EvtStream {
@@ -144,6 +146,7 @@ impl EvtStream {
             regions: local.regions.clone(),
             comms: local.comms.clone(),
             done: false,
+            at: 0,
         })
     }
 
@@ -157,6 +160,16 @@ impl EvtStream {
         self.comms.as_ref().map_or(id, |m| m.map(id as u64) as u32)
     }
 
+    /// An error at the event last returned.
+    pub fn error_at_event(&self, expected: &str) -> TraceError {
+        self.r.error_at(self.at, expected)
+    }
+
+    /// The byte offset of the event last returned.
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
     /// The next event and its corrected time in ticks; `None` at the end-of-file record.
     pub fn next_event(&mut self) -> Result<Option<(u64, Ev)>, TraceError> {
         if self.done {
@@ -167,6 +180,7 @@ impl EvtStream {
                 self.done = true;
                 return Ok(None);
             };
+            self.at = self.r.offset() - 1;
             let ev = match t {
                 TIMESTAMP => {
                     self.time = self.r.read(|c| c.u64_full("a timestamp"))?;

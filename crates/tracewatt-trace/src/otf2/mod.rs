@@ -40,7 +40,7 @@ use crate::call::{
 };
 use crate::error::{Location, TraceError};
 use crate::funcs::{self, func_id, Func};
-use crate::{CallIter, CallSource, TraceFormat};
+use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 use defs::{GlobalDefs, LocalDefs, UNDEFINED_U32};
 use events::{Coll, Ev, EvtStream, Msg};
 
@@ -92,30 +92,67 @@ impl Model {
         let defs_path = anchor_path.with_extension("def");
         let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
         let at = || Location::file(&defs_path);
+        // A missing definition has no offset; name where a corrupt one most likely is.
+        let near = |off: Option<u64>| off.map_or_else(at, |o| Location::at(&defs_path, None, o));
         let Some((ticks_per_s, origin_ticks)) = d.clock else {
-            return Err(TraceError::format(at(), "a ClockProperties definition"));
+            return Err(TraceError::format(
+                near(d.first_skipped_at),
+                "a ClockProperties definition (none found; this is the first definition the \
+                 reader skips)",
+            ));
         };
         let rank_locations = rank_locations(&d);
-        if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
+        if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
+            // Only the MPI locations group can name an undefined one.
+            let group = d.groups.iter().find(|(_, g)| g.members.contains(bad));
+            let off = group
+                .and_then(|(id, _)| d.group_at.get(id))
+                .copied()
+                .unwrap_or(0);
             return Err(TraceError::format(
-                at(),
+                Location::at(&defs_path, None, off),
+                format!("MPI ranks that are defined locations, got location {bad}"),
+            ));
+        }
+        if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
+            // The ranks come from MPI's locations group, else the process location groups.
+            let mpi_group = d
+                .groups
+                .iter()
+                .find(|(_, g)| {
+                    g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI
+                })
+                .and_then(|(id, _)| d.group_at.get(id).copied());
+            return Err(TraceError::format(
+                near(
+                    mpi_group
+                        .or(d.first_location_group_at)
+                        .or(d.first_skipped_at),
+                ),
                 format!(
-                    "1..2^24 MPI ranks (process location groups; found {})",
+                    "1..2^24 MPI ranks (the members of MPI's locations group or the process \
+                     location groups; found {})",
                     rank_locations.len()
                 ),
             ));
         }
-        let regions = d
-            .regions
-            .iter()
-            .filter_map(|(&id, name)| {
-                let full = d.strings.get(name)?;
-                let rest = full.strip_prefix("MPI_")?;
-                let name = rest.to_ascii_lowercase();
-                let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
-                Some((id, MpiRegion { func, name }))
-            })
-            .collect();
+        let mut regions = BTreeMap::new();
+        for (&id, name_id) in &d.regions {
+            let Some(rest) = d.strings.get(name_id).and_then(|s| s.strip_prefix("MPI_")) else {
+                continue;
+            };
+            // MPI function names are identifiers: anything else is a corrupt string.
+            if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                let off = d.string_at.get(name_id).copied().unwrap_or(0);
+                return Err(TraceError::format(
+                    Location::at(&defs_path, None, off),
+                    format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
+                ));
+            }
+            let name = rest.to_ascii_lowercase();
+            let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
+            regions.insert(id, MpiRegion { func, name });
+        }
         let (comms, defined) = communicators(&d, rank_locations.len() as u32);
         Ok(Model {
             dir: stem,
@@ -327,6 +364,8 @@ struct Open {
     region: u32,
     func: Func,
     start_ticks: u64,
+    /// The byte offset of its Enter event.
+    at: u64,
 }
 
 /// Streams one rank's calls.
@@ -347,8 +386,10 @@ struct Otf2Calls {
     last_ticks: u64,
     /// Request handles for isends recorded without a request (Score-P without xnonblock).
     synthetic_reqs: u64,
-    out: VecDeque<Call>,
+    /// Finished calls with their Enter's byte offset.
+    out: VecDeque<(u64, Call)>,
     done: bool,
+    call_at: u64,
 }
 
 impl Otf2Calls {
@@ -369,13 +410,11 @@ impl Otf2Calls {
             .iter()
             .filter(|(_, m)| m.contains(&rank))
             .map(|(h, m)| {
-                Call::untimed(
-                    funcs::F_COMM_DEFINE,
-                    CallKind::CommDefine {
-                        new: *h,
-                        members: m.clone(),
-                    },
-                )
+                let define = CallKind::CommDefine {
+                    new: *h,
+                    members: m.clone(),
+                };
+                (0, Call::untimed(funcs::F_COMM_DEFINE, define))
             })
             .collect();
         Ok(Otf2Calls {
@@ -398,6 +437,7 @@ impl Otf2Calls {
             synthetic_reqs: 0,
             out,
             done: false,
+            call_at: 0,
         })
     }
 
@@ -409,13 +449,14 @@ impl Otf2Calls {
         if let Some(o) = self.open.take() {
             let kind = self.kind(&o);
             self.evs.clear();
-            self.out.push_back(Call {
+            let call = Call {
                 func: o.func,
                 start_ns: self.ns(o.start_ticks),
                 end_ns: self.ns(end_ticks.max(o.start_ticks)),
                 cpu_ns: None,
                 kind,
-            });
+            };
+            self.out.push_back((o.at, call));
         }
     }
 
@@ -448,6 +489,7 @@ impl Otf2Calls {
                         region,
                         func,
                         start_ticks: t,
+                        at: self.ev.at(),
                     });
                 }
             }
@@ -477,6 +519,14 @@ impl Otf2Calls {
                 }
             }
             Ev::Other => {}
+            Ev::Send(_) | Ev::Recv(_) | Ev::Isend(..) | Ev::CollEnd(_) if self.open.is_none() => {
+                // Score-P writes a message or collective record inside its MPI call's region:
+                // outside any, the region definitions no longer say the call was MPI.
+                return Err(self.ev.error_at_event(
+                    "an MPI message or collective record inside an MPI call's Enter and Leave \
+                     (are the global definitions' MPI regions intact?)",
+                ));
+            }
             ev => {
                 if self.open.is_some() {
                     self.evs.push((ev, None));
@@ -752,11 +802,18 @@ fn is_unsupported(n: &str) -> bool {
     NAMES.contains(&n) || n.starts_with("file_") || n.starts_with("win_")
 }
 
+impl CallStream for Otf2Calls {
+    fn pos(&self) -> Pos {
+        Pos::Offset(self.call_at)
+    }
+}
+
 impl Iterator for Otf2Calls {
     type Item = Result<Call, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(c) = self.out.pop_front() {
+            if let Some((at, c)) = self.out.pop_front() {
+                self.call_at = at;
                 return Some(Ok(c));
             }
             if self.done {

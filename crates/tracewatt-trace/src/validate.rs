@@ -1,0 +1,790 @@
+//! Cross-rank checks, run by [`crate::open`] after the pre-pass has resolved the communicators.
+//! Every rank's calls become ops exactly as the replay makes them (the shared [`OpBuilder`]), and
+//! the ops of all ranks are checked together, whatever the format:
+//!
+//! - **Point-to-point**: per communicator, every send matches a receive and every receive a
+//!   send, by MPI's rules (source, tag, non-overtaking order, `ANY_SOURCE`/`ANY_TAG`; the
+//!   simulator's own [`Matcher`]), and no send is larger than the receive it matches.
+//! - **Collectives**: the members of a communicator call the same collectives in the same order,
+//!   with the same root and size; for alltoallv what i sends j is no more than what j receives
+//!   from i.
+//! - **Communicators**: peers and roots inside their communicator, calls only on communicators
+//!   the rank made (or after it made one the readers cannot follow), split colors agreeing with
+//!   their new handle, trace-defined communicators with the same members on every member.
+//! - **Program shape**: every rank calls `MPI_Init`; no request pending at `MPI_Finalize` (or
+//!   the end) of a timed trace.
+//! - **Time**: a call does not end before it starts nor start before the previous one ended.
+//!
+//! (`MPI_Comm_create` callers passing one group is checked by the pre-pass's resolver.)
+//!
+//! Ranks are read together, merged by their calls' start times (one call per rank in turn for
+//! traces without times): a wildcard receive then matches the message the traced run most likely
+//! matched, and memory holds the messages in flight, not the trace. Every error names the file,
+//! rank and byte offset (or line) of the offending call and, for a mismatch, of the other side.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::path::PathBuf;
+
+use tracewatt_workload::matching::{Envelope, Matcher};
+use tracewatt_workload::{CollKind, CommId, Op, Rank, SrcSel, TagSel, WORLD};
+
+use crate::builder::OpBuilder;
+use crate::call::{CommHandle, NULL_COMM_HANDLE};
+use crate::comms::{CommTable, Replay};
+use crate::error::{Location, TraceError};
+use crate::funcs::{self, func_name, Func};
+use crate::{Call, CallIter, CallKind, CallSource, Pos, ReadOptions};
+
+/// A call as the checks remember it: who made it, where it is, what it was.
+#[derive(Debug, Clone, Copy)]
+struct Site {
+    rank: Rank,
+    pos: Pos,
+    func: Func,
+}
+
+/// One side of a point-to-point message.
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    site: Site,
+    bytes: u64,
+    tag: i32,
+}
+
+/// What every member of a collective must agree on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sig {
+    Coll {
+        kind: CollKind,
+        root: Rank,
+        bytes: u64,
+    },
+    Alltoallv,
+}
+
+/// An alltoallv member's sizes by comm rank: (send, recv).
+type Sizes = (Box<[u64]>, Box<[u64]>);
+
+/// The `seq`-th collective on a communicator, while members are still arriving.
+#[derive(Debug)]
+struct Instance {
+    sig: Sig,
+    first: Site,
+    arrived: u32,
+    /// Alltoallv: each member's (send, recv) sizes by comm rank, once arrived.
+    vectors: Vec<Option<(Sizes, Site)>>,
+}
+
+struct RankState {
+    calls: CallIter,
+    builder: OpBuilder,
+    /// The next call (merged by start time) and its position.
+    next: Option<(Call, Pos)>,
+    /// Calls taken so far (the merge order of untimed traces).
+    taken: u64,
+    /// This rank's number in each communicator it used.
+    local: BTreeMap<CommId, Rank>,
+    /// Whether the rank made communicators the readers cannot follow (a skipped creation):
+    /// calls on handles it never created are then expected, else refused.
+    opaque_comms: bool,
+    /// The rank's first and last MPI calls, whether it called `MPI_Init` (an MPI program
+    /// must), and whether its calls are timed.
+    first_call: Option<Site>,
+    last_call: Option<Site>,
+    initialized: bool,
+    timed: bool,
+    prev_end_ns: Option<u64>,
+}
+
+struct Checker<'a> {
+    table: &'a CommTable,
+    files: Vec<PathBuf>,
+    /// Per world rank (the receiver): posted receives and messages not yet received.
+    matchers: Vec<Matcher<Side, Side>>,
+    pending: BTreeMap<(CommId, u64), Instance>,
+    /// Per world rank and communicator: collectives called, and the last.
+    colls: Vec<BTreeMap<CommId, (u64, Site)>>,
+    /// The first calls skipped as unsupported (named in mismatch errors: a corrupt field can
+    /// make a call unsupported and leave its peers unmatched).
+    skipped: Vec<Site>,
+    /// Communicators the trace defines (OTF2): the first definition and its members.
+    defined: BTreeMap<u32, (Site, Vec<Rank>)>,
+}
+
+/// How many skipped calls mismatch errors name.
+const SKIPPED_NAMED: usize = 3;
+
+/// Checks a trace whose pre-pass resolved `table`; see the module docs.
+pub(crate) fn check(
+    source: &dyn CallSource,
+    table: &CommTable,
+    opts: &ReadOptions,
+) -> Result<(), TraceError> {
+    let n = source.num_ranks();
+    let mut c = Checker {
+        table,
+        files: (0..n).map(|r| source.rank_file(r)).collect(),
+        matchers: (0..n).map(|_| Matcher::new()).collect(),
+        pending: BTreeMap::new(),
+        colls: vec![BTreeMap::new(); n as usize],
+        skipped: Vec::new(),
+        defined: BTreeMap::new(),
+    };
+    let mut ranks = Vec::with_capacity(n as usize);
+    let mut heap = BinaryHeap::new();
+    for rank in 0..n {
+        let mut s = RankState {
+            calls: source.calls(rank)?,
+            builder: OpBuilder::new(rank, n, c.files[rank as usize].clone(), opts),
+            next: None,
+            taken: 0,
+            local: BTreeMap::new(),
+            opaque_comms: false,
+            first_call: None,
+            last_call: None,
+            initialized: false,
+            timed: false,
+            prev_end_ns: None,
+        };
+        if let Some(key) = advance(&mut s, rank)? {
+            heap.push(Reverse(key));
+        }
+        ranks.push(s);
+    }
+    while let Some(Reverse((_, _, rank))) = heap.pop() {
+        let s = &mut ranks[rank as usize];
+        let Some((call, pos)) = s.next.take() else {
+            continue;
+        };
+        c.call(s, rank, call, pos)?;
+        match advance(s, rank)? {
+            Some(key) => heap.push(Reverse(key)),
+            None => c.ended(s)?,
+        }
+    }
+    c.finish()
+}
+
+/// Reads a rank's next call; returns its merge key.
+fn advance(s: &mut RankState, rank: Rank) -> Result<Option<(u64, u64, Rank)>, TraceError> {
+    let Some(call) = s.calls.next().transpose()? else {
+        return Ok(None);
+    };
+    let key = (call.start_ns, s.taken, rank);
+    s.taken += 1;
+    s.next = Some((call, s.calls.pos()));
+    Ok(Some(key))
+}
+
+impl Checker<'_> {
+    fn loc(&self, site: Site) -> Location {
+        site.pos
+            .location(&self.files[site.rank as usize], site.rank)
+    }
+
+    /// `site` with its call's name, for messages.
+    fn describe(&self, site: Site) -> String {
+        format!("{} ({})", self.loc(site), func_name(site.func))
+    }
+
+    /// An error at `site`; it names the calls skipped as unsupported so far, which a corrupt
+    /// field may have made so and which then leave other calls unmatched.
+    fn error(&self, site: Site, what: String) -> TraceError {
+        TraceError::Inconsistent {
+            at: self.loc(site),
+            what: format!("{}: {what}{}", func_name(site.func), self.skipped_note()),
+        }
+    }
+
+    fn comm_name(&self, comm: CommId) -> String {
+        if comm == WORLD {
+            "MPI_COMM_WORLD".to_string()
+        } else {
+            format!("communicator {comm} ({} ranks)", self.comm_size(comm))
+        }
+    }
+
+    fn comm_size(&self, comm: CommId) -> u32 {
+        self.table.size(comm).unwrap_or(0)
+    }
+
+    fn call(
+        &mut self,
+        s: &mut RankState,
+        rank: Rank,
+        call: Call,
+        pos: Pos,
+    ) -> Result<(), TraceError> {
+        let site = Site {
+            rank,
+            pos,
+            func: call.func,
+        };
+        if call.start_ns != 0 || call.end_ns != 0 {
+            self.check_time(s, site, &call)?;
+        }
+        if let CallKind::CommDefine { new, members } = &call.kind {
+            self.check_define(site, *new, members)?;
+        }
+        if let CallKind::CommSplit { color, new, .. } = call.kind {
+            // MPI gives MPI_COMM_NULL exactly to the ranks with color MPI_UNDEFINED.
+            if (color < 0) != (new == NULL_COMM_HANDLE) {
+                return Err(self.error(
+                    site,
+                    format!(
+                        "a new communicator exactly when the color is not MPI_UNDEFINED (color \
+                         {color}, new handle {new})"
+                    ),
+                ));
+            }
+        }
+        if !funcs::is_pseudo(call.func) {
+            s.first_call.get_or_insert(site);
+            s.last_call = Some(site);
+        }
+        s.initialized |= call.kind == CallKind::Init;
+        if let Some(h) = comm_used(&call.kind).filter(|&h| !s.builder.knows_comm(h)) {
+            if !s.opaque_comms && !s.builder.is_finalized() {
+                return Err(self.error(
+                    site,
+                    format!(
+                        "a communicator this rank created, got handle {h}, which no call of the \
+                         rank made (and it made none the readers cannot follow)"
+                    ),
+                ));
+            }
+        }
+        s.timed |= call.start_ns != 0 || call.end_ns != 0;
+        if call.kind == CallKind::Finalize {
+            self.drained(s, site)?;
+        }
+        let creates = creates_comm(&call);
+        let unsupported = |b: &OpBuilder| b.unsupported.values().sum::<u64>();
+        let before = unsupported(&s.builder);
+        s.builder
+            .feed(call, &mut Replay(self.table))
+            .map_err(|e| e.located(&self.loc(site)))?;
+        if unsupported(&s.builder) > before {
+            s.opaque_comms |= creates;
+            if self.skipped.len() < SKIPPED_NAMED {
+                self.skipped.push(site);
+            }
+        }
+        while let Some(op) = s.builder.out.pop_front() {
+            self.op(s, site, op)?;
+        }
+        Ok(())
+    }
+
+    /// A communicator the trace defines: every member defines it with the same members, itself
+    /// among them.
+    fn check_define(&mut self, site: Site, new: u32, members: &[Rank]) -> Result<(), TraceError> {
+        if !members.contains(&site.rank) {
+            return Err(self.error(
+                site,
+                format!(
+                    "a communicator definition listing its own rank {}",
+                    site.rank
+                ),
+            ));
+        }
+        match self.defined.get(&new) {
+            Some((first, m)) if m.as_slice() != members => Err(self.error(
+                site,
+                format!(
+                    "communicator {new} to have the members {m:?} as on {}, got {members:?}",
+                    self.describe(*first)
+                ),
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.defined.insert(new, (site, members.to_vec()));
+                Ok(())
+            }
+        }
+    }
+
+    fn check_time(&self, s: &mut RankState, site: Site, call: &Call) -> Result<(), TraceError> {
+        if call.end_ns < call.start_ns {
+            return Err(self.error(
+                site,
+                format!(
+                    "an end time not before its start (starts at {} ns, ends at {} ns)",
+                    call.start_ns, call.end_ns
+                ),
+            ));
+        }
+        if let Some(prev) = s.prev_end_ns.filter(|&p| call.start_ns < p) {
+            return Err(self.error(
+                site,
+                format!(
+                    "a start time not before the previous call's end (starts {} ns before it)",
+                    prev - call.start_ns
+                ),
+            ));
+        }
+        s.prev_end_ns = Some(call.end_ns);
+        Ok(())
+    }
+
+    /// A rank's calls ended: it must have called `MPI_Init` (a rank without it lost its calls'
+    /// identities, e.g. to corrupt OTF2 region definitions).
+    fn ended(&self, s: &RankState) -> Result<(), TraceError> {
+        match (s.first_call, s.last_call) {
+            (Some(first), _) if !s.initialized => Err(self.error(
+                first,
+                "an MPI program: the rank calls MPI_Init or MPI_Init_thread, this one never does"
+                    .to_string(),
+            )),
+            (_, Some(last)) => self.drained(s, last),
+            _ => Ok(()),
+        }
+    }
+
+    /// At MPI_Finalize, or at the end of a rank without one: MPI requires every request
+    /// complete (or freed) by then. Checked on timed traces, which record every call;
+    /// SimGrid's time-independent ones leave sends unwaited.
+    fn drained(&self, s: &RankState, site: Site) -> Result<(), TraceError> {
+        let n = s.builder.pending_requests();
+        if s.timed && n > 0 && !s.builder.is_finalized() {
+            return Err(self.error(
+                site,
+                format!(
+                    "every request completed or freed before MPI_Finalize, {n} still pending \
+                     (the calls that completed them are missing)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// This rank's number in `comm`, checked to be a member.
+    fn my_rank(&self, s: &mut RankState, site: Site, comm: CommId) -> Result<Rank, TraceError> {
+        if let Some(&r) = s.local.get(&comm) {
+            return Ok(r);
+        }
+        let r = self.table.rank_in(comm, site.rank).ok_or_else(|| {
+            self.error(
+                site,
+                format!("a call on a communicator holding rank {}", site.rank),
+            )
+        })?;
+        s.local.insert(comm, r);
+        Ok(r)
+    }
+
+    fn peer_in(&self, site: Site, comm: CommId, peer: Rank, what: &str) -> Result<(), TraceError> {
+        let size = self.comm_size(comm);
+        if peer >= size {
+            return Err(self.error(
+                site,
+                format!(
+                    "a {what} below {size}, the size of {}, got {peer}",
+                    self.comm_name(comm)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn op(&mut self, s: &mut RankState, site: Site, op: Op) -> Result<(), TraceError> {
+        match op {
+            Op::Send {
+                comm,
+                dst,
+                tag,
+                bytes,
+            }
+            | Op::Isend {
+                comm,
+                dst,
+                tag,
+                bytes,
+                ..
+            } => {
+                let me = self.my_rank(s, site, comm)?;
+                self.peer_in(site, comm, dst, "destination")?;
+                let to = self.table.members[comm as usize][dst as usize];
+                let send = Side { site, bytes, tag };
+                let env = Envelope { comm, src: me, tag };
+                if let Some(recv) = self.matchers[to as usize].arrive(env, send) {
+                    self.fits(send, recv)?;
+                }
+            }
+            Op::Recv {
+                comm,
+                src,
+                tag,
+                bytes,
+            }
+            | Op::Irecv {
+                comm,
+                src,
+                tag,
+                bytes,
+                ..
+            } => self.receive(s, site, comm, src, tag, bytes)?,
+            Op::Collective {
+                comm,
+                kind,
+                root,
+                bytes,
+                ..
+            } => {
+                if kind_has_root(kind) {
+                    self.peer_in(site, comm, root, "root")?;
+                }
+                let sig = Sig::Coll { kind, root, bytes };
+                self.collective(s, site, comm, sig, None)?;
+            }
+            Op::Alltoallv {
+                comm,
+                send_bytes,
+                recv_bytes,
+                ..
+            } => {
+                self.collective(
+                    s,
+                    site,
+                    comm,
+                    Sig::Alltoallv,
+                    Some((send_bytes, recv_bytes)),
+                )?;
+            }
+            Op::Compute { .. }
+            | Op::WaitUntil { .. }
+            | Op::Window { .. }
+            | Op::Wait { .. }
+            | Op::Waitall { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A receive posted.
+    fn receive(
+        &mut self,
+        s: &mut RankState,
+        site: Site,
+        comm: CommId,
+        src: SrcSel,
+        tag: TagSel,
+        bytes: u64,
+    ) -> Result<(), TraceError> {
+        self.my_rank(s, site, comm)?;
+        if let SrcSel::Rank(p) = src {
+            self.peer_in(site, comm, p, "source")?;
+        }
+        let t = match tag {
+            TagSel::Tag(t) => t,
+            TagSel::Any => crate::call::ANY,
+        };
+        let recv = Side {
+            site,
+            bytes,
+            tag: t,
+        };
+        if let Some((_, send)) = self.matchers[site.rank as usize].post(comm, src, tag, recv) {
+            self.fits(send, recv)?;
+        }
+        Ok(())
+    }
+
+    /// A matched message: the send must fit the receive.
+    fn fits(&self, send: Side, recv: Side) -> Result<(), TraceError> {
+        if send.bytes > recv.bytes {
+            return Err(self.error(
+                recv.site,
+                format!(
+                    "a receive of at least the {} bytes of the send it matches, {}, got {} bytes",
+                    send.bytes,
+                    self.describe(send.site),
+                    recv.bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn collective(
+        &mut self,
+        s: &mut RankState,
+        site: Site,
+        comm: CommId,
+        sig: Sig,
+        vectors: Option<Sizes>,
+    ) -> Result<(), TraceError> {
+        let me = self.my_rank(s, site, comm)?;
+        let size = self.comm_size(comm);
+        let seq = self.colls[site.rank as usize]
+            .entry(comm)
+            .or_insert((0, site));
+        let key = (comm, seq.0);
+        *seq = (seq.0 + 1, site);
+        let inst = self.pending.entry(key).or_insert_with(|| Instance {
+            sig,
+            first: site,
+            arrived: 0,
+            vectors: Vec::new(),
+        });
+        let (inst_sig, first) = (inst.sig, inst.first);
+        if inst_sig != sig {
+            return Err(self.error(
+                site,
+                format!(
+                    "collective #{} on {} to be {} as on {}, got {}",
+                    key.1 + 1,
+                    self.comm_name(comm),
+                    describe_sig(inst_sig),
+                    self.describe(first),
+                    describe_sig(sig)
+                ),
+            ));
+        }
+        inst.arrived += 1;
+        if let Some((send, recv)) = vectors {
+            if inst.vectors.is_empty() {
+                inst.vectors = vec![None; size as usize];
+            }
+            let vectors = std::mem::take(&mut inst.vectors);
+            let result = self.pairs_fit(&vectors, me, &send, &recv, site);
+            let inst = self.pending.get_mut(&key).expect("inserted above");
+            inst.vectors = vectors;
+            result?;
+            inst.vectors[me as usize] = Some(((send, recv), site));
+        }
+        if self.pending[&key].arrived >= size {
+            self.pending.remove(&key);
+        }
+        Ok(())
+    }
+
+    /// Alltoallv: member `me`'s sizes against every member already arrived.
+    fn pairs_fit(
+        &self,
+        vectors: &[Option<(Sizes, Site)>],
+        me: Rank,
+        send: &[u64],
+        recv: &[u64],
+        site: Site,
+    ) -> Result<(), TraceError> {
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        let me = me as usize;
+        for (i, other) in vectors.iter().enumerate() {
+            let Some(((osend, orecv), osite)) = other else {
+                continue;
+            };
+            let mine = Side {
+                site,
+                bytes: 0,
+                tag: 0,
+            };
+            let theirs = Side {
+                site: *osite,
+                bytes: 0,
+                tag: 0,
+            };
+            // i -> me, then me -> i.
+            self.fits(
+                Side {
+                    bytes: at(osend, me),
+                    ..theirs
+                },
+                Side {
+                    bytes: at(recv, i),
+                    ..mine
+                },
+            )?;
+            self.fits(
+                Side {
+                    bytes: at(send, i),
+                    ..mine
+                },
+                Side {
+                    bytes: at(orecv, me),
+                    ..theirs
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// What is left unmatched or incomplete at the end. A corrupt field shows up on both sides
+    /// (a send whose tag changed leaves it and its receive unmatched) or on the other side only
+    /// (a send skipped as unsupported leaves its receive unmatched), so the error lists both
+    /// sides and the skipped calls.
+    fn finish(&self) -> Result<(), TraceError> {
+        let recvs: Vec<(CommId, SrcSel, TagSel, &Side)> =
+            self.matchers.iter().flat_map(|m| m.posted()).collect();
+        let sends: Vec<(Rank, &Side)> = self
+            .matchers
+            .iter()
+            .enumerate()
+            .flat_map(|(to, m)| m.unexpected().map(move |(_, s)| (to as Rank, s)))
+            .collect();
+        let list_sends = || {
+            sends
+                .iter()
+                .take(3)
+                .map(|(to, s)| {
+                    format!(
+                        "{} to rank {to} (tag {}, {} bytes)",
+                        self.describe(s.site),
+                        s.tag,
+                        s.bytes
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        if let Some(&(comm, src, tag, recv)) = recvs.first() {
+            let from = match src {
+                SrcSel::Rank(r) => {
+                    let world = self.table.members[comm as usize][r as usize];
+                    format!(
+                        "rank {r} of {}, world rank {world} ({})",
+                        self.comm_name(comm),
+                        self.files[world as usize].display()
+                    )
+                }
+                SrcSel::Any => format!("any rank of {}", self.comm_name(comm)),
+            };
+            let tag = match tag {
+                TagSel::Tag(t) => format!("tag {t}"),
+                TagSel::Any => "any tag".to_string(),
+            };
+            let unmatched = if sends.is_empty() {
+                String::new()
+            } else {
+                format!("; messages nobody received: {}", list_sends())
+            };
+            return Err(self.error(
+                recv.site,
+                format!(
+                    "a send matching this receive (from {from}, {tag}, {} bytes), none found \
+                     ({} receives unmatched){unmatched}",
+                    recv.bytes,
+                    recvs.len(),
+                ),
+            ));
+        }
+        if let Some(&(to, send)) = sends.first() {
+            return Err(self.error(
+                send.site,
+                format!(
+                    "a receive matching this send (tag {}, {} bytes) on rank {to} ({}), none \
+                     found; messages nobody received: {}",
+                    send.tag,
+                    send.bytes,
+                    self.files[to as usize].display(),
+                    list_sends(),
+                ),
+            ));
+        }
+        if let Some(((comm, seq), inst)) = self.pending.iter().next() {
+            let missing: Vec<String> = self.table.members[*comm as usize]
+                .iter()
+                .filter_map(|&m| {
+                    let (n, last) = self.colls[m as usize].get(comm).copied().unzip();
+                    (n.unwrap_or(0) <= *seq).then(|| match last {
+                        Some(site) => format!(
+                            "rank {m} made {} (the last: {})",
+                            n.unwrap_or(0),
+                            self.describe(site)
+                        ),
+                        None => {
+                            format!("rank {m} ({}) made none", self.files[m as usize].display())
+                        }
+                    })
+                })
+                .take(3)
+                .collect();
+            return Err(self.error(
+                inst.first,
+                format!(
+                    "every member of {} to call collective #{} ({}), only {} of {} did: {}",
+                    self.comm_name(*comm),
+                    seq + 1,
+                    describe_sig(inst.sig),
+                    inst.arrived,
+                    self.comm_size(*comm),
+                    missing.join("; "),
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The calls skipped as unsupported, for mismatch errors.
+    fn skipped_note(&self) -> String {
+        if self.skipped.is_empty() {
+            return String::new();
+        }
+        let l: Vec<String> = self.skipped.iter().map(|&s| self.describe(s)).collect();
+        format!("; calls skipped as unsupported: {}", l.join("; "))
+    }
+}
+
+/// The communicator a point-to-point call or collective runs on.
+fn comm_used(kind: &CallKind) -> Option<CommHandle> {
+    match kind {
+        CallKind::Send { comm, .. }
+        | CallKind::Recv { comm, .. }
+        | CallKind::Isend { comm, .. }
+        | CallKind::Irecv { comm, .. }
+        | CallKind::Sendrecv { comm, .. }
+        | CallKind::Coll { comm, .. }
+        | CallKind::VColl { comm, .. } => Some(*comm),
+        _ => None,
+    }
+}
+
+/// Whether a call makes a communicator (skipped ones leave handles the readers cannot follow).
+fn creates_comm(call: &Call) -> bool {
+    const CREATORS: &[&str] = &[
+        "cart_create",
+        "cart_sub",
+        "graph_create",
+        "dist_graph_create",
+        "dist_graph_create_adjacent",
+        "intercomm_create",
+        "intercomm_merge",
+        "comm_spawn",
+        "comm_spawn_multiple",
+        "comm_accept",
+        "comm_connect",
+        "comm_join",
+        "comm_get_parent",
+        "comm_split_type",
+        "comm_idup",
+        "comm_create_group",
+    ];
+    match &call.kind {
+        CallKind::CommSplit { .. } | CallKind::CommCreate { .. } => true,
+        CallKind::Unsupported { name } => {
+            CREATORS.contains(&name.as_str()) || CREATORS.contains(&func_name(call.func))
+        }
+        _ => CREATORS.contains(&func_name(call.func)),
+    }
+}
+
+fn kind_has_root(kind: CollKind) -> bool {
+    matches!(
+        kind,
+        CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
+    )
+}
+
+fn describe_sig(sig: Sig) -> String {
+    match sig {
+        Sig::Coll { kind, root, bytes } if kind_has_root(kind) => {
+            format!("{} of {bytes} bytes from root {root}", kind.name())
+        }
+        Sig::Coll {
+            kind: CollKind::Barrier,
+            ..
+        } => "barrier".to_string(),
+        Sig::Coll { kind, bytes, .. } => format!("{} of {bytes} bytes", kind.name()),
+        Sig::Alltoallv => "alltoallv".to_string(),
+    }
+}

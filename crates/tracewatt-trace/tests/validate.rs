@@ -1,0 +1,765 @@
+//! The cross-rank checks `open` makes (src/validate.rs), one test per check, on hand-written
+//! native traces whose corrupt call is known: each error must name the file, rank and byte
+//! offset of that call (record offsets are measured from the writer's output, not the reader),
+//! and what was expected. Plus the readers' own new checks (DUMPI `.meta` lines, datatype
+//! indices, SimGrid list files).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tracewatt_trace::call::{Call, CallKind, VKind, NULL_COMM_HANDLE, WORLD_HANDLE};
+use tracewatt_trace::funcs::{self, Func};
+use tracewatt_trace::{open_trace, NativeWriter, ReadOptions};
+use tracewatt_workload::CollKind;
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracewatt-validate-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel)
+}
+
+/// Every rank's first call (an MPI program's ranks call MPI_Init).
+fn init() -> Call {
+    call(funcs::F_INIT, CallKind::Init)
+}
+
+/// Writes a native trace of `ranks` (each rank's calls after MPI_Init; timed when any call has
+/// times).
+fn native(tag: &str, ranks: &[Vec<Call>]) -> PathBuf {
+    let d = scratch(tag);
+    let w = NativeWriter::create(&d, ranks.len() as u32).unwrap();
+    for (r, calls) in ranks.iter().enumerate() {
+        let timed = calls.iter().any(|c| c.end_ns != 0);
+        let mut rw = w.rank(r as u32, timed).unwrap();
+        for c in std::iter::once(&init()).chain(calls) {
+            rw.write(c).unwrap();
+        }
+        rw.finish().unwrap();
+    }
+    d
+}
+
+/// The byte offset of call `k` of rank `rank`'s file: 16 header bytes plus the records before
+/// it (MPI_Init first), each measured by writing it alone (a file of one record is the header,
+/// the record and a 2-byte end record).
+fn offset(ranks: &[Vec<Call>], rank: usize, k: usize) -> u64 {
+    let timed = ranks[rank].iter().any(|c| c.end_ns != 0);
+    let mut off = 16;
+    let before: Vec<Call> = std::iter::once(init())
+        .chain(ranks[rank][..k].iter().cloned())
+        .collect();
+    for (i, c) in before.iter().enumerate() {
+        // Tests run in parallel: each measurement gets its own directory.
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let d = scratch(&format!("len-{}-{i}", N.fetch_add(1, Ordering::Relaxed)));
+        let w = NativeWriter::create(&d, 1).unwrap();
+        let mut rw = w.rank(0, timed).unwrap();
+        rw.write(c).unwrap();
+        rw.finish().unwrap();
+        off += std::fs::metadata(d.join("rank-0.twr")).unwrap().len() - 16 - 2;
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    off
+}
+
+/// `file: rank r, byte offset o` of record `k` of rank `r`.
+fn at(dir: &Path, ranks: &[Vec<Call>], r: usize, k: usize) -> String {
+    format!(
+        "{}: rank {r}, byte offset {}",
+        dir.join(format!("rank-{r}.twr")).display(),
+        offset(ranks, r, k)
+    )
+}
+
+fn refusal(dir: &Path) -> String {
+    match open_trace(dir, &ReadOptions::default()) {
+        Ok(_) => panic!("{} was accepted", dir.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The id of an MPI function by its lower-case name.
+fn id(name: &str) -> Func {
+    funcs::func_id(name).expect("a known function")
+}
+
+fn call(func: Func, kind: CallKind) -> Call {
+    Call::untimed(func, kind)
+}
+fn send(peer: i32, tag: i32, bytes: u64) -> Call {
+    call(
+        funcs::F_SEND,
+        CallKind::Send {
+            comm: WORLD_HANDLE,
+            peer,
+            tag,
+            bytes,
+        },
+    )
+}
+fn recv(peer: i32, tag: i32, bytes: u64) -> Call {
+    call(
+        funcs::F_RECV,
+        CallKind::Recv {
+            comm: WORLD_HANDLE,
+            peer,
+            tag,
+            bytes,
+        },
+    )
+}
+fn coll(func: Func, kind: CollKind, root: i32, bytes: u64) -> Call {
+    call(
+        func,
+        CallKind::Coll {
+            comm: WORLD_HANDLE,
+            kind,
+            root,
+            bytes,
+        },
+    )
+}
+fn barrier() -> Call {
+    coll(funcs::F_BARRIER, CollKind::Barrier, 0, 0)
+}
+
+#[test]
+fn a_receive_no_send_matches_is_refused_naming_both_sides() {
+    let t = vec![vec![send(1, 5, 8)], vec![recv(0, 6, 8)]];
+    let d = native("tag", &t);
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}: expected recv: a send matching this receive (from rank 0 of MPI_COMM_WORLD",
+            at(&d, &t, 1, 0)
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!(
+            "messages nobody received: {} (send) to rank 1 (tag 5, 8 bytes)",
+            at(&d, &t, 0, 0)
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_send_nobody_receives_is_refused() {
+    let t = vec![vec![send(1, 5, 8), send(1, 5, 8)], vec![recv(0, 5, 8)]];
+    let d = native("extra-send", &t);
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}: expected send: a receive matching this send (tag 5, 8 bytes) on rank 1",
+            at(&d, &t, 0, 1)
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_send_larger_than_its_receive_is_refused() {
+    let t = vec![vec![send(1, 1, 100)], vec![recv(0, 1, 64)]];
+    let d = native("larger", &t);
+    let e = refusal(&d);
+    assert_eq!(
+        e,
+        format!(
+            "{}: expected recv: a receive of at least the 100 bytes of the send it matches, {} \
+             (send), got 64 bytes",
+            at(&d, &t, 1, 0),
+            at(&d, &t, 0, 0)
+        )
+    );
+}
+
+/// Messages on one (source, tag) match receives in order (MPI's non-overtaking rule): the
+/// 100-byte receive takes the first (8-byte) message, so the 8-byte receive gets 100 bytes.
+#[test]
+fn matching_follows_the_non_overtaking_order() {
+    let t = vec![
+        vec![send(1, 1, 8), send(1, 1, 100)],
+        vec![recv(0, 1, 100), recv(0, 1, 8)],
+    ];
+    let d = native("order", &t);
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}: expected recv: a receive of at least the 100 bytes of the send it matches, {}",
+            at(&d, &t, 1, 1),
+            at(&d, &t, 0, 1)
+        )),
+        "{e}"
+    );
+    // In the other order the same messages fit.
+    let ok = vec![
+        vec![send(1, 1, 8), send(1, 1, 100)],
+        vec![recv(0, 1, 8), recv(0, 1, 100)],
+    ];
+    open_trace(&native("order-ok", &ok), &ReadOptions::default()).unwrap();
+}
+
+/// ANY_SOURCE and ANY_TAG (-1) receive whatever comes, in any order of arrival.
+#[test]
+fn wildcard_receives_match_as_mpi_does() {
+    let any = tracewatt_trace::call::ANY;
+    let t = vec![
+        vec![send(2, 3, 8)],
+        vec![send(2, 4, 8)],
+        vec![recv(any, any, 8), recv(any, any, 8)],
+    ];
+    open_trace(&native("any", &t), &ReadOptions::default()).unwrap();
+    // ANY_SOURCE with a tag: the tag-4 message matches neither receive.
+    let t = vec![
+        vec![send(2, 3, 8)],
+        vec![send(2, 4, 8)],
+        vec![recv(any, 3, 8), recv(any, 3, 8)],
+    ];
+    let d = native("any-tag", &t);
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}: expected recv: a send matching this receive (from any rank of \
+             MPI_COMM_WORLD, tag 3, 8 bytes), none found (1 receives unmatched); messages \
+             nobody received: {} (send) to rank 2 (tag 4, 8 bytes)",
+            at(&d, &t, 2, 1),
+            at(&d, &t, 1, 0)
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn members_calling_different_collectives_are_refused() {
+    let t = vec![
+        vec![barrier()],
+        vec![coll(funcs::F_ALLREDUCE, CollKind::Allreduce, 0, 8)],
+    ];
+    let d = native("coll-kind", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected allreduce: collective #1 on MPI_COMM_WORLD to be barrier as on {} \
+             (barrier), got allreduce of 8 bytes",
+            at(&d, &t, 1, 0),
+            at(&d, &t, 0, 0)
+        )
+    );
+}
+
+#[test]
+fn a_root_or_size_differing_between_members_is_refused() {
+    let bcast = |root, bytes| coll(funcs::F_BCAST, CollKind::Bcast, root, bytes);
+    let t = vec![vec![bcast(0, 64)], vec![bcast(1, 64)]];
+    let d = native("root", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected bcast: collective #1 on MPI_COMM_WORLD to be bcast of 64 bytes from \
+             root 0 as on {} (bcast), got bcast of 64 bytes from root 1",
+            at(&d, &t, 1, 0),
+            at(&d, &t, 0, 0)
+        )
+    );
+    let t = vec![vec![bcast(0, 64)], vec![bcast(0, 32)]];
+    let e = refusal(&native("size", &t));
+    assert!(e.ends_with("got bcast of 32 bytes from root 0"), "{e}");
+}
+
+#[test]
+fn a_collective_a_member_never_calls_is_refused() {
+    let t = vec![vec![barrier(), barrier()], vec![barrier()]];
+    let d = native("missing-coll", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected barrier: every member of MPI_COMM_WORLD to call collective #2 \
+             (barrier), only 1 of 2 did: rank 1 made 1 (the last: {} (barrier))",
+            at(&d, &t, 0, 1),
+            at(&d, &t, 1, 0)
+        )
+    );
+}
+
+#[test]
+fn alltoallv_sizes_must_agree_pairwise() {
+    let v = |send: Vec<u64>, recv: Vec<u64>| {
+        call(
+            funcs::F_ALLTOALLV,
+            CallKind::VColl {
+                comm: WORLD_HANDLE,
+                kind: VKind::Alltoallv,
+                root: 0,
+                send,
+                recv,
+            },
+        )
+    };
+    // Rank 0 sends 16 bytes to rank 1, which expects 8.
+    let t = vec![
+        vec![v(vec![0, 16], vec![0, 8])],
+        vec![v(vec![8, 0], vec![8, 0])],
+    ];
+    let d = native("alltoallv", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected alltoallv: a receive of at least the 16 bytes of the send it matches, \
+             {} (alltoallv), got 8 bytes",
+            at(&d, &t, 1, 0),
+            at(&d, &t, 0, 0)
+        )
+    );
+}
+
+#[test]
+fn a_peer_outside_its_communicator_is_refused() {
+    let split = |color, key| {
+        call(
+            funcs::F_COMM_SPLIT,
+            CallKind::CommSplit {
+                parent: WORLD_HANDLE,
+                color,
+                key,
+                new: 4,
+            },
+        )
+    };
+    let on4 = |c: Call| match c.kind {
+        CallKind::Send {
+            peer, tag, bytes, ..
+        } => call(
+            c.func,
+            CallKind::Send {
+                comm: 4,
+                peer,
+                tag,
+                bytes,
+            },
+        ),
+        _ => c,
+    };
+    // Two colors: each rank alone in its communicator, so peer 1 is outside it.
+    let t = vec![vec![split(0, 0), on4(send(1, 0, 8))], vec![split(1, 0)]];
+    let d = native("peer", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected send: a destination below 1, the size of communicator 1 (1 ranks), \
+             got 1",
+            at(&d, &t, 0, 1)
+        )
+    );
+}
+
+#[test]
+fn a_split_whose_color_and_new_communicator_disagree_is_refused() {
+    let t = vec![vec![call(
+        funcs::F_COMM_SPLIT,
+        CallKind::CommSplit {
+            parent: WORLD_HANDLE,
+            color: -32766,
+            key: 0,
+            new: 4,
+        },
+    )]];
+    let d = native("split", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected comm_split: a new communicator exactly when the color is not \
+             MPI_UNDEFINED (color -32766, new handle 4)",
+            at(&d, &t, 0, 0)
+        )
+    );
+    let t = vec![vec![call(
+        funcs::F_COMM_SPLIT,
+        CallKind::CommSplit {
+            parent: WORLD_HANDLE,
+            color: -32766,
+            key: 0,
+            new: NULL_COMM_HANDLE,
+        },
+    )]];
+    open_trace(&native("split-ok", &t), &ReadOptions::default()).unwrap();
+}
+
+fn timed(c: Call, start_ns: u64, end_ns: u64) -> Call {
+    Call {
+        start_ns,
+        end_ns,
+        ..c
+    }
+}
+
+#[test]
+fn time_running_backwards_is_refused() {
+    // The second call starts 500 ns before the first ended.
+    let t = vec![vec![
+        timed(init(), 1_000, 2_000),
+        timed(call(funcs::F_FINALIZE, CallKind::Finalize), 1_500, 3_000),
+    ]];
+    let d = native("backwards", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected finalize: a start time not before the previous call's end (starts \
+             500 ns before it)",
+            at(&d, &t, 0, 1)
+        )
+    );
+    let t = vec![vec![timed(init(), 2_000, 1_000)]];
+    let d = native("end-first", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected init: an end time not before its start (starts at 2000 ns, ends at \
+             1000 ns)",
+            at(&d, &t, 0, 0)
+        )
+    );
+}
+
+/// A copy of a DUMPI trace directory.
+fn dumpi_copy(rel: &str, tag: &str) -> PathBuf {
+    let d = scratch(tag);
+    for e in std::fs::read_dir(data(rel)).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    d
+}
+
+#[test]
+fn dumpi_rank_files_that_do_not_match_the_meta_name_its_line() {
+    let d = dumpi_copy("dumpi/sst-dumpi-testtrace", "meta");
+    let meta = d.join("testtrace.meta");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let line = |key: &str| 1 + text.lines().position(|l| l.starts_with(key)).unwrap();
+    std::fs::write(
+        &meta,
+        text.replace("fileprefix=testtrace", "fileprefix=testtrack"),
+    )
+    .unwrap();
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}, line {}: ",
+            meta.display(),
+            line("fileprefix")
+        )),
+        "{e}"
+    );
+    std::fs::write(&meta, text.replace("numprocs=4", "numprocs=3")).unwrap();
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}, line {}: expected numprocs=3 and fileprefix=testtrace to match the rank files \
+             beside it (4 found; testtrace-0003.bin is present beyond them)",
+            meta.display(),
+            line("numprocs")
+        )),
+        "{e}"
+    );
+}
+
+/// sst-dumpi-testtrace's rank 0 calls MPI_Isend (label 8) with count 1 of datatype index 9 (the
+/// golden dump, testtrace-0000.txt); index 300 is beyond its size table.
+#[test]
+fn dumpi_datatype_indices_the_size_table_lacks_are_refused() {
+    let d = dumpi_copy("dumpi/sst-dumpi-testtrace", "datatype");
+    let f = d.join("testtrace-0000.bin");
+    let mut b = std::fs::read(&f).unwrap();
+    let golden = std::fs::read_to_string(d.join("testtrace-0000.txt")).unwrap();
+    assert!(
+        golden.contains("MPI_Isend entering"),
+        "the golden dump shows an Isend"
+    );
+    // The Isend record: label 00 08, then the mask; count (4 bytes) and the datatype (2
+    // bytes, big-endian) follow the record's times.
+    let rec = b
+        .windows(2)
+        .position(|w| w == [0, 8])
+        .expect("an Isend label");
+    let tail = &b[rec..];
+    let dt = tail
+        .windows(6)
+        .position(|w| w == [0, 0, 0, 1, 0, 9])
+        .expect("count 1 and datatype 9")
+        + rec
+        + 4;
+    b[dt..dt + 2].copy_from_slice(&300u16.to_be_bytes());
+    std::fs::write(&f, &b).unwrap();
+    let e = refusal(&d);
+    assert!(
+        e.starts_with(&format!(
+            "{}: rank 0, byte offset {rec}: expected MPI_Isend's datatypes among the",
+            f.display()
+        )) && e.ends_with("of the rank's size table, got index 300"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_simgrid_list_naming_a_missing_file_names_its_line() {
+    let d = scratch("list");
+    let a = data("simgrid-ti/actions");
+    for n in ["actions0.txt", "actions1.txt"] {
+        std::fs::copy(a.join(n), d.join(n)).unwrap();
+    }
+    let list = d.join("ranks.txt");
+    std::fs::write(&list, "actions0.txt\nactions9.txt\n").unwrap();
+    assert_eq!(
+        refusal(&list),
+        format!(
+            "{}, line 2: expected a SimGrid action line, or in a list file the name of an \
+             action file next to it, got `actions9.txt`",
+            list.display()
+        )
+    );
+}
+
+#[test]
+fn a_call_on_a_communicator_the_rank_never_made_is_refused() {
+    let on7 = call(
+        funcs::F_BARRIER,
+        CallKind::Coll {
+            comm: 7,
+            kind: CollKind::Barrier,
+            root: 0,
+            bytes: 0,
+        },
+    );
+    let t = vec![vec![barrier(), on7]];
+    let d = native("unknown-comm", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected barrier: a communicator this rank created, got handle 7, which no \
+             call of the rank made (and it made none the readers cannot follow)",
+            at(&d, &t, 0, 1)
+        )
+    );
+}
+
+/// Every member of the parent passes MPI_Comm_create the same group; rank 2's differs.
+#[test]
+fn comm_create_callers_passing_different_groups_are_refused() {
+    let create = |ranks: Vec<i32>| {
+        vec![
+            call(
+                id("comm_group"),
+                CallKind::GroupFromComm {
+                    comm: WORLD_HANDLE,
+                    group: 1,
+                },
+            ),
+            call(
+                id("group_incl"),
+                CallKind::GroupSelect {
+                    group: 1,
+                    ranks,
+                    exclude: false,
+                    new: 2,
+                },
+            ),
+            call(
+                id("comm_create"),
+                CallKind::CommCreate {
+                    parent: WORLD_HANDLE,
+                    group: 2,
+                    new: 4,
+                },
+            ),
+        ]
+    };
+    let t = vec![
+        create(vec![0, 1, 2]),
+        create(vec![0, 1, 2]),
+        create(vec![0, 1]),
+    ];
+    let d = native("comm-create", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected comm_create: the group the other ranks passed ([0, 1, 2], world \
+             ranks), got [0, 1]",
+            at(&d, &t, 2, 2)
+        )
+    );
+}
+
+#[test]
+fn a_rank_that_never_calls_mpi_init_is_refused() {
+    let d = scratch("no-init");
+    let w = NativeWriter::create(&d, 1).unwrap();
+    let mut rw = w.rank(0, false).unwrap();
+    rw.write(&barrier()).unwrap();
+    rw.finish().unwrap();
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: rank 0, byte offset 16: expected barrier: an MPI program: the rank calls \
+             MPI_Init or MPI_Init_thread, this one never does",
+            d.join("rank-0.twr").display()
+        )
+    );
+}
+
+/// A corrupt MPI region name in OTF2's global definitions (stencil4d's `MPI_Barrier`) is
+/// refused at its string definition, which starts a few bytes before the name's text.
+#[test]
+fn an_otf2_mpi_region_name_that_is_no_identifier_is_refused() {
+    let d = scratch("otf2-name");
+    let src = data("otf2/tracer-stencil4d-32ranks");
+    std::fs::copy(src.join("traces.otf2"), d.join("traces.otf2")).unwrap();
+    std::fs::create_dir_all(d.join("traces")).unwrap();
+    for e in std::fs::read_dir(src.join("traces")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join("traces").join(p.file_name().unwrap())).unwrap();
+    }
+    let mut defs = std::fs::read(src.join("traces.def")).unwrap();
+    let name = defs
+        .windows(11)
+        .position(|w| w == b"MPI_Barrier")
+        .expect("the barrier region's name");
+    defs[name + 5] = 0xFF;
+    std::fs::write(d.join("traces.def"), &defs).unwrap();
+    let e = refusal(&d.join("traces.otf2"));
+    let prefix = format!("{}, byte offset ", d.join("traces.def").display());
+    let off: usize = e
+        .strip_prefix(&prefix)
+        .and_then(|r| r.split(':').next())
+        .and_then(|o| o.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        name - 6 <= off && off < name,
+        "{off} vs the name at {name}: {e}"
+    );
+    assert!(
+        e.ends_with(
+            "expected an MPI function name of letters, digits and `_`, got `MPI_B\u{fffd}rrier`"
+        ),
+        "{e}"
+    );
+}
+
+/// A timed trace records every call: a request still pending at MPI_Finalize means the call
+/// that completed it is missing (MPI requires every request complete or freed by then).
+#[test]
+fn a_request_pending_at_finalize_in_a_timed_trace_is_refused() {
+    let irecv = call(
+        funcs::F_IRECV,
+        CallKind::Irecv {
+            comm: WORLD_HANDLE,
+            peer: 1,
+            tag: 0,
+            bytes: 8,
+            req: 5,
+        },
+    );
+    let fin = call(funcs::F_FINALIZE, CallKind::Finalize);
+    let t = vec![
+        vec![timed(irecv, 10, 20), timed(fin.clone(), 30, 40)],
+        vec![timed(send(0, 0, 8), 10, 20), timed(fin, 30, 40)],
+    ];
+    let d = native("pending", &t);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: expected finalize: every request completed or freed before MPI_Finalize, 1 \
+             still pending (the calls that completed them are missing)",
+            at(&d, &t, 0, 1)
+        )
+    );
+}
+
+/// A copy of an OTF2 archive with one byte of `file` xored with `mask`.
+fn otf2_flipped(rel: &str, tag: &str, file: &str, at: usize, mask: u8) -> PathBuf {
+    let d = scratch(tag);
+    let src = data(rel);
+    std::fs::create_dir_all(d.join("traces")).unwrap();
+    for f in ["traces.otf2", "traces.def"] {
+        std::fs::copy(src.join(f), d.join(f)).unwrap();
+    }
+    for e in std::fs::read_dir(src.join("traces")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join("traces").join(p.file_name().unwrap())).unwrap();
+    }
+    let mut b = std::fs::read(d.join(file)).unwrap();
+    b[at] ^= mask;
+    std::fs::write(d.join(file), &b).unwrap();
+    d
+}
+
+/// pipit ping-pong's MPI locations group lists location 1 at byte 9742 of traces.def; xored
+/// with 0x5d it lists location 92, which no Location definition defines (the group record
+/// starts a few bytes before).
+#[test]
+fn an_otf2_rank_whose_location_is_undefined_is_refused_at_its_group() {
+    let d = otf2_flipped("otf2/pipit-ping-pong", "otf2-loc", "traces.def", 9742, 0x5d);
+    let e = refusal(&d.join("traces.otf2"));
+    let prefix = format!("{}, byte offset ", d.join("traces.def").display());
+    let off: usize = e
+        .strip_prefix(&prefix)
+        .and_then(|r| r.split(':').next())
+        .and_then(|o| o.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!((9742 - 16..9742).contains(&off), "{e}");
+    assert!(
+        e.ends_with("expected MPI ranks that are defined locations, got location 92"),
+        "{e}"
+    );
+}
+
+/// A corrupt region definition in pipit ping-pong's traces.def (byte 4026 xor 0x90) leaves
+/// MPI_Send and MPI_Recv no longer MPI regions: their message records then stand outside any
+/// MPI call, refused at the first (rank 0's first send record).
+#[test]
+fn an_otf2_message_record_outside_an_mpi_call_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-region",
+        "traces.def",
+        4026,
+        0x90,
+    );
+    let e = refusal(&d.join("traces.otf2"));
+    assert!(
+        e.starts_with(&format!(
+            "{}: rank 0, byte offset ",
+            d.join("traces").join("0.evt").display()
+        )) && e.ends_with(
+            "expected an MPI message or collective record inside an MPI call's Enter and Leave \
+             (are the global definitions' MPI regions intact?)"
+        ),
+        "{e}"
+    );
+}
+
+/// A native index's rank count names rank files that must all be there.
+#[test]
+fn a_native_index_counting_more_ranks_than_files_is_refused() {
+    let t = vec![vec![barrier()], vec![barrier()]];
+    let d = native("index-ranks", &t);
+    let index = d.join("trace.twi");
+    let mut b = std::fs::read(&index).unwrap();
+    b[12] = 3; // the rank count (little-endian u32 at byte 12): 3 ranks, 2 files
+    std::fs::write(&index, &b).unwrap();
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}, byte offset 12: expected 3 ranks, each with its file beside the index \
+             (rank-2.twr is missing)",
+            index.display()
+        )
+    );
+}
