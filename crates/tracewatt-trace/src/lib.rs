@@ -457,12 +457,11 @@ pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
     }
     Err(TraceError::UnknownFormat {
         path: path.to_path_buf(),
-        why: simgrid::not_a_list(path).unwrap_or_else(|| {
-            format!(
-                "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines; {}",
-                what_is_there(path)
-            )
-        }),
+        why: format!(
+            "no DUMPI .meta, native index, OTF2 anchor or SimGrid action lines; {}{}",
+            simgrid::not_a_list(path).map_or(String::new(), |why| why + "; "),
+            what_is_there(path)
+        ),
     })
 }
 
