@@ -1224,12 +1224,15 @@ impl<'a> Engine<'a> {
             // Rendezvous control messages do not queue behind bulk data at the NIC.
             let urgent =
                 self.costs.control_priority && matches!(m.kind, MsgKind::Rts | MsgKind::Cts);
+            // Only rendezvous data completes its send at injection (`injected`).
+            let notify_injected = m.kind == MsgKind::Data;
             self.fabric.send(
                 now,
                 msg,
                 (src_node, dst_node),
                 wire,
                 urgent,
+                notify_injected,
                 &mut NetQ(&mut self.q),
                 &mut self.links,
             );
@@ -1238,13 +1241,15 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// The last packet of a message leaves the source NIC at `at`: a rendezvous send is done.
+    /// The last packet of rendezvous data leaves the source NIC at `at`: its send is done.
     fn injected(&mut self, msg: u32, at: Ps) -> Result<(), SimError> {
         let m = self.msgs[msg];
-        if m.kind == MsgKind::Data {
-            self.finish_at(m.send_req, at)?;
-        }
-        Ok(())
+        debug_assert_eq!(
+            m.kind,
+            MsgKind::Data,
+            "only rendezvous data asks to be notified"
+        );
+        self.finish_at(m.send_req, at)
     }
 
     /// A message arrived at its destination rank.
