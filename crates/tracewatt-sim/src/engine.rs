@@ -8,7 +8,7 @@ use crate::stats::{LatencyHist, LinkStats};
 use crate::units::{ns_to_ps, us_to_ps};
 use std::collections::VecDeque;
 use tracewatt_core::time::{serialization_ps, to_seconds, MAX_SIMULATED_PS};
-use tracewatt_core::{EventQueue, Ps, Rng, Schedule, Slab};
+use tracewatt_core::{EventQueue, FlatMap, Ps, Rng, Schedule, Slab};
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
 use tracewatt_net::NodeId;
@@ -121,7 +121,7 @@ struct RankRt {
     /// Sends not yet complete (a low-power wait would stall them).
     open_sends: u32,
     /// Outstanding requests: program id -> request slot.
-    reqs: ReqTable,
+    reqs: FlatMap<ReqId, u32>,
     matcher: Matcher<u32, u32>,
     /// Requests being waited for, how many of them have no completion time yet, and the latest
     /// completion time of the others: the wait ends at that time once none remains.
@@ -196,97 +196,6 @@ struct Msg {
     /// For a clear-to-send: the request-to-send it answers.
     answers: u32,
     issued_ps: Ps,
-}
-
-/// A rank's outstanding requests, program id -> request slot: an open-addressing hash table
-/// (linear probing, backward-shift deletion). Every message inserts and removes an entry, and a
-/// B-tree node allocation plus search per message showed in profiles. Never iterated, so its
-/// order cannot leak into results.
-#[derive(Debug, Default)]
-struct ReqTable {
-    /// (id, slot); `slot == EMPTY` marks a free bucket. Length 0 or a power of two.
-    buckets: Vec<(ReqId, u32)>,
-    len: usize,
-}
-
-const EMPTY: u32 = u32::MAX;
-
-impl ReqTable {
-    fn home(&self, id: ReqId) -> usize {
-        // Fibonacci hashing: ids are often small consecutive numbers.
-        let h = (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & (self.buckets.len() - 1)
-    }
-
-    /// Inserts `id`; returns false (and changes nothing) if it is already present.
-    fn insert(&mut self, id: ReqId, slot: u32) -> bool {
-        debug_assert!(slot != EMPTY);
-        if (self.len + 1) * 4 > self.buckets.len() * 3 {
-            let n = (self.buckets.len() * 2).max(8);
-            let old = std::mem::replace(&mut self.buckets, vec![(0, EMPTY); n]);
-            for (k, v) in old {
-                if v != EMPTY {
-                    let mut i = self.home(k);
-                    while self.buckets[i].1 != EMPTY {
-                        i = (i + 1) & (self.buckets.len() - 1);
-                    }
-                    self.buckets[i] = (k, v);
-                }
-            }
-        }
-        let mask = self.buckets.len() - 1;
-        let mut i = self.home(id);
-        loop {
-            let (k, v) = self.buckets[i];
-            if v == EMPTY {
-                self.buckets[i] = (id, slot);
-                self.len += 1;
-                return true;
-            }
-            if k == id {
-                return false;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    fn remove(&mut self, id: ReqId) -> Option<u32> {
-        if self.len == 0 {
-            return None;
-        }
-        let mask = self.buckets.len() - 1;
-        let mut i = self.home(id);
-        loop {
-            let (k, v) = self.buckets[i];
-            if v == EMPTY {
-                return None;
-            }
-            if k == id {
-                break;
-            }
-            i = (i + 1) & mask;
-        }
-        let found = self.buckets[i].1;
-        self.len -= 1;
-        // Shift later members of the probe run back so no lookup stops early at the hole.
-        let mut hole = i;
-        let mut j = i;
-        loop {
-            j = (j + 1) & mask;
-            let (k, v) = self.buckets[j];
-            if v == EMPTY {
-                break;
-            }
-            let h = self.home(k);
-            // Movable if its home is not cyclically within (hole, j].
-            if (j.wrapping_sub(h) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.buckets[hole] = (k, v);
-                hole = j;
-            }
-        }
-        self.buckets[hole] = (0, EMPTY);
-        Some(found)
-    }
 }
 
 /// Per-run MPI costs in picoseconds.
@@ -497,7 +406,7 @@ impl<'a> Engine<'a> {
                 state: RankState::NotStarted,
                 activity: Activity::Idle,
                 open_sends: 0,
-                reqs: ReqTable::default(),
+                reqs: FlatMap::default(),
                 matcher: Matcher::new(),
                 waiting: Vec::new(),
                 wait_remaining: 0,
@@ -1155,7 +1064,7 @@ impl<'a> Engine<'a> {
         for id in ids {
             // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
             // it returns at once.
-            let Some(slot) = self.ranks[rank as usize].reqs.remove(*id) else {
+            let Some(slot) = self.ranks[rank as usize].reqs.remove(id) else {
                 continue;
             };
             let r = &mut self.reqs[slot];
@@ -1379,37 +1288,6 @@ impl<'a> Engine<'a> {
             time_s: to_seconds(self.q.now()),
             blocked,
             details: lines.join("\n"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn req_table_behaves_like_a_map(ops in proptest::collection::vec((any::<bool>(), 0u32..64), 0..600)) {
-            let mut t = ReqTable::default();
-            let mut m = std::collections::BTreeMap::new();
-            for (i, (ins, id)) in ops.into_iter().enumerate() {
-                // Spread ids so they collide in small tables and also use the top of the range.
-                let id = if id % 7 == 0 { u32::MAX - id } else { id * 1024 };
-                if ins {
-                    let fresh = !m.contains_key(&id);
-                    if fresh {
-                        m.insert(id, i as u32);
-                    }
-                    prop_assert_eq!(t.insert(id, i as u32), fresh);
-                } else {
-                    prop_assert_eq!(t.remove(id), m.remove(&id));
-                }
-                prop_assert_eq!(t.len, m.len());
-            }
-            for (id, slot) in m {
-                prop_assert_eq!(t.remove(id), Some(slot));
-            }
         }
     }
 }
