@@ -147,30 +147,26 @@ impl std::fmt::Debug for RankRt {
     }
 }
 
+/// A request, in 32 bytes on a 32-byte boundary: a message's completion touches its receive
+/// request in a cache line of its own, never two. A receive's selector (communicator, source,
+/// tag) is in its rank's matcher while it waits for a match.
 #[derive(Debug, Clone, Copy)]
-enum ReqKind {
-    Send,
-    Recv {
-        comm: CommId,
-        src: SrcSel,
-        tag: TagSel,
-    },
-}
-
-#[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 struct Req {
+    done_ps: Ps,
+    bytes: u64,
     rank: u32,
-    kind: ReqKind,
+    /// For a send: its message (rendezvous sends wait for the clear-to-send).
+    msg: u32,
+    send: bool,
     /// The completion time is known: `done_ps`, possibly still in the future. A completion is
     /// recorded as soon as it is certain, not by an event at that time: only a rank's wait needs
     /// an event (one `Wake` per wait, not one per request).
     done: bool,
-    done_ps: Ps,
     waited: bool,
-    bytes: u64,
-    /// For a send: its message (rendezvous sends wait for the clear-to-send).
-    msg: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Req>() == 32);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MsgKind {
@@ -856,21 +852,15 @@ impl<'a> Engine<'a> {
         })
     }
 
-    fn new_req(
-        &mut self,
-        rank: u32,
-        id: ReqId,
-        kind: ReqKind,
-        bytes: u64,
-    ) -> Result<u32, SimError> {
+    fn new_req(&mut self, rank: u32, id: ReqId, send: bool, bytes: u64) -> Result<u32, SimError> {
         let slot = self.reqs.insert(Req {
-            rank,
-            kind,
-            done: false,
             done_ps: 0,
-            waited: false,
             bytes,
+            rank,
             msg: u32::MAX,
+            send,
+            done: false,
+            waited: false,
         });
         if !self.ranks[rank as usize].reqs.insert(id, slot) {
             let what = if id >= RESERVED_REQ_BASE {
@@ -912,7 +902,7 @@ impl<'a> Engine<'a> {
         let c = self.comm(rank, comm)?;
         let dst_g = self.global_rank(rank, c, dst)?;
         let me = self.comm_rank(rank, c)?;
-        let req = self.new_req(rank, id, ReqKind::Send, bytes)?;
+        let req = self.new_req(rank, id, true, bytes)?;
         let kind = if bytes <= self.costs.eager_limit {
             MsgKind::Eager
         } else {
@@ -963,7 +953,7 @@ impl<'a> Engine<'a> {
         if let SrcSel::Rank(s) = src {
             self.global_rank(rank, c, s)?;
         }
-        let req = self.new_req(rank, id, ReqKind::Recv { comm, src, tag }, bytes)?;
+        let req = self.new_req(rank, id, false, bytes)?;
         if let Some((_env, msg)) = self.ranks[rank as usize].matcher.post(comm, src, tag, req) {
             self.matched(msg, req, now)?;
         }
@@ -1005,7 +995,7 @@ impl<'a> Engine<'a> {
         let r = &mut self.reqs[req];
         r.done = true;
         r.done_ps = t;
-        if matches!(r.kind, ReqKind::Send) {
+        if r.send {
             self.ranks[r.rank as usize].open_sends -= 1;
         }
         let r = &self.reqs[req];
@@ -1237,31 +1227,34 @@ impl<'a> Engine<'a> {
                 if q.done {
                     continue;
                 }
-                match q.kind {
-                    ReqKind::Recv { comm, src, tag } => {
-                        let s = match src {
-                            SrcSel::Rank(s) => format!("rank {s}"),
-                            SrcSel::Any => "any source".into(),
-                        };
-                        let t = match tag {
-                            TagSel::Tag(t) if t < 0 => "a collective message".to_string(),
-                            TagSel::Tag(t) => format!("tag {t}"),
-                            TagSel::Any => "any tag".into(),
-                        };
-                        what.push(format!(
-                            "a receive from {s} with {t} on communicator {comm} ({} bytes)",
-                            q.bytes
-                        ));
-                    }
-                    ReqKind::Send => {
-                        let m = &self.msgs[q.msg];
-                        let peer = self.ranks[m.dst as usize].job_rank;
-                        what.push(format!(
-                            "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",
-                            q.bytes, m.tag
-                        ));
-                    }
+                if q.send {
+                    let m = &self.msgs[q.msg];
+                    let peer = self.ranks[m.dst as usize].job_rank;
+                    what.push(format!(
+                        "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",
+                        q.bytes, m.tag
+                    ));
+                    continue;
                 }
+                // A receive not done is still posted: nothing in flight is left to match it.
+                let posted = r.matcher.posted().find(|(.., p)| **p == *slot);
+                let Some((comm, src, tag, _)) = posted else {
+                    what.push(format!("a receive of {} bytes", q.bytes));
+                    continue;
+                };
+                let s = match src {
+                    SrcSel::Rank(s) => format!("rank {s}"),
+                    SrcSel::Any => "any source".into(),
+                };
+                let t = match tag {
+                    TagSel::Tag(t) if t < 0 => "a collective message".to_string(),
+                    TagSel::Tag(t) => format!("tag {t}"),
+                    TagSel::Any => "any tag".into(),
+                };
+                what.push(format!(
+                    "a receive from {s} with {t} on communicator {comm} ({} bytes)",
+                    q.bytes
+                ));
             }
             let _ = g;
             lines.push(format!(
