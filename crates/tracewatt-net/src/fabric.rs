@@ -95,7 +95,8 @@ pub enum NetEvent {
 /// What the fabric tells the layer above (the MPI model) after handling an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notice {
-    /// The last packet of message `token` leaves the source NIC at `at` (now or later).
+    /// The last packet of message `token`, sent with `notify_injected`, leaves the source NIC
+    /// at `at` (now or later).
     Injected { token: u32, at: Ps },
     /// The last packet of message `token` arrived at its destination node.
     Delivered { token: u32 },
@@ -156,6 +157,8 @@ struct NicMsg {
     dst: NodeId,
     /// A control message: it goes ahead of bulk data.
     urgent: bool,
+    /// The layer above wants `Notice::Injected` for it.
+    notify_injected: bool,
 }
 
 const NEVER: Ps = Ps::MAX;
@@ -342,6 +345,10 @@ impl Fabric {
     /// An `urgent` message (a protocol's control message) is queued at its NIC ahead of every
     /// message that is not, as a NIC's separate control queue does: it waits for the packet on
     /// the wire, not for a bulk message's remaining packets.
+    ///
+    /// With `notify_injected`, [`Notice::Injected`] reports when the message's last packet has
+    /// left the NIC. Only a sender that waits for that asks: the notice of every other message
+    /// would cost the layer above a look-up of a record long out of cache, for nothing.
     #[allow(clippy::too_many_arguments)]
     pub fn send<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
@@ -350,6 +357,7 @@ impl Fabric {
         (src, dst): (NodeId, NodeId),
         bytes: u64,
         urgent: bool,
+        notify_injected: bool,
         q: &mut S,
         obs: &mut O,
     ) {
@@ -368,6 +376,7 @@ impl Fabric {
             msg,
             dst,
             urgent,
+            notify_injected,
         };
         let queue = &mut self.nic_queue[src as usize];
         if urgent {
@@ -597,7 +606,7 @@ impl Fabric {
     }
 
     /// Cuts the next packet of the NIC's head message if the first switch has room for it; with
-    /// the message's token if that was its last packet.
+    /// the message's token if that was its last packet and its injection is to be notified.
     fn next_nic_packet(
         &mut self,
         node: NodeId,
@@ -635,7 +644,7 @@ impl Fabric {
             tail_ps: 0,
             born_ps: 0,
         });
-        Some((pkt, last.then_some(m.token)))
+        Some((pkt, (last && m.notify_injected).then_some(m.token)))
     }
 
     /// Round-robin over virtual channels: the first VC after the last served one whose head
@@ -679,7 +688,7 @@ impl Fabric {
     }
 
     /// Sends `pkt` on `ch`; `last_of` is the message's token when this is its last packet to
-    /// leave the source NIC.
+    /// leave the source NIC and its injection is to be notified.
     fn transmit<O: LinkObserver, S: Schedule<NetEvent>>(
         &mut self,
         ch: ChannelId,

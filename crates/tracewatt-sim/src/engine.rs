@@ -8,7 +8,7 @@ use crate::stats::{LatencyHist, LinkStats};
 use crate::units::{ns_to_ps, us_to_ps};
 use std::collections::VecDeque;
 use tracewatt_core::time::{serialization_ps, to_seconds, MAX_SIMULATED_PS};
-use tracewatt_core::{EventQueue, Ps, Rng, Schedule, Slab};
+use tracewatt_core::{EventQueue, FlatMap, Ps, Rng, Schedule, Slab};
 use tracewatt_net::fabric::LinkObserver;
 use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
 use tracewatt_net::NodeId;
@@ -121,7 +121,7 @@ struct RankRt {
     /// Sends not yet complete (a low-power wait would stall them).
     open_sends: u32,
     /// Outstanding requests: program id -> request slot.
-    reqs: ReqTable,
+    reqs: FlatMap<ReqId, u32>,
     matcher: Matcher<u32, u32>,
     /// Requests being waited for, how many of them have no completion time yet, and the latest
     /// completion time of the others: the wait ends at that time once none remains.
@@ -147,30 +147,26 @@ impl std::fmt::Debug for RankRt {
     }
 }
 
+/// A request, in 32 bytes on a 32-byte boundary: a message's completion touches its receive
+/// request in a cache line of its own, never two. A receive's selector (communicator, source,
+/// tag) is in its rank's matcher while it waits for a match.
 #[derive(Debug, Clone, Copy)]
-enum ReqKind {
-    Send,
-    Recv {
-        comm: CommId,
-        src: SrcSel,
-        tag: TagSel,
-    },
-}
-
-#[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 struct Req {
+    done_ps: Ps,
+    bytes: u64,
     rank: u32,
-    kind: ReqKind,
+    /// For a send: its message (rendezvous sends wait for the clear-to-send).
+    msg: u32,
+    send: bool,
     /// The completion time is known: `done_ps`, possibly still in the future. A completion is
     /// recorded as soon as it is certain, not by an event at that time: only a rank's wait needs
     /// an event (one `Wake` per wait, not one per request).
     done: bool,
-    done_ps: Ps,
     waited: bool,
-    bytes: u64,
-    /// For a send: its message (rendezvous sends wait for the clear-to-send).
-    msg: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Req>() == 32);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MsgKind {
@@ -196,97 +192,6 @@ struct Msg {
     /// For a clear-to-send: the request-to-send it answers.
     answers: u32,
     issued_ps: Ps,
-}
-
-/// A rank's outstanding requests, program id -> request slot: an open-addressing hash table
-/// (linear probing, backward-shift deletion). Every message inserts and removes an entry, and a
-/// B-tree node allocation plus search per message showed in profiles. Never iterated, so its
-/// order cannot leak into results.
-#[derive(Debug, Default)]
-struct ReqTable {
-    /// (id, slot); `slot == EMPTY` marks a free bucket. Length 0 or a power of two.
-    buckets: Vec<(ReqId, u32)>,
-    len: usize,
-}
-
-const EMPTY: u32 = u32::MAX;
-
-impl ReqTable {
-    fn home(&self, id: ReqId) -> usize {
-        // Fibonacci hashing: ids are often small consecutive numbers.
-        let h = (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & (self.buckets.len() - 1)
-    }
-
-    /// Inserts `id`; returns false (and changes nothing) if it is already present.
-    fn insert(&mut self, id: ReqId, slot: u32) -> bool {
-        debug_assert!(slot != EMPTY);
-        if (self.len + 1) * 4 > self.buckets.len() * 3 {
-            let n = (self.buckets.len() * 2).max(8);
-            let old = std::mem::replace(&mut self.buckets, vec![(0, EMPTY); n]);
-            for (k, v) in old {
-                if v != EMPTY {
-                    let mut i = self.home(k);
-                    while self.buckets[i].1 != EMPTY {
-                        i = (i + 1) & (self.buckets.len() - 1);
-                    }
-                    self.buckets[i] = (k, v);
-                }
-            }
-        }
-        let mask = self.buckets.len() - 1;
-        let mut i = self.home(id);
-        loop {
-            let (k, v) = self.buckets[i];
-            if v == EMPTY {
-                self.buckets[i] = (id, slot);
-                self.len += 1;
-                return true;
-            }
-            if k == id {
-                return false;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    fn remove(&mut self, id: ReqId) -> Option<u32> {
-        if self.len == 0 {
-            return None;
-        }
-        let mask = self.buckets.len() - 1;
-        let mut i = self.home(id);
-        loop {
-            let (k, v) = self.buckets[i];
-            if v == EMPTY {
-                return None;
-            }
-            if k == id {
-                break;
-            }
-            i = (i + 1) & mask;
-        }
-        let found = self.buckets[i].1;
-        self.len -= 1;
-        // Shift later members of the probe run back so no lookup stops early at the hole.
-        let mut hole = i;
-        let mut j = i;
-        loop {
-            j = (j + 1) & mask;
-            let (k, v) = self.buckets[j];
-            if v == EMPTY {
-                break;
-            }
-            let h = self.home(k);
-            // Movable if its home is not cyclically within (hole, j].
-            if (j.wrapping_sub(h) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.buckets[hole] = (k, v);
-                hole = j;
-            }
-        }
-        self.buckets[hole] = (0, EMPTY);
-        Some(found)
-    }
 }
 
 /// Per-run MPI costs in picoseconds.
@@ -497,7 +402,7 @@ impl<'a> Engine<'a> {
                 state: RankState::NotStarted,
                 activity: Activity::Idle,
                 open_sends: 0,
-                reqs: ReqTable::default(),
+                reqs: FlatMap::default(),
                 matcher: Matcher::new(),
                 waiting: Vec::new(),
                 wait_remaining: 0,
@@ -947,21 +852,15 @@ impl<'a> Engine<'a> {
         })
     }
 
-    fn new_req(
-        &mut self,
-        rank: u32,
-        id: ReqId,
-        kind: ReqKind,
-        bytes: u64,
-    ) -> Result<u32, SimError> {
+    fn new_req(&mut self, rank: u32, id: ReqId, send: bool, bytes: u64) -> Result<u32, SimError> {
         let slot = self.reqs.insert(Req {
-            rank,
-            kind,
-            done: false,
             done_ps: 0,
-            waited: false,
             bytes,
+            rank,
             msg: u32::MAX,
+            send,
+            done: false,
+            waited: false,
         });
         if !self.ranks[rank as usize].reqs.insert(id, slot) {
             let what = if id >= RESERVED_REQ_BASE {
@@ -1003,7 +902,7 @@ impl<'a> Engine<'a> {
         let c = self.comm(rank, comm)?;
         let dst_g = self.global_rank(rank, c, dst)?;
         let me = self.comm_rank(rank, c)?;
-        let req = self.new_req(rank, id, ReqKind::Send, bytes)?;
+        let req = self.new_req(rank, id, true, bytes)?;
         let kind = if bytes <= self.costs.eager_limit {
             MsgKind::Eager
         } else {
@@ -1054,7 +953,7 @@ impl<'a> Engine<'a> {
         if let SrcSel::Rank(s) = src {
             self.global_rank(rank, c, s)?;
         }
-        let req = self.new_req(rank, id, ReqKind::Recv { comm, src, tag }, bytes)?;
+        let req = self.new_req(rank, id, false, bytes)?;
         if let Some((_env, msg)) = self.ranks[rank as usize].matcher.post(comm, src, tag, req) {
             self.matched(msg, req, now)?;
         }
@@ -1096,7 +995,7 @@ impl<'a> Engine<'a> {
         let r = &mut self.reqs[req];
         r.done = true;
         r.done_ps = t;
-        if matches!(r.kind, ReqKind::Send) {
+        if r.send {
             self.ranks[r.rank as usize].open_sends -= 1;
         }
         let r = &self.reqs[req];
@@ -1155,7 +1054,7 @@ impl<'a> Engine<'a> {
         for id in ids {
             // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
             // it returns at once.
-            let Some(slot) = self.ranks[rank as usize].reqs.remove(*id) else {
+            let Some(slot) = self.ranks[rank as usize].reqs.remove(id) else {
                 continue;
             };
             let r = &mut self.reqs[slot];
@@ -1224,12 +1123,15 @@ impl<'a> Engine<'a> {
             // Rendezvous control messages do not queue behind bulk data at the NIC.
             let urgent =
                 self.costs.control_priority && matches!(m.kind, MsgKind::Rts | MsgKind::Cts);
+            // Only rendezvous data completes its send at injection (`injected`).
+            let notify_injected = m.kind == MsgKind::Data;
             self.fabric.send(
                 now,
                 msg,
                 (src_node, dst_node),
                 wire,
                 urgent,
+                notify_injected,
                 &mut NetQ(&mut self.q),
                 &mut self.links,
             );
@@ -1238,13 +1140,15 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// The last packet of a message leaves the source NIC at `at`: a rendezvous send is done.
+    /// The last packet of rendezvous data leaves the source NIC at `at`: its send is done.
     fn injected(&mut self, msg: u32, at: Ps) -> Result<(), SimError> {
         let m = self.msgs[msg];
-        if m.kind == MsgKind::Data {
-            self.finish_at(m.send_req, at)?;
-        }
-        Ok(())
+        debug_assert_eq!(
+            m.kind,
+            MsgKind::Data,
+            "only rendezvous data asks to be notified"
+        );
+        self.finish_at(m.send_req, at)
     }
 
     /// A message arrived at its destination rank.
@@ -1323,31 +1227,34 @@ impl<'a> Engine<'a> {
                 if q.done {
                     continue;
                 }
-                match q.kind {
-                    ReqKind::Recv { comm, src, tag } => {
-                        let s = match src {
-                            SrcSel::Rank(s) => format!("rank {s}"),
-                            SrcSel::Any => "any source".into(),
-                        };
-                        let t = match tag {
-                            TagSel::Tag(t) if t < 0 => "a collective message".to_string(),
-                            TagSel::Tag(t) => format!("tag {t}"),
-                            TagSel::Any => "any tag".into(),
-                        };
-                        what.push(format!(
-                            "a receive from {s} with {t} on communicator {comm} ({} bytes)",
-                            q.bytes
-                        ));
-                    }
-                    ReqKind::Send => {
-                        let m = &self.msgs[q.msg];
-                        let peer = self.ranks[m.dst as usize].job_rank;
-                        what.push(format!(
-                            "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",
-                            q.bytes, m.tag
-                        ));
-                    }
+                if q.send {
+                    let m = &self.msgs[q.msg];
+                    let peer = self.ranks[m.dst as usize].job_rank;
+                    what.push(format!(
+                        "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",
+                        q.bytes, m.tag
+                    ));
+                    continue;
                 }
+                // A receive not done is still posted: nothing in flight is left to match it.
+                let posted = r.matcher.posted().find(|(.., p)| **p == *slot);
+                let Some((comm, src, tag, _)) = posted else {
+                    what.push(format!("a receive of {} bytes", q.bytes));
+                    continue;
+                };
+                let s = match src {
+                    SrcSel::Rank(s) => format!("rank {s}"),
+                    SrcSel::Any => "any source".into(),
+                };
+                let t = match tag {
+                    TagSel::Tag(t) if t < 0 => "a collective message".to_string(),
+                    TagSel::Tag(t) => format!("tag {t}"),
+                    TagSel::Any => "any tag".into(),
+                };
+                what.push(format!(
+                    "a receive from {s} with {t} on communicator {comm} ({} bytes)",
+                    q.bytes
+                ));
             }
             let _ = g;
             lines.push(format!(
@@ -1374,37 +1281,6 @@ impl<'a> Engine<'a> {
             time_s: to_seconds(self.q.now()),
             blocked,
             details: lines.join("\n"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn req_table_behaves_like_a_map(ops in proptest::collection::vec((any::<bool>(), 0u32..64), 0..600)) {
-            let mut t = ReqTable::default();
-            let mut m = std::collections::BTreeMap::new();
-            for (i, (ins, id)) in ops.into_iter().enumerate() {
-                // Spread ids so they collide in small tables and also use the top of the range.
-                let id = if id % 7 == 0 { u32::MAX - id } else { id * 1024 };
-                if ins {
-                    let fresh = !m.contains_key(&id);
-                    if fresh {
-                        m.insert(id, i as u32);
-                    }
-                    prop_assert_eq!(t.insert(id, i as u32), fresh);
-                } else {
-                    prop_assert_eq!(t.remove(id), m.remove(&id));
-                }
-                prop_assert_eq!(t.len, m.len());
-            }
-            for (id, slot) in m {
-                prop_assert_eq!(t.remove(id), Some(slot));
-            }
         }
     }
 }

@@ -5,13 +5,12 @@
 //! linear scan of MPI implementations would make matching quadratic. Every entry gets a sequence
 //! number (its posting/arrival order); entries are indexed by `(comm, src, tag)` with `None`
 //! standing for a wildcard, and a match takes the smallest sequence number among the few
-//! candidate index entries. Both operations are a few hash lookups.
+//! candidate index entries. Both operations are a few hash look-ups, usually one.
 
 use std::collections::VecDeque;
 
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry::{Occupied, Vacant};
-use tracewatt_core::Slab;
+use tracewatt_core::flat::FIB;
+use tracewatt_core::{FlatKey, FlatMap, Probe, Slab};
 
 use crate::op::{CommId, Rank, SrcSel, Tag, TagSel};
 
@@ -72,13 +71,6 @@ struct Unexpected<U> {
 /// An index entry: `(sequence number, slot)`.
 type Entry = (u64, u32);
 
-/// The entries of one key in sequence order: most keys hold one at a time, kept inline.
-#[derive(Debug)]
-enum Entries {
-    One(Entry),
-    Many(VecDeque<Entry>),
-}
-
 /// Which queue an index entry belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -95,106 +87,181 @@ impl Side {
     }
 }
 
-/// Posted receives and unexpected messages by key, in one map: a key never holds both (a receive
-/// would have matched the message), and the miss-then-insert of every post and arrival then
-/// probes the same, already cached, bucket. Queues of keys that held several entries go back to
-/// a pool when they empty, so short-lived keys (an all-to-all uses one per peer) allocate nothing.
-#[derive(Debug, Default)]
-struct KeyIndex {
-    map: FxHashMap<Key, (Side, Entries)>,
-    pool: Vec<VecDeque<Entry>>,
+/// A [`Key`] packed for the flat map: a wildcard field is 0 and flagged in `wild`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Packed {
+    comm: CommId,
+    src: Rank,
+    tag: Tag,
+    /// Bit 0: any source; bit 1: any tag.
+    wild: u8,
 }
 
-/// Adds `e` at the back of a key's entries.
-fn append(pool: &mut Vec<VecDeque<Entry>>, entries: &mut Entries, e: Entry) {
-    match entries {
-        Entries::One(first) => {
-            let mut q = pool.pop().unwrap_or_default();
-            q.push_back(*first);
-            q.push_back(e);
-            *entries = Entries::Many(q);
-        }
-        Entries::Many(q) => q.push_back(e),
+impl FlatKey for Packed {
+    #[inline]
+    fn hash(&self) -> u64 {
+        let a = ((self.comm as u64) << 32) | self.src as u64;
+        let b = ((self.tag as u32 as u64) << 8) | self.wild as u64;
+        (a.wrapping_mul(FIB) ^ b).wrapping_mul(FIB)
     }
+}
+
+#[inline]
+fn pack(key: &Key) -> Packed {
+    let (comm, src, tag) = *key;
+    Packed {
+        comm,
+        src: src.unwrap_or(0),
+        tag: tag.unwrap_or(0),
+        wild: u8::from(src.is_none()) | (u8::from(tag.is_none()) << 1),
+    }
+}
+
+/// A key's entries: one, inline, or (`many`) a queue in `KeyIndex::queues`, numbered `slot`.
+/// 16 bytes, so a bucket with its key is 32: half a cache line.
+#[derive(Debug, Clone, Copy)]
+struct Entries {
+    seq: u64,
+    slot: u32,
+    side: Side,
+    many: bool,
+}
+
+/// Posted receives and unexpected messages by key, in one map: a key never holds both (a receive
+/// would have matched the message), and the miss-then-insert of every post and arrival then
+/// probes the same, already cached, bucket. The map is flat (key and entries in one bucket)
+/// because at thousands of ranks a message's look-up in its receiver's index is a cache miss,
+/// and this way usually one. Queues of keys that held several entries are kept for reuse when
+/// they empty, so short-lived keys (an all-to-all uses one per peer) allocate nothing.
+#[derive(Debug, Default)]
+struct KeyIndex {
+    map: FlatMap<Packed, Entries>,
+    queues: Vec<VecDeque<Entry>>,
+    /// Empty queues, free for reuse.
+    free_queues: Vec<u32>,
 }
 
 impl KeyIndex {
     fn front(&self, key: &Key, side: Side) -> Option<Entry> {
-        match self.map.get(key)? {
-            (s, _) if *s != side => None,
-            (_, Entries::One(e)) => Some(*e),
-            (_, Entries::Many(q)) => q.front().copied(),
+        let v = self.map.get(&pack(key))?;
+        if v.side != side {
+            None
+        } else if v.many {
+            self.queues[v.slot as usize].front().copied()
+        } else {
+            Some((v.seq, v.slot))
         }
     }
 
+    /// Adds `e` at the back of the entries in bucket `b`.
+    fn append(&mut self, b: usize, e: Entry) {
+        let v = self.map.value_at_mut(b);
+        if !v.many {
+            let q = self.free_queues.pop().unwrap_or_else(|| {
+                self.queues.push(VecDeque::new());
+                (self.queues.len() - 1) as u32
+            });
+            self.queues[q as usize].push_back((v.seq, v.slot));
+            v.many = true;
+            v.slot = q;
+        }
+        self.queues[v.slot as usize].push_back(e);
+    }
+
+    /// Removes the front entry of bucket `b`, and the key once it has none left.
+    fn pop_front(&mut self, b: usize) -> Entry {
+        let v = *self.map.value_at(b);
+        if !v.many {
+            self.map.remove_at(b);
+            return (v.seq, v.slot);
+        }
+        let q = &mut self.queues[v.slot as usize];
+        let e = q.pop_front().expect("an indexed key has entries");
+        if q.is_empty() {
+            self.free_queues.push(v.slot);
+            self.map.remove_at(b);
+        }
+        e
+    }
+
     fn push(&mut self, key: Key, side: Side, seq: u64, slot: u32) {
-        let e = (seq, slot);
-        match self.map.entry(key) {
-            Vacant(v) => {
-                v.insert((side, Entries::One(e)));
-            }
-            Occupied(mut o) => {
-                debug_assert!(o.get().0 == side, "a key holds receives and messages");
-                append(&mut self.pool, &mut o.get_mut().1, e);
+        let k = pack(&key);
+        match self.map.probe(&k) {
+            Probe::Vacant(b) => self.map.insert_at(
+                b,
+                k,
+                Entries {
+                    seq,
+                    slot,
+                    side,
+                    many: false,
+                },
+            ),
+            Probe::Found(b) => {
+                debug_assert!(
+                    self.map.value_at(b).side == side,
+                    "a key holds receives and messages"
+                );
+                self.append(b, (seq, slot));
             }
         }
     }
 
     /// Takes the front entry of `key` if the key holds entries of side `take`; otherwise adds
     /// `make()` at the back for the other side. The same as `front` then `remove` or `push`,
-    /// with one hash probe instead of two or three: the common exact-key match.
+    /// with one probe instead of two or three: the common exact-key match.
     fn take_or_push(
         &mut self,
         key: Key,
         take: Side,
         make: impl FnOnce() -> Entry,
     ) -> Option<Entry> {
-        match self.map.entry(key) {
-            Vacant(v) => {
-                v.insert((take.other(), Entries::One(make())));
+        let k = pack(&key);
+        match self.map.probe(&k) {
+            Probe::Vacant(b) => {
+                let (seq, slot) = make();
+                let side = take.other();
+                self.map.insert_at(
+                    b,
+                    k,
+                    Entries {
+                        seq,
+                        slot,
+                        side,
+                        many: false,
+                    },
+                );
                 None
             }
-            Occupied(mut o) => {
-                let (side, entries) = o.get_mut();
-                if *side != take {
-                    append(&mut self.pool, entries, make());
-                    return None;
-                }
-                let (e, emptied) = match entries {
-                    Entries::One(e) => (*e, true),
-                    Entries::Many(q) => {
-                        let e = q.pop_front().expect("an indexed key has entries");
-                        (e, q.is_empty())
-                    }
-                };
-                if emptied {
-                    if let (_, Entries::Many(q)) = o.remove() {
-                        self.pool.push(q);
-                    }
-                }
-                Some(e)
+            Probe::Found(b) if self.map.value_at(b).side != take => {
+                self.append(b, make());
+                None
             }
+            Probe::Found(b) => Some(self.pop_front(b)),
         }
     }
 
     /// Removes entry `seq` (usually the front) from the entries of `key`.
     fn remove(&mut self, key: &Key, seq: u64) {
-        let emptied = match self.map.get_mut(key).map(|v| &mut v.1) {
-            None => return,
-            Some(Entries::One(e)) => e.0 == seq,
-            Some(Entries::Many(q)) => {
-                if q.front().is_some_and(|e| e.0 == seq) {
-                    q.pop_front();
-                } else if let Ok(i) = q.binary_search_by_key(&seq, |e| e.0) {
-                    q.remove(i);
-                }
-                q.is_empty()
-            }
+        let Some(b) = self.map.find(&pack(key)) else {
+            return;
         };
-        if emptied {
-            if let Some((_, Entries::Many(q))) = self.map.remove(key) {
-                self.pool.push(q);
+        let v = *self.map.value_at(b);
+        if !v.many {
+            if v.seq == seq {
+                self.map.remove_at(b);
             }
+            return;
+        }
+        let q = &mut self.queues[v.slot as usize];
+        if q.front().is_some_and(|e| e.0 == seq) {
+            q.pop_front();
+        } else if let Ok(i) = q.binary_search_by_key(&seq, |e| e.0) {
+            q.remove(i);
+        }
+        if q.is_empty() {
+            self.free_queues.push(v.slot);
+            self.map.remove_at(b);
         }
     }
 }
@@ -527,6 +594,36 @@ mod tests {
         // The earlier-posted wildcard wins.
         assert_eq!(m.arrive(env, 0), Some(1));
         assert_eq!(m.arrive(env, 0), Some(2));
+    }
+
+    #[test]
+    fn a_key_keeps_posting_order_across_emptied_and_reused_queues() {
+        // Three receives on one key queue up; after they drain, the key's next receives start
+        // a fresh queue (the emptied one, reused) and still match in posting order.
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        let env = |src| Envelope {
+            comm: 1,
+            src,
+            tag: 9,
+        };
+        for round in 0..3u32 {
+            for i in 0..3 {
+                assert_eq!(
+                    m.post(1, SrcSel::Rank(5), TagSel::Tag(9), round * 10 + i),
+                    None
+                );
+            }
+            // A message on another key is unexpected and does not disturb the queue.
+            assert_eq!(m.arrive(env(6), 99), None);
+            for i in 0..3 {
+                assert_eq!(m.arrive(env(5), 0), Some(round * 10 + i));
+            }
+            assert_eq!(
+                m.post(1, SrcSel::Rank(6), TagSel::Tag(9), 0),
+                Some((env(6), 99))
+            );
+            assert_eq!(m.posted_len() + m.unexpected_len(), 0);
+        }
     }
 
     #[test]
