@@ -112,17 +112,15 @@ def test_validate_slow_without_the_data_is_a_usage_error(
 
 
 @pytest.mark.optional
-def test_real_class_b_traces_against_the_paper() -> None:
+def test_real_class_b_traces_against_the_paper(shared: Path) -> None:
     """Check 5's replays of the real NPB class B traces (``validate --slow``) against the
     paper's robust figures: at wake 17 us EEE costs under 0.5 % (the paper's worst, 0.386 %),
     a 16,000 or 160,000 us timeout loses over a quarter of every trace's saving (the paper: up
     to 41.8 / 56.5 %), and a 1,700 us switch wake slows some trace more than twice over (the
     paper: 3.92x, FT)."""
-    if not validate.class_b_trace(SHARED, "ft").is_dir():
-        pytest.skip(f"{SHARED} missing: optional data beside the repository")
     figs = validate._sensitivity(
         {
-            t: partial(validate._trace_doc, validate.class_b_trace(SHARED, t))
+            t: partial(validate._trace_doc, validate.class_b_trace(shared, t))
             for t in validate.CLASS_B_TRACES
         }
     )
