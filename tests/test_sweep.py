@@ -239,6 +239,10 @@ def test_idle_timeout_sweep_rows_savings_and_slowdowns(run_cli: Run, tmp_path: P
         assert row["energy_switch_ports_j"] == s["energy_j"]["switch_ports"]
         assert row["avg_power_w"] == s["avg_power_w"]["total"]
         assert row["link_wakes"] == s["links"]["wakes"]
+        done = json.loads((out / row["dir"] / "done.json").read_text())
+        assert (row["run_wall_s"], row["run_cpu_s"]) == (done["wall_s"], done["cpu_s"])
+        # One single-threaded run per worker process: its CPU time cannot exceed its wall time.
+        assert 0 < done["cpu_s"] <= done["wall_s"] * 1.05
         if row["variant"] == "always_on":
             assert pd.isna(row["saving_pct"]) and pd.isna(row["slowdown_pct"])
             continue

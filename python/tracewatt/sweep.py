@@ -477,7 +477,7 @@ def _execute(config: Config, run_dir: str) -> dict[str, Any]:
     d = Path(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     (d / "error.json").unlink(missing_ok=True)
-    start = time.monotonic()
+    start, start_cpu = time.monotonic(), time.process_time()
     try:
         simulate(config).write(d)
     except (KeyboardInterrupt, SystemExit):
@@ -486,8 +486,9 @@ def _execute(config: Config, run_dir: str) -> dict[str, Any]:
         error = f"{type(e).__name__}: {e}"
         _write_json(d / "error.json", {"status": "failed", "error": error})
         return {"status": "failed", "error": error}
-    wall_s = time.monotonic() - start
-    _write_json(d / "done.json", {"status": "ok", "error": "", "wall_s": wall_s})
+    # The worker runs one configuration at a time, so its process CPU time is this run's.
+    took = {"wall_s": time.monotonic() - start, "cpu_s": time.process_time() - start_cpu}
+    _write_json(d / "done.json", {"status": "ok", "error": "", **took})
     return {"status": "ok", "error": ""}
 
 
@@ -763,6 +764,9 @@ def dataset(spec: SweepSpec, runs: Sequence[Run], out: Path) -> pd.DataFrame:
         if ok:
             summary = json.loads((out / r.dir / "summary.json").read_text(encoding="utf-8"))
             row.update(_metrics(summary))
+            row.update(
+                run_wall_s=outcome.get("wall_s", math.nan), run_cpu_s=outcome.get("cpu_s", math.nan)
+            )
             summaries[(r.group, _cell_key(r), r.variant)] = summary
         listed.append((r, row))
     if spec.baseline is not None:
