@@ -5,8 +5,8 @@
  *
  *   TRACEWATT_TRACE_DIR=out LD_PRELOAD=libtwtrace.so mpirun -np 4 ./app
  *
- * Design: one buffered writer per process (1 MiB buffer, flushed when full and at
- * MPI_Finalize); records are varint-encoded so a call costs four clock_gettime() and a few
+ * Design: one buffered writer per process (1 MiB buffer, written as 64 KiB blocks, each with
+ * its CRC-32, when full and at MPI_Finalize); records are varint-encoded so a call costs four clock_gettime() and a few
  * dozen bytes of memcpy. CPU time is the calling thread's (CLOCK_THREAD_CPUTIME_ID): the
  * thread making MPI calls computes between them, and other threads (the MPI library's
  * progress threads) do not count. Handles are recorded as the application sees them (request pointers
@@ -23,7 +23,8 @@
 
 #include "funcs.h"
 
-#define TW_VERSION 3
+#define TW_VERSION 4
+#define TW_BLOCK 65536u
 #define TW_FLAG_TIMED 1
 #define TW_TAG_CPU 0x40
 #define TW_COMM_NULL 0xFFFFFFFFu
@@ -44,7 +45,7 @@ enum { V_ALLTOALLV, V_ALLGATHERV, V_GATHERV, V_SCATTERV, V_REDUCE_SCATTER };
 static FILE *tw_file;
 static unsigned char *tw_buf;
 static size_t tw_len;
-static const size_t tw_cap = 1 << 20;
+static size_t tw_cap = 1 << 20;
 static uint64_t tw_prev_end, tw_prev_cpu_end, tw_count;
 /* Record CPU times (TRACEWATT_CPU_TIME=0 turns it off: the CPU clock is a system call, not a
  * vDSO read, and costs about a microsecond per call on the cheapest calls). */
@@ -60,16 +61,53 @@ static uint64_t clock_ns(clockid_t clock) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void flush_buf(void) {
-    if (tw_file && tw_len) fwrite(tw_buf, 1, tw_len, tw_file);
-    tw_len = 0;
+/* CRC-32 (ISO-HDLC, zlib's), chainable as zlib's crc32(): crc32_update(crc32_update(0, a), b). */
+static uint32_t crc_table[256];
+static uint32_t crc32_update(uint32_t c, const unsigned char *p, size_t n) {
+    if (!crc_table[1])
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t k = i;
+            for (int j = 0; j < 8; j++) k = (k & 1) ? (k >> 1) ^ 0xEDB88320u : k >> 1;
+            crc_table[i] = k;
+        }
+    c = ~c;
+    while (n--) c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+    return ~c;
+}
+static void le32(unsigned char *b, uint32_t v) {
+    b[0] = (unsigned char)v; b[1] = (unsigned char)(v >> 8);
+    b[2] = (unsigned char)(v >> 16); b[3] = (unsigned char)(v >> 24);
+}
+
+/* One block: its length, payload and the CRC-32 of both. */
+static void put_block(const unsigned char *p, uint32_t n) {
+    unsigned char len[4], crc[4];
+    le32(len, n);
+    le32(crc, crc32_update(crc32_update(0, len, 4), p, n));
+    fwrite(len, 1, 4, tw_file);
+    fwrite(p, 1, n, tw_file);
+    fwrite(crc, 1, 4, tw_file);
+}
+
+/* Writes the buffer's full blocks (and with `all` its last, shorter one); keeps the rest. */
+static void flush_buf(int all) {
+    size_t off = 0;
+    while (tw_file && (tw_len - off >= TW_BLOCK || (all && off < tw_len))) {
+        size_t n = tw_len - off < TW_BLOCK ? tw_len - off : TW_BLOCK;
+        put_block(tw_buf + off, (uint32_t)n);
+        off += n;
+    }
+    memmove(tw_buf, tw_buf + off, tw_len - off);
+    tw_len -= off;
 }
 
 /* Every record is far below 64 KiB except vectors, which reserve per element. */
 static void reserve(size_t n) {
-    if (tw_len + n > tw_cap) flush_buf();
-    if (n > tw_cap) { /* a huge vector: grow temporarily */
-        tw_buf = realloc(tw_buf, n);
+    if (tw_len + n <= tw_cap) return;
+    flush_buf(0);
+    if (tw_len + n > tw_cap) { /* a huge vector: grow */
+        tw_cap = tw_len + n;
+        tw_buf = realloc(tw_buf, tw_cap);
     }
 }
 static void put8(unsigned v) { tw_buf[tw_len++] = (unsigned char)v; }
@@ -181,10 +219,10 @@ static void tw_open(void) {
         snprintf(path, sizeof path, "%s/trace.twi", dir);
         FILE *f = fopen(path, "wb");
         if (f) {
-            unsigned char h[16] = {'T', 'W', 'T', 'R', 'I', 'D', 'X', 0, TW_VERSION, 0, 0, 0,
-                                   (unsigned char)size, (unsigned char)(size >> 8),
-                                   (unsigned char)(size >> 16), (unsigned char)(size >> 24)};
-            fwrite(h, 1, 16, f);
+            unsigned char h[20] = {'T', 'W', 'T', 'R', 'I', 'D', 'X', 0, TW_VERSION, 0, 0, 0};
+            le32(h + 12, (uint32_t)size);
+            le32(h + 16, crc32_update(0, h, 16));
+            fwrite(h, 1, 20, f);
             fclose(f);
         }
     }
@@ -207,7 +245,7 @@ static void tw_close(void) {
     reserve(16);
     put8(R_END);
     putv(tw_count);
-    flush_buf();
+    flush_buf(1);
     fclose(tw_file);
     tw_file = NULL;
     tw_active = 0;

@@ -4,7 +4,7 @@
 //! readers produce (a read -> write round trip is byte-identical). The C tracer writes it too.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use tracewatt_workload::{CollKind, Rank};
@@ -14,7 +14,15 @@ use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::Func;
 use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
 
-pub const NATIVE_VERSION: u16 = 3;
+pub const NATIVE_VERSION: u16 = 4;
+/// Since version 4 a rank file's records are framed in blocks of this many bytes (the last one
+/// shorter), each followed by its CRC-32: a corrupt byte anywhere is refused at its block, where
+/// it could otherwise read as another valid run (a timestamp, a color).
+pub const BLOCK_BYTES: usize = 64 * 1024;
+const FRAMED_SINCE: u16 = 4;
+/// A version-4 index: the 16 bytes of earlier versions, then their CRC-32.
+const INDEX_BYTES: usize = 20;
+const HEADER_BYTES: u64 = 16;
 pub const INDEX_MAGIC: &[u8; 8] = b"TWTRIDX\0";
 pub const RANK_MAGIC: &[u8; 8] = b"TWTRACE\0";
 pub const INDEX_NAME: &str = "trace.twi";
@@ -29,6 +37,10 @@ pub const TAG_CPU: u8 = 0x40;
 pub struct PrevEnd {
     pub wall_ns: u64,
     pub cpu_ns: u64,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 pub fn rank_file_name(rank: Rank) -> String {
@@ -333,11 +345,12 @@ pub struct NativeWriter {
 impl NativeWriter {
     pub fn create(dir: &Path, num_ranks: u32) -> Result<Self, TraceError> {
         std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
-        let mut b = Vec::with_capacity(16);
+        let mut b = Vec::with_capacity(INDEX_BYTES);
         b.extend_from_slice(INDEX_MAGIC);
         b.extend_from_slice(&NATIVE_VERSION.to_le_bytes());
         b.extend_from_slice(&0u16.to_le_bytes());
         b.extend_from_slice(&num_ranks.to_le_bytes());
+        b.extend_from_slice(&crc32fast::hash(&b).to_le_bytes());
         let p = dir.join(INDEX_NAME);
         std::fs::write(&p, b).map_err(|e| TraceError::io(&p, e))?;
         Ok(NativeWriter {
@@ -351,32 +364,34 @@ impl NativeWriter {
     /// A writer for `rank`'s file; `timed`: store timestamps.
     pub fn rank(&self, rank: Rank, timed: bool) -> Result<RankWriter, TraceError> {
         let path = self.dir.join(rank_file_name(rank));
-        let f = File::create(&path).map_err(|e| TraceError::io(&path, e))?;
-        let mut w = RankWriter {
-            w: BufWriter::new(f),
-            path,
-            timed,
-            prev: PrevEnd::default(),
-            count: 0,
-            buf: Vec::new(),
-        };
-        let mut h = Vec::with_capacity(16);
+        let mut f = File::create(&path).map_err(|e| TraceError::io(&path, e))?;
+        let mut h = Vec::with_capacity(HEADER_BYTES as usize);
         h.extend_from_slice(RANK_MAGIC);
         h.extend_from_slice(&NATIVE_VERSION.to_le_bytes());
         h.extend_from_slice(&(if timed { FLAG_TIMED } else { 0 }).to_le_bytes());
         h.extend_from_slice(&rank.to_le_bytes());
-        w.w.write_all(&h).map_err(|e| TraceError::io(&w.path, e))?;
-        Ok(w)
+        f.write_all(&h).map_err(|e| TraceError::io(&path, e))?;
+        Ok(RankWriter {
+            f,
+            path,
+            timed,
+            prev: PrevEnd::default(),
+            count: 0,
+            block: Vec::with_capacity(4 + BLOCK_BYTES + 4),
+            buf: Vec::new(),
+        })
     }
 }
 
 #[derive(Debug)]
 pub struct RankWriter {
-    w: BufWriter<File>,
+    f: File,
     path: PathBuf,
     timed: bool,
     prev: PrevEnd,
     count: u64,
+    /// The block being filled: 4 bytes for its length, then its payload.
+    block: Vec<u8>,
     buf: Vec<u8>,
 }
 
@@ -385,19 +400,44 @@ impl RankWriter {
         self.buf.clear();
         encode_call(&mut self.buf, c, self.timed, &mut self.prev);
         self.count += 1;
-        self.w
-            .write_all(&self.buf)
-            .map_err(|e| TraceError::io(&self.path, e))
+        self.put()
     }
     /// Writes the end record (without it a reader reports the file as truncated).
     pub fn finish(mut self) -> Result<(), TraceError> {
         self.buf.clear();
         self.buf.push(END_TAG);
         put_v(&mut self.buf, self.count);
-        self.w
-            .write_all(&self.buf)
-            .map_err(|e| TraceError::io(&self.path, e))?;
-        self.w.flush().map_err(|e| TraceError::io(&self.path, e))
+        self.put()?;
+        self.emit()
+    }
+    /// Appends `buf` to the blocks, writing each block as it fills.
+    fn put(&mut self) -> Result<(), TraceError> {
+        let mut at = 0;
+        while at < self.buf.len() {
+            if self.block.is_empty() {
+                self.block.extend_from_slice(&[0; 4]);
+            }
+            let n = (4 + BLOCK_BYTES - self.block.len()).min(self.buf.len() - at);
+            self.block.extend_from_slice(&self.buf[at..at + n]);
+            at += n;
+            if self.block.len() == 4 + BLOCK_BYTES {
+                self.emit()?;
+            }
+        }
+        Ok(())
+    }
+    /// Writes the block being filled, if any: its length, payload and CRC-32.
+    fn emit(&mut self) -> Result<(), TraceError> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let len = (self.block.len() - 4) as u32;
+        self.block[..4].copy_from_slice(&len.to_le_bytes());
+        let crc = crc32fast::hash(&self.block);
+        self.block.extend_from_slice(&crc.to_le_bytes());
+        let r = self.f.write_all(&self.block);
+        self.block.clear();
+        r.map_err(|e| TraceError::io(&self.path, e))
     }
 }
 
@@ -431,21 +471,54 @@ impl NativeTrace {
         };
         let b = std::fs::read(&index).map_err(|e| TraceError::io(&index, e))?;
         let at = |o| Location::at(&index, None, o);
-        if b.len() != 16 || &b[..8] != INDEX_MAGIC {
+        if b.len() < 16 || &b[..8] != INDEX_MAGIC {
             return Err(TraceError::format(
                 at(0),
-                "a 16-byte native index starting with TWTRIDX\\0",
+                "a native index starting with TWTRIDX\\0",
             ));
         }
         let version = u16::from_le_bytes([b[8], b[9]]);
-        // Versions only added to the format (2: a record kind, 3: CPU times).
+        // Versions only added to the format (2: a record kind, 3: CPU times, 4: CRCs).
         if !(1..=NATIVE_VERSION).contains(&version) {
             return Err(TraceError::format(
                 at(8),
                 format!("native format version 1 to {NATIVE_VERSION}, got {version}"),
             ));
         }
-        let n = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+        let size = if version >= FRAMED_SINCE {
+            INDEX_BYTES
+        } else {
+            16
+        };
+        if b.len() != size {
+            return Err(TraceError::format(
+                at(0),
+                format!(
+                    "a {size}-byte index (version {version}), got {} bytes",
+                    b.len()
+                ),
+            ));
+        }
+        if version >= FRAMED_SINCE {
+            let (stored, computed) = (u32_at(&b, 16), crc32fast::hash(&b[..16]));
+            if stored != computed {
+                return Err(TraceError::format(
+                    at(0),
+                    format!(
+                        "an index whose CRC-32 (bytes 16..20) matches bytes 0..16: stored \
+                         {stored:#010x}, computed {computed:#010x}; the index is corrupt"
+                    ),
+                ));
+            }
+        }
+        let flags = u16::from_le_bytes([b[10], b[11]]);
+        if flags != 0 {
+            return Err(TraceError::format(
+                at(10),
+                format!("index flags 0, got {flags:#x}"),
+            ));
+        }
+        let n = u32_at(&b, 12);
         if n == 0 || n > 1 << 24 {
             return Err(TraceError::format(
                 at(12),
@@ -485,29 +558,128 @@ impl CallSource for NativeTrace {
 }
 
 pub(crate) struct NativeCalls {
-    r: BufReader<File>,
+    body: Body,
     path: PathBuf,
     rank: Rank,
+    /// Offset in the record stream: the header's 16 bytes, then the records (in a framed file,
+    /// the blocks' payloads end to end). Errors give file offsets ([`Self::file_offset`]).
     off: u64,
+    /// The stream's length in those units.
     len: u64,
     timed: bool,
     version: u16,
     prev: PrevEnd,
     count: u64,
     done: bool,
-    /// The byte offset of the record last returned.
+    /// The stream offset of the record last returned.
     call_at: u64,
+}
+
+/// A rank file's bytes after its header: read ahead in chunks (versions 1 to 3) or block by
+/// block, each block checked against its CRC-32 before any of it is decoded (version 4).
+#[derive(Debug)]
+struct Body {
+    f: File,
+    framed: bool,
+    /// The current chunk or block payload, and how much of it is consumed.
+    buf: Vec<u8>,
+    pos: usize,
+    /// File offset of the next byte not yet in `buf`, and the file's length.
+    file_off: u64,
+    file_len: u64,
+}
+
+/// Why a block could not be read: at which file offset, and what was expected.
+type BlockError = (u64, String);
+
+impl Body {
+    fn u32(&mut self) -> std::io::Result<u32> {
+        let mut b = [0u8; 4];
+        self.f.read_exact(&mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    /// Loads the next chunk or block into `buf`.
+    fn refill(&mut self) -> Result<(), BlockError> {
+        let at = self.file_off;
+        let io = |e: std::io::Error| (at, format!("a readable file ({e})"));
+        let truncated = |what: String| (at, format!("{what}; {TRUNCATED}"));
+        self.pos = 0;
+        if !self.framed {
+            let n = (self.file_len - at).min(BLOCK_BYTES as u64) as usize;
+            if n == 0 {
+                return Err(truncated("more bytes".into()));
+            }
+            self.buf.resize(n, 0);
+            self.f.read_exact(&mut self.buf).map_err(io)?;
+            self.file_off += n as u64;
+            return Ok(());
+        }
+        let left = self.file_len - at;
+        if left < 4 {
+            return Err(truncated("a block's 4-byte length".into()));
+        }
+        let n = self.u32().map_err(io)?;
+        let size = 4 + u64::from(n) + 4;
+        if n == 0 || n as usize > BLOCK_BYTES {
+            return Err((
+                at,
+                format!("a block length of 1 to {BLOCK_BYTES} bytes, got {n}"),
+            ));
+        }
+        if size > left {
+            return Err(truncated(format!("a block of {n} bytes and its CRC-32")));
+        }
+        if n as usize != BLOCK_BYTES && size != left {
+            return Err((
+                at,
+                format!(
+                    "a block of {BLOCK_BYTES} bytes (only the file's last is shorter), got {n}"
+                ),
+            ));
+        }
+        self.buf.resize(n as usize, 0);
+        self.f.read_exact(&mut self.buf).map_err(io)?;
+        let stored = self.u32().map_err(io)?;
+        let mut h = crc32fast::Hasher::new();
+        h.update(&n.to_le_bytes());
+        h.update(&self.buf);
+        let computed = h.finalize();
+        if stored != computed {
+            return Err((
+                at,
+                format!(
+                    "a block whose CRC-32 matches its bytes (stored {stored:#010x}, computed \
+                     {computed:#010x}): bytes {at}..{} of the file are corrupt",
+                    at + size
+                ),
+            ));
+        }
+        self.file_off += size;
+        Ok(())
+    }
 }
 
 impl NativeCalls {
     fn open(path: &Path, rank: Rank) -> Result<Self, TraceError> {
-        let f = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let mut f = File::open(path).map_err(|e| TraceError::io(path, e))?;
         let len = f.metadata().map_err(|e| TraceError::io(path, e))?.len();
+        let mut h = [0u8; HEADER_BYTES as usize];
+        let short = len < HEADER_BYTES;
+        if !short {
+            f.read_exact(&mut h).map_err(|e| TraceError::io(path, e))?;
+        }
         let mut c = NativeCalls {
-            r: BufReader::with_capacity(64 * 1024, f),
+            body: Body {
+                f,
+                framed: false,
+                buf: Vec::with_capacity(BLOCK_BYTES),
+                pos: 0,
+                file_off: HEADER_BYTES,
+                file_len: len,
+            },
             path: path.to_path_buf(),
             rank,
-            off: 0,
+            off: HEADER_BYTES,
             len,
             timed: false,
             version: 0,
@@ -516,14 +688,15 @@ impl NativeCalls {
             done: false,
             call_at: 0,
         };
-        let mut h = [0u8; 16];
-        c.read(&mut h, "the 16-byte rank file header")?;
+        if short {
+            return Err(c.err_at(0, format!("the 16-byte rank file header; {TRUNCATED}")));
+        }
         if &h[..8] != RANK_MAGIC {
             return Err(c.err_at(0, "a rank file starting with TWTRACE\\0"));
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        // Versions only added to the format (2: a record kind, 3: CPU times), so older
-        // streams read unchanged.
+        // Versions only added to the format (2: a record kind, 3: CPU times, 4: CRCs), so
+        // older streams read unchanged.
         if !(1..=NATIVE_VERSION).contains(&version) {
             return Err(c.err_at(
                 8,
@@ -536,14 +709,33 @@ impl NativeCalls {
             return Err(c.err_at(10, format!("known header flags, got {flags:#x}")));
         }
         c.timed = flags & FLAG_TIMED != 0;
-        let r = u32::from_le_bytes([h[12], h[13], h[14], h[15]]);
+        let r = u32_at(&h, 12);
         if r != rank {
             return Err(c.err_at(12, format!("rank {rank} in the header, got {r}")));
         }
+        if version >= FRAMED_SINCE {
+            c.body.framed = true;
+            // Every block but the last holds BLOCK_BYTES and 8 bytes of framing.
+            let body = len - HEADER_BYTES;
+            let blocks = body.div_ceil(BLOCK_BYTES as u64 + 8);
+            c.len = len - 8 * blocks;
+        }
         Ok(c)
     }
+    /// Where stream offset `off` is in the file (they differ by the blocks' framing).
+    fn file_offset(&self, off: u64) -> u64 {
+        if !self.body.framed || off < HEADER_BYTES {
+            return off;
+        }
+        let (block, within) = (
+            (off - HEADER_BYTES) / BLOCK_BYTES as u64,
+            (off - HEADER_BYTES) % BLOCK_BYTES as u64,
+        );
+        HEADER_BYTES + block * (BLOCK_BYTES as u64 + 8) + 4 + within
+    }
     fn err_at(&self, off: u64, expected: impl Into<String>) -> TraceError {
-        TraceError::format(Location::at(&self.path, Some(self.rank), off), expected)
+        let at = self.file_offset(off);
+        TraceError::format(Location::at(&self.path, Some(self.rank), at), expected)
     }
     fn err(&self, expected: impl Into<String>) -> TraceError {
         self.err_at(self.off, expected)
@@ -552,11 +744,24 @@ impl NativeCalls {
         if self.off + b.len() as u64 > self.len {
             return Err(self.err(format!("{what}; {TRUNCATED}")));
         }
-        self.r
-            .read_exact(b)
-            .map_err(|e| TraceError::io(&self.path, e))?;
+        let mut done = 0;
+        while done < b.len() {
+            if self.body.pos == self.body.buf.len() {
+                self.body.refill().map_err(|(at, expected)| {
+                    TraceError::format(Location::at(&self.path, Some(self.rank), at), expected)
+                })?;
+            }
+            let n = (b.len() - done).min(self.body.buf.len() - self.body.pos);
+            b[done..done + n].copy_from_slice(&self.body.buf[self.body.pos..self.body.pos + n]);
+            self.body.pos += n;
+            done += n;
+        }
         self.off += b.len() as u64;
         Ok(())
+    }
+    /// Whether every byte of the file has been read.
+    fn at_end(&self) -> bool {
+        self.body.pos == self.body.buf.len() && self.body.file_off == self.body.file_len
     }
     fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
         let mut b = [0u8; 1];
@@ -632,7 +837,7 @@ impl NativeCalls {
                     format!("an end record counting {} records, got {n}", self.count),
                 ));
             }
-            if self.off != self.len {
+            if !self.at_end() {
                 return Err(self.err("the end of the file after the end record"));
             }
             return Ok(None);
@@ -843,7 +1048,7 @@ impl NativeCalls {
 
 impl CallStream for NativeCalls {
     fn pos(&self) -> Pos {
-        Pos::Offset(self.call_at)
+        Pos::Offset(self.file_offset(self.call_at))
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use common::{all_ops, data, scratch, DUMPI};
 use tracewatt_trace::call::{Call, CallKind};
 use tracewatt_trace::funcs;
+use tracewatt_trace::native::BLOCK_BYTES;
 use tracewatt_trace::{convert, detect, info, open_trace, NativeWriter, ReadOptions, TraceFormat};
 use tracewatt_workload::generators::Workload;
 use tracewatt_workload::{CollKind, Op};
@@ -287,6 +288,120 @@ fn info_serialises() {
     assert!(j["duration_s"].as_f64().unwrap() > 0.0);
 }
 
+/// CRC-32 (ISO-HDLC, zlib's) bit by bit, as the format's spec defines it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// A version-4 rank file's header and records without the blocks' framing, each block's
+/// length and CRC checked on the way.
+fn unframe(b: &[u8]) -> Vec<u8> {
+    let mut out = b[..16].to_vec();
+    let mut at = 16;
+    while at < b.len() {
+        let n = u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+        assert!(
+            n == BLOCK_BYTES || at + 4 + n + 4 == b.len(),
+            "block at {at}: {n} bytes"
+        );
+        let crc = u32::from_le_bytes(b[at + 4 + n..at + 8 + n].try_into().unwrap());
+        assert_eq!(crc, crc32(&b[at..at + 4 + n]), "block at {at}");
+        out.extend_from_slice(&b[at + 4..at + 4 + n]);
+        at += 4 + n + 4;
+    }
+    out
+}
+
+#[test]
+fn crc32_is_the_standard_one() {
+    // The check value of CRC-32/ISO-HDLC (the "123456789" test vector of the CRC catalogue).
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+}
+
+/// A rank file of several blocks: the blocks hold 64 KiB each (the last fewer), their CRCs are
+/// the standard CRC-32 of length and payload, and a flipped byte in the second block is refused
+/// at that block's offset before anything in it is decoded.
+#[test]
+fn multi_block_rank_files_check_every_block() {
+    let a = scratch("blocks");
+    let w = NativeWriter::create(&a, 1).unwrap();
+    let mut rw = w.rank(0, true).unwrap();
+    let call = |k: u64, kind: CallKind| Call {
+        func: funcs::func_id(match kind {
+            CallKind::Init => "init",
+            CallKind::Finalize => "finalize",
+            _ => "comm_rank",
+        })
+        .unwrap(),
+        start_ns: 1_000 * k,
+        end_ns: 1_000 * k + 10,
+        cpu_ns: None,
+        kind,
+    };
+    rw.write(&call(0, CallKind::Init)).unwrap();
+    let n = 40_000u64;
+    for k in 1..=n {
+        rw.write(&call(k, CallKind::Local)).unwrap();
+    }
+    rw.write(&call(n + 1, CallKind::Finalize)).unwrap();
+    rw.finish().unwrap();
+    let f = a.join("rank-0.twr");
+    let b = std::fs::read(&f).unwrap();
+    let plain = unframe(&b);
+    let blocks = (plain.len() - 16).div_ceil(BLOCK_BYTES);
+    assert!(blocks >= 3, "{blocks} blocks");
+    assert_eq!(b.len(), plain.len() + 8 * blocks);
+    let calls = read_all(&a);
+    assert_eq!(calls[0].len() as u64, n + 2);
+    assert_eq!(calls[0][n as usize], call(n, CallKind::Local));
+    // A byte in the middle of the second block: refused at the block's start.
+    let second = 16 + (BLOCK_BYTES + 8);
+    let mut bad = b.clone();
+    bad[second + 1_000] ^= 0x10;
+    std::fs::write(&f, &bad).unwrap();
+    let t = open_trace(&a, &ReadOptions::default());
+    let err = match t {
+        Err(e) => e.to_string(),
+        Ok(t) => t
+            .calls(0)
+            .unwrap()
+            .find_map(Result::err)
+            .unwrap()
+            .to_string(),
+    };
+    assert!(
+        err.contains("rank-0.twr")
+            && err.contains("rank 0")
+            && err.contains(&format!("byte offset {second}"))
+            && err.contains("CRC-32"),
+        "{err}"
+    );
+    // Cut inside the last block: truncated.
+    std::fs::write(&f, &b[..b.len() - 3]).unwrap();
+    let err = match open_trace(&a, &ReadOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(t) => t
+            .calls(0)
+            .unwrap()
+            .find_map(Result::err)
+            .unwrap()
+            .to_string(),
+    };
+    assert!(err.contains("truncated"), "{err}");
+    let _ = std::fs::remove_dir_all(a);
+}
+
 #[test]
 fn version_1_files_still_read_and_unknown_versions_do_not() {
     // A DUMPI trace has no OTF2-only communicators, so its calls written without their CPU
@@ -309,6 +424,17 @@ fn version_1_files_still_read_and_unknown_versions_do_not() {
     let want = read_all(&a);
     let mut files = vec![a.join("trace.twi")];
     files.extend((0..want.len()).map(|r| a.join(format!("rank-{r}.twr"))));
+    // Version 4's framing off: the index's 16 bytes, each rank file's header and records.
+    for f in &files {
+        let b = std::fs::read(f).unwrap();
+        let plain = if f.ends_with("trace.twi") {
+            assert_eq!(crc32(&b[..16]).to_le_bytes(), b[16..20]);
+            b[..16].to_vec()
+        } else {
+            unframe(&b)
+        };
+        std::fs::write(f, plain).unwrap();
+    }
     let set_version = |v: u16| {
         for f in &files {
             let mut b = std::fs::read(f).unwrap();

@@ -24,8 +24,9 @@ fn on_path(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Runs `program` on 4 ranks under the tracer; `cpu_time`: `TRACEWATT_CPU_TIME` (default on).
-fn run_traced(build: &Path, program: &str, out: &Path, cpu_time: bool) {
+/// Runs `program` with `args` on 4 ranks under the tracer; `cpu_time`: `TRACEWATT_CPU_TIME`
+/// (default on).
+fn run_traced(build: &Path, program: &str, args: &[&str], out: &Path, cpu_time: bool) {
     let status = Command::new("mpirun")
         .args([
             "--allow-run-as-root",
@@ -40,6 +41,7 @@ fn run_traced(build: &Path, program: &str, out: &Path, cpu_time: bool) {
             "TRACEWATT_CPU_TIME",
         ])
         .arg(build.join(program))
+        .args(args)
         .env("LD_PRELOAD", build.join("libtwtrace.so"))
         .env("TRACEWATT_TRACE_DIR", out)
         .env("TRACEWATT_CPU_TIME", if cpu_time { "1" } else { "0" })
@@ -91,13 +93,32 @@ fn build() -> &'static Path {
     })
 }
 
+/// A trace larger than the tracer's 1 MiB buffer: the buffer is written in 64 KiB blocks as it
+/// fills, keeping the rest for the next, and every call reads back (each block's CRC checked).
+#[test]
+#[ignore = "needs Open MPI (mpicc, mpirun): run with cargo test -p tracewatt-trace --test tracer -- --ignored"]
+fn tracer_writes_traces_larger_than_its_buffer() {
+    let build = build();
+    // tracer/tests/pingpong.c: ranks 0 and 1 each send and receive 50,000 times.
+    let out = build.join("trace-pingpong");
+    run_traced(build, "pingpong", &["50000"], &out, true);
+    let file_bytes = std::fs::metadata(out.join("rank-0.twr")).unwrap().len();
+    assert!(file_bytes > 1 << 20, "{file_bytes} bytes");
+    let t = open_trace(&out, &ReadOptions::default()).unwrap();
+    let i = t.info();
+    assert_eq!(i.calls.get("send").copied(), Some(100_000), "{:?}", i.calls);
+    assert_eq!(i.calls.get("recv").copied(), Some(100_000), "{:?}", i.calls);
+    assert_eq!(i.calls.get("barrier").copied(), Some(4), "{:?}", i.calls);
+    assert_eq!(i.p2p_bytes, 100_000 * 8);
+}
+
 #[test]
 #[ignore = "needs Open MPI (mpicc, mpirun): run with cargo test -p tracewatt-trace --test tracer -- --ignored"]
 fn tracer_records_a_c_program() {
     let build = build();
     // See tracer/tests/ring.c (4 ranks, 5 iterations).
     let out = build.join("trace-c");
-    run_traced(build, "ring_c", &out, true);
+    run_traced(build, "ring_c", &[], &out, true);
     let t = open_trace(&out, &ReadOptions::default()).unwrap();
     let i = t.info();
     assert_eq!((i.format, i.ranks), (TraceFormat::Native, 4));
@@ -203,7 +224,7 @@ fn tracer_records_a_c_program() {
     }
     // TRACEWATT_CPU_TIME=0: wall-clock times only, the same calls.
     let wall = build.join("trace-c-wall");
-    run_traced(build, "ring_c", &wall, false);
+    run_traced(build, "ring_c", &[], &wall, false);
     let w = open_trace(&wall, &ReadOptions::default()).unwrap();
     assert_eq!(w.info().calls, i.calls);
     assert!(w
@@ -225,7 +246,7 @@ fn tracer_records_a_fortran_program() {
     );
     // See tracer/tests/ring.f90 (4 ranks, 3 iterations).
     let out = build.join("trace-f");
-    run_traced(build, "ring_f", &out, true);
+    run_traced(build, "ring_f", &[], &out, true);
     let t = open_trace(&out, &ReadOptions::default()).unwrap();
     let i = t.info();
     for (f, n) in [

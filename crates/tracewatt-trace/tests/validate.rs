@@ -46,12 +46,13 @@ fn native(tag: &str, ranks: &[Vec<Call>]) -> PathBuf {
     d
 }
 
-/// The byte offset of call `k` of rank `rank`'s file: 16 header bytes plus the records before
-/// it (MPI_Init first), each measured by writing it alone (a file of one record is the header,
-/// the record and a 2-byte end record).
+/// The byte offset of call `k` of rank `rank`'s file: 16 header bytes, the first block's
+/// 4-byte length, and the records before it (MPI_Init first), each measured by writing it alone
+/// (a file of one record is the header, one block's 8 bytes of framing, the record and a 2-byte
+/// end record). The tests' files are smaller than one block.
 fn offset(ranks: &[Vec<Call>], rank: usize, k: usize) -> u64 {
     let timed = ranks[rank].iter().any(|c| c.end_ns != 0);
-    let mut off = 16;
+    let mut off = 16 + 4;
     let before: Vec<Call> = std::iter::once(init())
         .chain(ranks[rank][..k].iter().cloned())
         .collect();
@@ -63,7 +64,7 @@ fn offset(ranks: &[Vec<Call>], rank: usize, k: usize) -> u64 {
         let mut rw = w.rank(0, timed).unwrap();
         rw.write(c).unwrap();
         rw.finish().unwrap();
-        off += std::fs::metadata(d.join("rank-0.twr")).unwrap().len() - 16 - 2;
+        off += std::fs::metadata(d.join("rank-0.twr")).unwrap().len() - 16 - 8 - 2;
         let _ = std::fs::remove_dir_all(&d);
     }
     off
@@ -607,7 +608,8 @@ fn a_rank_that_never_calls_mpi_init_is_refused() {
     assert_eq!(
         refusal(&d),
         format!(
-            "{}: rank 0, byte offset 16: expected barrier: an MPI program: the rank calls \
+            // The first record: after the 16-byte header and the first block's length.
+            "{}: rank 0, byte offset 20: expected barrier: an MPI program: the rank calls \
              MPI_Init or MPI_Init_thread, this one never does",
             d.join("rank-0.twr").display()
         )
@@ -753,6 +755,8 @@ fn a_native_index_counting_more_ranks_than_files_is_refused() {
     let index = d.join("trace.twi");
     let mut b = std::fs::read(&index).unwrap();
     b[12] = 3; // the rank count (little-endian u32 at byte 12): 3 ranks, 2 files
+    let crc = crc32fast::hash(&b[..16]); // as a writer would have written it
+    b[16..20].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&index, &b).unwrap();
     assert_eq!(
         refusal(&d),
