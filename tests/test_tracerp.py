@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -85,3 +87,23 @@ def test_a_reduced_tracerp_runs_every_group(tmp_path: Path) -> None:
     for _, cell in fig4.groupby(["machine.preset", "jobs[0]"]):
         s = cell.sort_values("power.links.idle_timeout_us")["link_saving_pct"].to_numpy()
         assert (np.diff(s) <= 1e-9).all(), s
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("dataset", sorted((ROOT / "docs" / "data").glob("tracerp-*.parquet")))
+def test_the_docs_tables_are_drawn_from_the_committed_datasets(dataset: Path) -> None:
+    """Every table row `scripts/tracerp_tables.py` draws from a committed dataset is in
+    docs/tracerp.md as drawn: the page cannot drift from its data."""
+    out = subprocess.run(
+        [sys.executable, ROOT / "scripts" / "tracerp_tables.py", dataset],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert len(rows) > 10, out
+    doc = (ROOT / "docs" / "tracerp.md").read_text(encoding="utf-8")
+    missing = [r for r in rows if r not in doc.splitlines()]
+    assert not missing, f"{dataset.name}: rows not in docs/tracerp.md:\n" + "\n".join(missing)
