@@ -167,7 +167,7 @@ fn cancel_records_read_back_as_written() {
             },
         ),
     ];
-    let d = native("roundtrip", &[calls.clone()]);
+    let d = native("roundtrip", std::slice::from_ref(&calls));
     let t = open_trace(&d, &ReadOptions::default()).expect("the trace opens");
     let read: Vec<Call> = t.calls(0).unwrap().map(Result::unwrap).collect();
     assert_eq!(read[1..4], calls[..]);
