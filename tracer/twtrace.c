@@ -411,15 +411,20 @@ static int any_cancel(int n, const uint64_t *ids) {
     return 0;
 }
 
-int MPI_Cancel(MPI_Request *req) {
-    uint64_t id = req_id(*req);
-    T0; int rc = PMPI_Cancel(req); T1;
+/* Records a cancel of request `id` and remembers the request until it completes. */
+static void cancel_note(uint64_t id, tw_span sp) {
     if (ncancels == capcancels) {
         capcancels = capcancels ? 2 * capcancels : 16;
         cancels = realloc(cancels, capcancels * sizeof *cancels);
     }
     if (!cancel_pending(id)) cancels[ncancels++] = id;
     if (tw_active) { begin(R_CANCEL, TW_F_CANCEL, sp, 10); putv(id); }
+}
+
+int MPI_Cancel(MPI_Request *req) {
+    uint64_t id = req_id(*req);
+    T0; int rc = PMPI_Cancel(req); T1;
+    cancel_note(id, sp);
     return rc;
 }
 
@@ -960,6 +965,11 @@ extern void pmpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *dest
 extern void pmpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *src, MPI_Fint *tag,
                         MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr);
 extern void pmpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr);
+extern void pmpi_cancel_(MPI_Fint *req, MPI_Fint *ierr);
+extern void pmpi_scan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                       MPI_Fint *comm, MPI_Fint *ierr);
+extern void pmpi_exscan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                         MPI_Fint *comm, MPI_Fint *ierr);
 extern void pmpi_waitall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr);
 extern void pmpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr);
 extern void pmpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm,
@@ -1055,12 +1065,36 @@ FORTRAN_ALIASES(mpi_irecv,
                  MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr),
                 (buf, count, dt, src, tag, comm, req, ierr))
 
-void mpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr) {
+/* A Fortran status is MPI_STATUS_SIZE integers: the C status's (Open MPI and MPICH alike). */
+#define F_STATUS_SIZE (sizeof(MPI_Status) / sizeof(MPI_Fint))
+
+/* The outcome of a cancelled request from its Fortran status (see cancel_outcome). */
+static void cancel_outcome_f(uint64_t id, MPI_Fint *fst, tw_span sp) {
+    MPI_Status st;
+    if (!cancel_pending(id)) return;
+    PMPI_Status_f2c(fst, &st);
+    cancel_outcome(id, &st, sp);
+}
+
+void mpi_cancel_(MPI_Fint *req, MPI_Fint *ierr) {
     uint64_t id = req_id(FREQ(*req));
     T0;
-    pmpi_wait_(req, status, ierr);
+    pmpi_cancel_(req, ierr);
+    T1;
+    cancel_note(id, sp);
+}
+FORTRAN_ALIASES(mpi_cancel, (MPI_Fint *req, MPI_Fint *ierr), (req, ierr))
+
+void mpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr) {
+    uint64_t id = req_id(FREQ(*req));
+    MPI_Fint own[16];
+    int watch = ncancels && cancel_pending(id);
+    MPI_Fint *s = watch && status == MPI_F_STATUS_IGNORE ? own : status;
+    T0;
+    pmpi_wait_(req, s, ierr);
     T1;
     if (tw_active) { begin(R_WAIT, TW_F_WAIT, sp, 10); putv(id); }
+    if (watch) cancel_outcome_f(id, s, sp);
 }
 FORTRAN_ALIASES(mpi_wait, (MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr), (req, status, ierr))
 
@@ -1068,10 +1102,16 @@ void mpi_waitall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ier
     int k = *n > 0 ? *n : 0;
     uint64_t small[16], *ids = k <= 16 ? small : malloc(sizeof(uint64_t) * (size_t)k);
     for (int i = 0; i < k; i++) ids[i] = req_id(FREQ(reqs[i]));
+    int watch = any_cancel(k, ids);
+    MPI_Fint *s = watch && statuses == MPI_F_STATUSES_IGNORE
+                      ? malloc(sizeof(MPI_Fint) * F_STATUS_SIZE * (size_t)(k ? k : 1))
+                      : statuses;
     T0;
-    pmpi_waitall_(n, reqs, statuses, ierr);
+    pmpi_waitall_(n, reqs, s, ierr);
     T1;
     if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, sp, 0); put_reqs(k, ids); }
+    for (int i = 0; watch && i < k; i++) cancel_outcome_f(ids[i], s + i * F_STATUS_SIZE, sp);
+    if (s != statuses) free(s);
     if (ids != small) free(ids);
 }
 FORTRAN_ALIASES(mpi_waitall, (MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr),
@@ -1154,6 +1194,30 @@ FORTRAN_ALIASES(mpi_allgather,
                 (void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,
                  MPI_Fint *comm, MPI_Fint *ierr),
                 (s, sc, st, r, rc, rt, comm, ierr))
+
+void mpi_scan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+               MPI_Fint *ierr) {
+    T0;
+    pmpi_scan_(s, r, count, dt, op, comm, ierr);
+    T1;
+    rec_coll(TW_F_SCAN, sp, FC(comm), C_SCAN, 0, tbytes(*count, FT(dt)));
+}
+FORTRAN_ALIASES(mpi_scan,
+                (void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                 MPI_Fint *ierr),
+                (s, r, count, dt, op, comm, ierr))
+
+void mpi_exscan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                 MPI_Fint *comm, MPI_Fint *ierr) {
+    T0;
+    pmpi_exscan_(s, r, count, dt, op, comm, ierr);
+    T1;
+    rec_coll(TW_F_EXSCAN, sp, FC(comm), C_EXSCAN, 0, tbytes(*count, FT(dt)));
+}
+FORTRAN_ALIASES(mpi_exscan,
+                (void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                 MPI_Fint *ierr),
+                (s, r, count, dt, op, comm, ierr))
 
 void mpi_comm_split_(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newc,
                      MPI_Fint *ierr) {

@@ -113,6 +113,17 @@ fn build() -> &'static Path {
     })
 }
 
+/// The outcomes of a rank's cancels (whether each was cancelled), as the tracer recorded them.
+fn cancel_outcomes(t: &tracewatt_trace::TraceWorkload, rank: u32) -> Vec<bool> {
+    t.calls(rank)
+        .unwrap()
+        .filter_map(|c| match c.unwrap().kind {
+            tracewatt_trace::CallKind::CancelOutcome { cancelled, .. } => Some(cancelled),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A trace larger than the tracer's 1 MiB buffer: the buffer is written in 64 KiB blocks as it
 /// fills, keeping the rest for the next, and every call reads back (each block's CRC checked).
 #[test]
@@ -144,11 +155,13 @@ fn tracer_records_a_c_program() {
     assert_eq!((i.format, i.ranks), (TraceFormat::Native, 4));
     let per_rank = [
         ("send", 5),
-        ("recv", 10),
-        ("isend", 15),
-        ("irecv", 10),
+        ("recv", 11),
+        ("isend", 16),
+        ("irecv", 11),
+        ("cancel", 1),
         ("wait", 5),
-        ("waitall", 5),
+        ("waitall", 6),
+        ("exscan", 1),
         ("allreduce", 6),
         ("bcast", 5),
         ("alltoall", 5),
@@ -166,16 +179,16 @@ fn tracer_records_a_c_program() {
     for (f, n) in per_rank {
         assert_eq!(i.calls.get(f).copied(), Some(4 * n), "{f}: {:?}", i.calls);
     }
-    // Per rank: 5 x 1000 doubles + 10 x 100 ints + 5 x 8 chars.
-    assert_eq!(i.p2p_bytes, 4 * (5 * 8000 + 10 * 400 + 5 * 8));
-    // allreduce 5x80 + 40, bcast 5x64, alltoall 5x64, reduce 32, allgather 16, gather 12 per
-    // rank, plus alltoallv: rank r sends (r + j + 1) doubles to each j.
+    // Per rank: 5 x 1000 doubles + 10 x 100 ints + 5 x 8 chars + 1 double.
+    assert_eq!(i.p2p_bytes, 4 * (5 * 8000 + 10 * 400 + 5 * 8 + 8));
+    // allreduce 5x80 + 40, bcast 5x64, alltoall 5x64, reduce 32, allgather 16, gather 12,
+    // exscan 24 per rank, plus alltoallv: rank r sends (r + j + 1) doubles to each j.
     let alltoallv: u64 = (0..4u64)
         .map(|r| (0..4u64).map(|j| (r + j + 1) * 8).sum::<u64>())
         .sum();
     assert_eq!(
         i.collective_bytes,
-        4 * (440 + 320 + 320 + 32 + 16 + 12) + alltoallv
+        4 * (440 + 320 + 320 + 32 + 16 + 12 + 24) + alltoallv
     );
     assert!(i.duration_s.unwrap() > 0.0);
     assert!(t.warnings().is_empty(), "{:?}", t.warnings());
@@ -186,6 +199,16 @@ fn tracer_records_a_c_program() {
     assert!(ops.iter().all(|o| o
         .iter()
         .any(|op| matches!(op, tracewatt_workload::Op::Compute { .. }))));
+    // The cancelled wildcard receive (no rank sends to it): recorded as cancelled from the
+    // tracer's own statuses, and not replayed: 2 receives per iteration remain.
+    for (r, o) in ops.iter().enumerate() {
+        assert_eq!(cancel_outcomes(&t, r as u32), [true], "rank {r}");
+        let irecvs = o
+            .iter()
+            .filter(|op| matches!(op, tracewatt_workload::Op::Irecv { .. }))
+            .count();
+        assert_eq!(irecvs, 2 * 5, "rank {r}");
+    }
     // Every call records CPU times: each rank spins 50 ms of CPU time after sleeping 200 ms
     // (ring.c), so its CPU-clock compute is at least 50 ms and its wall-clock compute exceeds
     // it by at least the 200 ms asleep (a thread's CPU time never runs ahead of the wall clock).
@@ -273,7 +296,10 @@ fn tracer_records_a_fortran_program() {
         ("send", 3),
         ("recv", 3),
         ("isend", 3),
-        ("irecv", 3),
+        ("irecv", 4),
+        ("cancel", 1),
+        ("wait", 1),
+        ("scan", 1),
         ("waitall", 3),
         ("allreduce", 4),
         ("barrier", 3),
@@ -286,13 +312,24 @@ fn tracer_records_a_fortran_program() {
         assert_eq!(i.calls.get(f).copied(), Some(4 * n), "{f}: {:?}", i.calls);
     }
     assert_eq!(i.p2p_bytes, 4 * (3 * 4000 + 3 * 200));
-    assert_eq!(i.collective_bytes, 4 * (3 * 80 + 32 + 160));
+    assert_eq!(i.collective_bytes, 4 * (3 * 80 + 32 + 160 + 24));
     assert_eq!(t.comms().len(), 2);
+    // The cancelled receive: recorded as cancelled (no rank sends it anything), so the replay
+    // posts only the 3 ring receives.
+    for r in 0..4 {
+        assert_eq!(cancel_outcomes(&t, r), [true], "rank {r}");
+    }
+    for (r, ops) in all_ops(&t).iter().enumerate() {
+        let irecvs = ops
+            .iter()
+            .filter(|op| matches!(op, tracewatt_workload::Op::Irecv { .. }))
+            .count();
+        assert_eq!(irecvs, 3, "rank {r}");
+    }
     assert!(
         i.rank_times.iter().all(|r| r.compute_cpu_s.is_some()),
         "{i:?}"
     );
-    all_ops(&t);
 }
 
 // ---- real applications (Debian's hpcc and lammps, built on its Open MPI) ----
