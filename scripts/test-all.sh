@@ -12,18 +12,21 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 # System packages: Open MPI and gfortran, to build the PMPI tracer and the MPI test programs it
-# traces, and Chromium with its WebDriver, to open the HTML report headless (the tracer and
-# browser tests skip, saying so, only where these cannot be installed).
+# traces; HPCC and LAMMPS, real MPI applications the tracer's tests record; Chromium with its
+# WebDriver, to open the HTML report headless (the tracer and browser tests skip, saying so,
+# only where these cannot be installed).
 if ! command -v mpicc >/dev/null 2>&1 || ! command -v gfortran >/dev/null 2>&1 \
+  || ! command -v hpcc >/dev/null 2>&1 || ! command -v lmp >/dev/null 2>&1 \
   || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    step "installing Open MPI, gfortran, Chromium and chromium-driver (apt-get)"
+    step "installing Open MPI, gfortran, hpcc, lammps, Chromium and chromium-driver (apt-get)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      build-essential gfortran openmpi-bin libopenmpi-dev chromium chromium-driver >/dev/null
+      build-essential gfortran openmpi-bin libopenmpi-dev hpcc lammps chromium \
+      chromium-driver >/dev/null
   else
-    step "warning: Open MPI/gfortran/Chromium/chromium-driver missing and apt-get unavailable:" \
-      "their tests skip"
+    step "warning: Open MPI/gfortran/hpcc/lammps/Chromium/chromium-driver missing and apt-get" \
+      "unavailable: their tests skip"
   fi
 fi
 # Open MPI refuses to run as root, and CI runs as root; the tests allow it explicitly.
@@ -59,13 +62,19 @@ cargo test --workspace
 
 # The tracer's tests need Open MPI, so `cargo test` reports them as ignored; run them here.
 if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
-  only=""
+  skip=()
   if ! command -v mpif90 >/dev/null 2>&1; then
     step "warning: mpif90 missing: the tracer's Fortran test is not run"
-    only="tracer_records_a_c_program"
+    skip+=(--skip tracer_records_a_fortran_program)
   fi
+  for app in hpcc:hpcc lmp:lammps; do
+    if ! command -v "${app%%:*}" >/dev/null 2>&1; then
+      step "warning: ${app%%:*} missing: the tracer's ${app#*:} test is not run"
+      skip+=(--skip "tracer_records_${app#*:}")
+    fi
+  done
   step "cargo test: the tracer under Open MPI"
-  cargo test -p tracewatt-trace --test tracer -- --ignored $only
+  cargo test -p tracewatt-trace --test tracer -- --ignored ${skip[@]+"${skip[@]}"}
 else
   step "warning: Open MPI missing: the tracer tests are not run"
 fi

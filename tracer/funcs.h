@@ -347,5 +347,6 @@
 #define TW_F_UNKNOWN 342
 #define TW_F_COMPUTE 343
 #define TW_F_COMM_DEFINE 344
+#define TW_F_CANCEL_OUTCOME 345
 
 #endif

@@ -34,10 +34,11 @@ enum {
     R_ISEND = 7, R_IRECV = 8, R_SENDRECV = 9, R_WAIT = 10, R_WAITALL = 11, R_WAITANY = 12,
     R_WAITSOME = 13, R_TEST = 14, R_TESTALL = 15, R_TESTANY = 16, R_TESTSOME = 17,
     R_REQUEST_FREE = 18, R_COLL = 19, R_VCOLL = 20, R_COMM_SPLIT = 21, R_COMM_FREE = 22,
-    R_COMM_GROUP = 23, R_GROUP_SELECT = 24, R_GROUP_FREE = 25, R_COMM_CREATE = 26, R_END = 0xFF
+    R_COMM_GROUP = 23, R_GROUP_SELECT = 24, R_GROUP_FREE = 25, R_COMM_CREATE = 26,
+    R_CANCEL = 28, R_CANCEL_OUTCOME = 29, R_END = 0xFF
 };
 enum { C_BARRIER, C_BCAST, C_REDUCE, C_ALLREDUCE, C_ALLGATHER, C_ALLTOALL, C_GATHER, C_SCATTER,
-       C_REDUCE_SCATTER };
+       C_REDUCE_SCATTER, C_SCAN, C_EXSCAN };
 enum { V_ALLTOALLV, V_ALLGATHERV, V_GATHERV, V_SCATTERV, V_REDUCE_SCATTER };
 
 /* ---------------------------------------------------------------- writer */
@@ -382,6 +383,76 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dst, int sta
     return rc;
 }
 
+/* ---------------------------------------------------------------- cancellation
+ *
+ * Whether MPI_Cancel took effect is known only from the status that completes the request
+ * (MPI_Test_cancelled), so the completion wrappers look at the statuses of the requests
+ * cancelled so far (their own storage when the application passes MPI_STATUS(ES)_IGNORE) and
+ * write a cancel_outcome record right after the completing call's record. Only requests in
+ * this list cost anything.
+ */
+
+static uint64_t *cancels;
+static size_t ncancels, capcancels;
+
+static int cancel_pending(uint64_t id) {
+    for (size_t i = 0; i < ncancels; i++)
+        if (cancels[i] == id) return 1;
+    return 0;
+}
+static void cancel_forget(uint64_t id) {
+    for (size_t i = 0; i < ncancels; i++)
+        if (cancels[i] == id) { cancels[i] = cancels[--ncancels]; return; }
+}
+/* Whether any of the n requests has a cancel pending. */
+static int any_cancel(int n, const uint64_t *ids) {
+    for (int i = 0; ncancels && i < n; i++)
+        if (cancel_pending(ids[i])) return 1;
+    return 0;
+}
+
+/* Records a cancel of request `id` and remembers the request until it completes. */
+static void cancel_note(uint64_t id, tw_span sp) {
+    if (ncancels == capcancels) {
+        capcancels = capcancels ? 2 * capcancels : 16;
+        cancels = realloc(cancels, capcancels * sizeof *cancels);
+    }
+    if (!cancel_pending(id)) cancels[ncancels++] = id;
+    if (tw_active) { begin(R_CANCEL, TW_F_CANCEL, sp, 10); putv(id); }
+}
+
+int MPI_Cancel(MPI_Request *req) {
+    uint64_t id = req_id(*req);
+    T0; int rc = PMPI_Cancel(req); T1;
+    cancel_note(id, sp);
+    return rc;
+}
+
+/* After a call completed request `id` with status `st`: its cancel's outcome, if it had one,
+ * as a record of no duration at the call's end. */
+static void cancel_outcome(uint64_t id, MPI_Status *st, tw_span sp) {
+    if (!cancel_pending(id)) return;
+    cancel_forget(id);
+    int cancelled = 0;
+    PMPI_Test_cancelled(st, &cancelled);
+    if (!tw_active) return;
+    tw_span at = {sp.t1, sp.t1, sp.c1, sp.c1};
+    begin(R_CANCEL_OUTCOME, TW_F_CANCEL_OUTCOME, at, 12);
+    put8(1);
+    putv(id);
+    put8(cancelled ? 1 : 0);
+}
+
+/* The statuses a completion call fills: the application's, or `own` (n of them, allocated if
+ * more than one) when it ignores them and a cancel is pending among the requests. */
+static MPI_Status *statuses(int watch, MPI_Status *app, int n, MPI_Status *own) {
+    if (!watch || (app != MPI_STATUS_IGNORE && app != MPI_STATUSES_IGNORE)) return app;
+    return n <= 1 ? own : malloc(sizeof(MPI_Status) * (size_t)n);
+}
+static void free_statuses(MPI_Status *s, MPI_Status *app, MPI_Status *own) {
+    if (s != app && s != own) free(s);
+}
+
 /* ---------------------------------------------------------------- completion */
 
 static void put_reqs(int n, const uint64_t *ids) {
@@ -399,36 +470,54 @@ static uint64_t *save_reqs(int n, const MPI_Request *r, uint64_t *small) {
 
 int MPI_Wait(MPI_Request *req, MPI_Status *st) {
     uint64_t id = req_id(*req);
+    MPI_Status own, *s = statuses(ncancels && cancel_pending(id), st, 1, &own);
     T0;
-    int rc = PMPI_Wait(req, st);
+    int rc = PMPI_Wait(req, s);
     T1;
     if (tw_active) { begin(R_WAIT, TW_F_WAIT, sp, 10); putv(id); }
+    if (ncancels) cancel_outcome(id, s, sp);
     return rc;
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st) {
     uint64_t id = req_id(*req);
+    MPI_Status own, *s = statuses(ncancels && cancel_pending(id), st, 1, &own);
     T0;
-    int rc = PMPI_Test(req, flag, st);
+    int rc = PMPI_Test(req, flag, s);
     T1;
     if (tw_active) { begin(R_TEST, TW_F_TEST, sp, 11); putv(id); put8(*flag ? 1 : 0); }
+    if (*flag && ncancels) cancel_outcome(id, s, sp);
     return rc;
+}
+
+/* Outcomes of the cancelled requests among ids[i] for the k completed indices `idx` (NULL:
+ * all n, statuses in request order). */
+static void cancel_outcomes(int n, const uint64_t *ids, int k, const int *idx, MPI_Status *s,
+                            tw_span sp) {
+    for (int j = 0; ncancels && j < (idx ? k : n); j++) {
+        int i = idx ? idx[j] : j;
+        if (i >= 0 && i < n) cancel_outcome(ids[i], &s[j], sp);
+    }
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) {
     uint64_t small[16], *ids = save_reqs(n, reqs, small);
+    MPI_Status own, *s = statuses(any_cancel(n, ids), sts, n, &own);
     T0;
-    int rc = PMPI_Waitall(n, reqs, sts);
+    int rc = PMPI_Waitall(n, reqs, s);
     T1;
     if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, sp, 0); put_reqs(n, ids); }
+    if (s != MPI_STATUSES_IGNORE) cancel_outcomes(n, ids, n, NULL, s, sp);
+    free_statuses(s, sts, &own);
     if (ids != small) free(ids);
     return rc;
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
     uint64_t small[16], *ids = save_reqs(n, reqs, small);
+    MPI_Status own, *s = statuses(any_cancel(n, ids), sts, n, &own);
     T0;
-    int rc = PMPI_Testall(n, reqs, flag, sts);
+    int rc = PMPI_Testall(n, reqs, flag, s);
     T1;
     if (tw_active) {
         begin(R_TESTALL, TW_F_TESTALL, sp, 0);
@@ -436,14 +525,17 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
         reserve(1);
         put8(*flag ? 1 : 0);
     }
+    if (*flag && s != MPI_STATUSES_IGNORE) cancel_outcomes(n, ids, n, NULL, s, sp);
+    free_statuses(s, sts, &own);
     if (ids != small) free(ids);
     return rc;
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st) {
     uint64_t small[16], *ids = save_reqs(n, reqs, small);
+    MPI_Status own, *s = statuses(any_cancel(n, ids), st, 1, &own);
     T0;
-    int rc = PMPI_Waitany(n, reqs, index, st);
+    int rc = PMPI_Waitany(n, reqs, index, s);
     T1;
     if (tw_active) {
         begin(R_WAITANY, TW_F_WAITANY, sp, 0);
@@ -451,14 +543,16 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st) {
         reserve(10);
         putz(*index == MPI_UNDEFINED ? -1 : *index);
     }
+    if (s != MPI_STATUS_IGNORE) cancel_outcomes(n, ids, 1, index, s, sp);
     if (ids != small) free(ids);
     return rc;
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st) {
     uint64_t small[16], *ids = save_reqs(n, reqs, small);
+    MPI_Status own, *s = statuses(any_cancel(n, ids), st, 1, &own);
     T0;
-    int rc = PMPI_Testany(n, reqs, index, flag, st);
+    int rc = PMPI_Testany(n, reqs, index, flag, s);
     T1;
     if (tw_active) {
         begin(R_TESTANY, TW_F_TESTANY, sp, 0);
@@ -467,6 +561,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
         putz(*index == MPI_UNDEFINED ? -1 : *index);
         put8(*flag ? 1 : 0);
     }
+    if (*flag && s != MPI_STATUS_IGNORE) cancel_outcomes(n, ids, 1, index, s, sp);
     if (ids != small) free(ids);
     return rc;
 }
@@ -474,18 +569,21 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
 static int some(int is_test, int n, MPI_Request reqs[], int *outcount, int idx[],
                 MPI_Status sts[]) {
     uint64_t small[16], *ids = save_reqs(n, reqs, small);
+    MPI_Status own, *s = statuses(any_cancel(n, ids), sts, n, &own);
     T0;
-    int rc = is_test ? PMPI_Testsome(n, reqs, outcount, idx, sts)
-                     : PMPI_Waitsome(n, reqs, outcount, idx, sts);
+    int rc = is_test ? PMPI_Testsome(n, reqs, outcount, idx, s)
+                     : PMPI_Waitsome(n, reqs, outcount, idx, s);
     T1;
+    int k = *outcount == MPI_UNDEFINED ? 0 : *outcount;
     if (tw_active) {
         begin(is_test ? R_TESTSOME : R_WAITSOME, is_test ? TW_F_TESTSOME : TW_F_WAITSOME, sp, 0);
         put_reqs(n, ids);
-        int k = *outcount == MPI_UNDEFINED ? 0 : *outcount;
         reserve(10 + 10 * (size_t)k);
         putv((uint64_t)k);
         for (int i = 0; i < k; i++) putz(idx[i]);
     }
+    if (s != MPI_STATUSES_IGNORE) cancel_outcomes(n, ids, k, idx, s, sp);
+    free_statuses(s, sts, &own);
     if (ids != small) free(ids);
     return rc;
 }
@@ -498,6 +596,7 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status
 
 int MPI_Request_free(MPI_Request *req) {
     uint64_t id = req_id(*req);
+    cancel_forget(id); /* freed: its outcome is never known */
     T0;
     int rc = PMPI_Request_free(req);
     T1;
@@ -547,6 +646,22 @@ int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op,
     int rc = PMPI_Allreduce(s, r, count, dt, op, comm);
     T1;
     rec_coll(TW_F_ALLREDUCE, sp, comm, C_ALLREDUCE, 0, tbytes(count, dt));
+    return rc;
+}
+
+int MPI_Scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    T0;
+    int rc = PMPI_Scan(s, r, count, dt, op, comm);
+    T1;
+    rec_coll(TW_F_SCAN, sp, comm, C_SCAN, 0, tbytes(count, dt));
+    return rc;
+}
+
+int MPI_Exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    T0;
+    int rc = PMPI_Exscan(s, r, count, dt, op, comm);
+    T1;
+    rec_coll(TW_F_EXSCAN, sp, comm, C_EXSCAN, 0, tbytes(count, dt));
     return rc;
 }
 
@@ -821,16 +936,6 @@ static void rec_unsupported(unsigned func, const char *name, tw_span sp) {
     memcpy(tw_buf + tw_len, name, n);
     tw_len += n;
 }
-int MPI_Scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    T0; int rc = PMPI_Scan(s, r, count, dt, op, comm); T1;
-    rec_unsupported(TW_F_SCAN, "scan", sp);
-    return rc;
-}
-int MPI_Exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    T0; int rc = PMPI_Exscan(s, r, count, dt, op, comm); T1;
-    rec_unsupported(TW_F_EXSCAN, "exscan", sp);
-    return rc;
-}
 int MPI_Start(MPI_Request *req) {
     T0; int rc = PMPI_Start(req); T1;
     rec_unsupported(TW_F_START, "start", sp);
@@ -839,11 +944,6 @@ int MPI_Start(MPI_Request *req) {
 int MPI_Startall(int n, MPI_Request reqs[]) {
     T0; int rc = PMPI_Startall(n, reqs); T1;
     rec_unsupported(TW_F_STARTALL, "startall", sp);
-    return rc;
-}
-int MPI_Cancel(MPI_Request *req) {
-    T0; int rc = PMPI_Cancel(req); T1;
-    rec_unsupported(TW_F_CANCEL, "cancel", sp);
     return rc;
 }
 
@@ -865,6 +965,11 @@ extern void pmpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *dest
 extern void pmpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *src, MPI_Fint *tag,
                         MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr);
 extern void pmpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr);
+extern void pmpi_cancel_(MPI_Fint *req, MPI_Fint *ierr);
+extern void pmpi_scan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                       MPI_Fint *comm, MPI_Fint *ierr);
+extern void pmpi_exscan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                         MPI_Fint *comm, MPI_Fint *ierr);
 extern void pmpi_waitall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr);
 extern void pmpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr);
 extern void pmpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm,
@@ -960,12 +1065,36 @@ FORTRAN_ALIASES(mpi_irecv,
                  MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr),
                 (buf, count, dt, src, tag, comm, req, ierr))
 
-void mpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr) {
+/* A Fortran status is MPI_STATUS_SIZE integers: the C status's (Open MPI and MPICH alike). */
+#define F_STATUS_SIZE (sizeof(MPI_Status) / sizeof(MPI_Fint))
+
+/* The outcome of a cancelled request from its Fortran status (see cancel_outcome). */
+static void cancel_outcome_f(uint64_t id, MPI_Fint *fst, tw_span sp) {
+    MPI_Status st;
+    if (!cancel_pending(id)) return;
+    PMPI_Status_f2c(fst, &st);
+    cancel_outcome(id, &st, sp);
+}
+
+void mpi_cancel_(MPI_Fint *req, MPI_Fint *ierr) {
     uint64_t id = req_id(FREQ(*req));
     T0;
-    pmpi_wait_(req, status, ierr);
+    pmpi_cancel_(req, ierr);
+    T1;
+    cancel_note(id, sp);
+}
+FORTRAN_ALIASES(mpi_cancel, (MPI_Fint *req, MPI_Fint *ierr), (req, ierr))
+
+void mpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr) {
+    uint64_t id = req_id(FREQ(*req));
+    MPI_Fint own[16];
+    int watch = ncancels && cancel_pending(id);
+    MPI_Fint *s = watch && status == MPI_F_STATUS_IGNORE ? own : status;
+    T0;
+    pmpi_wait_(req, s, ierr);
     T1;
     if (tw_active) { begin(R_WAIT, TW_F_WAIT, sp, 10); putv(id); }
+    if (watch) cancel_outcome_f(id, s, sp);
 }
 FORTRAN_ALIASES(mpi_wait, (MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr), (req, status, ierr))
 
@@ -973,10 +1102,16 @@ void mpi_waitall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ier
     int k = *n > 0 ? *n : 0;
     uint64_t small[16], *ids = k <= 16 ? small : malloc(sizeof(uint64_t) * (size_t)k);
     for (int i = 0; i < k; i++) ids[i] = req_id(FREQ(reqs[i]));
+    int watch = any_cancel(k, ids);
+    MPI_Fint *s = watch && statuses == MPI_F_STATUSES_IGNORE
+                      ? malloc(sizeof(MPI_Fint) * F_STATUS_SIZE * (size_t)(k ? k : 1))
+                      : statuses;
     T0;
-    pmpi_waitall_(n, reqs, statuses, ierr);
+    pmpi_waitall_(n, reqs, s, ierr);
     T1;
     if (tw_active) { begin(R_WAITALL, TW_F_WAITALL, sp, 0); put_reqs(k, ids); }
+    for (int i = 0; watch && i < k; i++) cancel_outcome_f(ids[i], s + i * F_STATUS_SIZE, sp);
+    if (s != statuses) free(s);
     if (ids != small) free(ids);
 }
 FORTRAN_ALIASES(mpi_waitall, (MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr),
@@ -1059,6 +1194,30 @@ FORTRAN_ALIASES(mpi_allgather,
                 (void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,
                  MPI_Fint *comm, MPI_Fint *ierr),
                 (s, sc, st, r, rc, rt, comm, ierr))
+
+void mpi_scan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+               MPI_Fint *ierr) {
+    T0;
+    pmpi_scan_(s, r, count, dt, op, comm, ierr);
+    T1;
+    rec_coll(TW_F_SCAN, sp, FC(comm), C_SCAN, 0, tbytes(*count, FT(dt)));
+}
+FORTRAN_ALIASES(mpi_scan,
+                (void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                 MPI_Fint *ierr),
+                (s, r, count, dt, op, comm, ierr))
+
+void mpi_exscan_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                 MPI_Fint *comm, MPI_Fint *ierr) {
+    T0;
+    pmpi_exscan_(s, r, count, dt, op, comm, ierr);
+    T1;
+    rec_coll(TW_F_EXSCAN, sp, FC(comm), C_EXSCAN, 0, tbytes(*count, FT(dt)));
+}
+FORTRAN_ALIASES(mpi_exscan,
+                (void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                 MPI_Fint *ierr),
+                (s, r, count, dt, op, comm, ierr))
 
 void mpi_comm_split_(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newc,
                      MPI_Fint *ierr) {

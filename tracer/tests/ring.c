@@ -67,6 +67,15 @@ int main(int argc, char **argv) {
     for (double t = thread_cpu_s(); thread_cpu_s() - t < 0.05;) x += 1;
     MPI_Allreduce(a, b, 5, MPI_DOUBLE, MPI_SUM, half);
     MPI_Comm_free(&half);
+    /* A wildcard receive no rank sends to, cancelled, completed in one waitall with a ring
+     * message (the tracer reads the cancel's outcome from statuses of its own), and an exscan. */
+    MPI_Request c[2];
+    MPI_Irecv(b, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 400, MPI_COMM_WORLD, &c[0]);
+    MPI_Cancel(&c[0]);
+    MPI_Isend(a, 1, MPI_DOUBLE, next, 401, MPI_COMM_WORLD, &c[1]);
+    MPI_Recv(b + 1, 1, MPI_DOUBLE, prev, 401, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Waitall(2, c, MPI_STATUSES_IGNORE);
+    MPI_Exscan(a, b, 6, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     free(a);
     free(b);
     MPI_Finalize();

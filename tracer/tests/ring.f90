@@ -31,5 +31,10 @@ program ring
   call mpi_bcast(a, 20, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, ierr)
   call mpi_comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, half, ierr)
   call mpi_allreduce(a, b, 4, MPI_DOUBLE_PRECISION, MPI_SUM, half, ierr)
+  ! A wildcard receive no rank sends to, cancelled (as HPCC's RandomAccess ends), and a scan.
+  call mpi_irecv(b, 1, MPI_DOUBLE_PRECISION, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, reqs(1), ierr)
+  call mpi_cancel(reqs(1), ierr)
+  call mpi_wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+  call mpi_scan(a, b, 3, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
   call mpi_finalize(ierr)
 end program ring

@@ -11,6 +11,13 @@
 //! - Gatherv, scatterv and allgatherv become `Alltoallv` with the exact per-pair sizes (the
 //!   direct algorithm); reduce_scatter with unequal counts uses the mean block.
 //! - Calls on MPI_COMM_SELF are local (collectives) or unsupported (point-to-point).
+//! - A request the trace cancelled is never posted: the pre-pass finds the cancelled ones
+//!   ([`OpBuilder::cancelled`]) and later passes drop the call that posted each
+//!   ([`OpBuilder::dropping`]), so a cancelled receive matches no message and its completion
+//!   completes nothing. A cancel that failed changes nothing (the request completed as usual).
+//!   A cancel whose outcome the trace does not give counts as successful for a receive (an
+//!   application cancels a receive it no longer expects to be matched) and failed for a send
+//!   (MPI deprecates cancelling sends, and Open MPI never cancels one).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -45,11 +52,18 @@ impl Gaps {
 }
 
 /// Where a trace handle points: a live simulator request, or a request that moves nothing
-/// (MPI_PROC_NULL peer).
+/// (MPI_PROC_NULL peer, or cancelled).
 #[derive(Debug, Clone, Copy)]
 enum Slot {
-    Live(ReqId),
+    Live(ReqId, Post),
     Null,
+}
+
+/// The call that posted a request: its index in the rank's stream, and whether it receives.
+#[derive(Debug, Clone, Copy)]
+struct Post {
+    call: u64,
+    recv: bool,
 }
 
 #[derive(Debug)]
@@ -74,6 +88,18 @@ pub(crate) struct OpBuilder {
     next_id: ReqId,
     finalized: bool,
     window: Option<WindowState>,
+    /// Calls fed so far (the next call's index in the rank's stream).
+    fed: u64,
+    /// Cancelled requests whose outcome is not known yet: still pending, or completed (the
+    /// outcome follows the completing call). `last_completed`: the cancelled one completed last.
+    cancelling: BTreeMap<ReqHandle, Post>,
+    cancel_completed: BTreeMap<ReqHandle, Post>,
+    last_completed: Option<ReqHandle>,
+    /// Indices of the calls that posted requests found cancelled (sorted by [`Self::finish`]).
+    pub cancelled: Vec<u64>,
+    /// Posts to drop (a previous pass's `cancelled`) and the first not yet passed.
+    dropped: Vec<u64>,
+    next_drop: usize,
     pub out: VecDeque<Op>,
     pub unsupported: BTreeMap<String, u64>,
 }
@@ -175,6 +201,13 @@ impl OpBuilder {
             next_id: 0,
             finalized: false,
             window: None,
+            fed: 0,
+            cancelling: BTreeMap::new(),
+            cancel_completed: BTreeMap::new(),
+            last_completed: None,
+            cancelled: Vec::new(),
+            dropped: Vec::new(),
+            next_drop: 0,
             out: VecDeque::new(),
             unsupported: BTreeMap::new(),
         }
@@ -192,6 +225,39 @@ impl OpBuilder {
             stop_first: false,
         });
         self
+    }
+
+    /// Drops the posts of the requests a previous pass found cancelled (its `cancelled`).
+    pub fn dropping(mut self, cancelled: &[u64]) -> Self {
+        self.dropped = cancelled.to_vec();
+        self
+    }
+
+    /// Whether the call being fed posts a request the trace cancelled.
+    fn cancelled_post(&mut self) -> bool {
+        let at = self.fed - 1;
+        while self.dropped.get(self.next_drop).is_some_and(|&d| d < at) {
+            self.next_drop += 1;
+        }
+        self.dropped.get(self.next_drop) == Some(&at)
+    }
+
+    /// A request left the trace's tracking (completed or freed): a cancel on it now waits for
+    /// its outcome; an older cancelled request completed under the same handle gets none.
+    fn retire(&mut self, h: ReqHandle) {
+        if let Some(p) = self.cancelling.remove(&h) {
+            if let Some(old) = self.cancel_completed.insert(h, p) {
+                self.resolve(old, None);
+            }
+            self.last_completed = Some(h);
+        }
+    }
+
+    /// Records a cancelled request's outcome (`None`: unknown, see the module docs).
+    fn resolve(&mut self, p: Post, cancelled: Option<bool>) {
+        if cancelled.unwrap_or(p.recv) {
+            self.cancelled.push(p.call);
+        }
     }
 
     /// After the whole stream: why the rank's window is not a window (it never starts, or its
@@ -275,7 +341,8 @@ impl OpBuilder {
     }
 
     fn bind(&mut self, h: ReqHandle, slot: Slot) {
-        if let Some(Slot::Live(old)) = self.reqs.insert(h, slot) {
+        self.retire(h);
+        if let Some(Slot::Live(old, _)) = self.reqs.insert(h, slot) {
             self.detached.push(old);
         }
     }
@@ -284,7 +351,8 @@ impl OpBuilder {
     fn complete(&mut self, hs: &[ReqHandle]) -> Vec<ReqId> {
         let mut ids = Vec::new();
         for h in hs {
-            if let Some(Slot::Live(id)) = self.reqs.remove(h) {
+            self.retire(*h);
+            if let Some(Slot::Live(id, _)) = self.reqs.remove(h) {
                 ids.push(id);
             }
         }
@@ -311,7 +379,7 @@ impl OpBuilder {
     pub(crate) fn pending_requests(&self) -> usize {
         self.reqs
             .iter()
-            .filter(|(&h, s)| matches!(s, Slot::Live(_)) && h < u64::MAX / 2)
+            .filter(|(&h, s)| matches!(s, Slot::Live(..)) && h < u64::MAX / 2)
             .count()
     }
 
@@ -325,13 +393,20 @@ impl OpBuilder {
         h == SELF_HANDLE || self.comms.contains_key(&h)
     }
 
-    /// Waits for everything still outstanding (see module docs).
+    /// Waits for everything still outstanding (see module docs) and settles the cancels whose
+    /// outcome never came.
     pub fn finish(&mut self) {
+        let unsettled = std::mem::take(&mut self.cancelling);
+        let completed = std::mem::take(&mut self.cancel_completed);
+        for p in unsettled.into_values().chain(completed.into_values()) {
+            self.resolve(p, None);
+        }
+        self.cancelled.sort_unstable();
         let mut ids = std::mem::take(&mut self.detached);
         let live: Vec<ReqId> = std::mem::take(&mut self.reqs)
             .into_values()
             .filter_map(|s| match s {
-                Slot::Live(id) => Some(id),
+                Slot::Live(id, _) => Some(id),
                 Slot::Null => None,
             })
             .collect();
@@ -341,6 +416,7 @@ impl OpBuilder {
     }
 
     pub fn feed(&mut self, call: Call, hook: &mut dyn CommHook) -> Result<(), TraceError> {
+        self.fed += 1;
         let timed = call.start_ns != 0 || call.end_ns != 0;
         let span = match (self.clock, call.cpu_ns) {
             (ComputeClock::Wall, _) => timed.then_some((call.start_ns, call.end_ns)),
@@ -441,14 +517,18 @@ impl OpBuilder {
                 bytes,
                 req,
             } => {
-                if peer < 0 {
+                if peer < 0 || self.cancelled_post() {
                     self.bind(req, Slot::Null);
                     return Ok(());
                 }
                 match (self.comm(comm), tag >= 0) {
                     (Some(comm), true) => {
                         let id = self.alloc();
-                        self.bind(req, Slot::Live(id));
+                        let post = Post {
+                            call: self.fed - 1,
+                            recv: false,
+                        };
+                        self.bind(req, Slot::Live(id, post));
                         self.out.push_back(Op::Isend {
                             comm,
                             dst: peer as Rank,
@@ -470,14 +550,18 @@ impl OpBuilder {
                 bytes,
                 req,
             } => {
-                if peer < ANY {
+                if peer < ANY || self.cancelled_post() {
                     self.bind(req, Slot::Null);
                     return Ok(());
                 }
                 match self.comm(comm) {
                     Some(comm) => {
                         let id = self.alloc();
-                        self.bind(req, Slot::Live(id));
+                        let post = Post {
+                            call: self.fed - 1,
+                            recv: true,
+                        };
+                        self.bind(req, Slot::Live(id, post));
                         self.out.push_back(Op::Irecv {
                             comm,
                             src: src_sel(peer),
@@ -570,8 +654,25 @@ impl OpBuilder {
                 self.wait_ids(ids);
             }
             CallKind::RequestFree { req } => {
-                if let Some(Slot::Live(id)) = self.reqs.remove(&req) {
+                self.retire(req);
+                if let Some(Slot::Live(id, _)) = self.reqs.remove(&req) {
                     self.detached.push(id);
+                }
+            }
+            CallKind::Cancel { req } => {
+                if let Some(&Slot::Live(_, post)) = self.reqs.get(&req) {
+                    self.cancelling.insert(req, post);
+                }
+            }
+            CallKind::CancelOutcome { req, cancelled } => {
+                let h = req.or(self.last_completed);
+                let post = h.and_then(|h| {
+                    self.cancel_completed
+                        .remove(&h)
+                        .or_else(|| self.cancelling.remove(&h))
+                });
+                if let Some(p) = post {
+                    self.resolve(p, Some(cancelled));
                 }
             }
             CallKind::Coll {

@@ -125,6 +125,20 @@ pub enum CallKind {
     RequestFree {
         req: ReqHandle,
     },
+    /// `MPI_Cancel` of a pending request. Whether it took effect is known only when the request
+    /// completes: [`CallKind::CancelOutcome`].
+    Cancel {
+        req: ReqHandle,
+    },
+    /// Whether a cancelled request was cancelled (`MPI_Test_cancelled` on the status that
+    /// completed it), recorded after the call that completed it. `req: None` (DUMPI's
+    /// `MPI_Test_cancelled`, which names a status, not a request): the cancelled request
+    /// completed last. A cancelled request whose outcome no record gives counts as cancelled
+    /// if it was a receive, not if it was a send (see [`crate::builder`]).
+    CancelOutcome {
+        req: Option<ReqHandle>,
+        cancelled: bool,
+    },
     Coll {
         comm: CommHandle,
         kind: CollKind,

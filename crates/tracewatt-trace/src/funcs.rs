@@ -52,6 +52,7 @@ pub static FUNC_NAMES: &[&str] = &[
     "ineighbor_allgather", "ineighbor_alltoall", "win_allocate", "win_allocate_shared", "win_flush", "win_flush_all", "win_lock_all", "win_unlock_all",
     "rput", "rget", "raccumulate", "get_accumulate", "fetch_and_op", "compare_and_swap", "type_size_x", "get_elements_x",
     "file_iread_all", "file_iwrite_all", "file_iread_at_all", "file_iwrite_at_all", "session_init", "session_finalize", "unknown", "compute", "comm_define",
+    "cancel_outcome",
 ];
 
 pub const F_SEND: Func = 0;
@@ -100,10 +101,17 @@ pub const F_UNKNOWN: Func = 342;
 pub const F_COMPUTE: Func = 343;
 /// Pseudo-function of communicators a trace defines up front (OTF2 definitions).
 pub const F_COMM_DEFINE: Func = 344;
+/// Pseudo-function of a cancelled request's outcome, written by the tracer after the call that
+/// completed the request.
+pub const F_CANCEL_OUTCOME: Func = 345;
+pub const F_CANCEL: Func = 24;
+pub const F_TEST_CANCELLED: Func = 25;
+pub const F_SCAN: Func = 67;
+pub const F_EXSCAN: Func = 156;
 
 /// Pseudo-functions: records that are not MPI calls (not counted as calls in `TraceInfo`).
 pub fn is_pseudo(id: Func) -> bool {
-    id == F_COMPUTE || id == F_COMM_DEFINE
+    id == F_COMPUTE || id == F_COMM_DEFINE || id == F_CANCEL_OUTCOME
 }
 
 /// The id of an MPI name (lower-case, without `MPI_`), if known.

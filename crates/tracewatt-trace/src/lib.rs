@@ -234,6 +234,8 @@ pub struct TraceWorkload {
     opts: ReadOptions,
     /// The trace's first call's start, ns: where window times count from.
     origin_ns: u64,
+    /// Per rank, the calls posting requests the trace cancelled (dropped from the replay).
+    cancelled: Arc<Vec<Vec<u64>>>,
 }
 
 impl TraceWorkload {
@@ -251,7 +253,8 @@ impl TraceWorkload {
         let mut scratch = Vec::new();
         for rank in 0..self.source.num_ranks() {
             let file = self.source.rank_file(rank);
-            let mut b = OpBuilder::new(rank, self.source.num_ranks(), file.clone(), &self.opts);
+            let mut b = OpBuilder::new(rank, self.source.num_ranks(), file.clone(), &self.opts)
+                .dropping(&self.cancelled[rank as usize]);
             for call in self.source.calls(rank)? {
                 b.feed(call?, &mut Replay(&self.comms))?;
                 total = total.saturating_add(self.sent(rank, &file, &mut b.out, &mut scratch)?);
@@ -350,7 +353,13 @@ impl Workload for TraceWorkload {
             rank,
             calls: None,
             source: self.source.clone(),
-            builder: builder_for(self.source.as_ref(), rank, &self.opts, self.origin_ns),
+            builder: builder_for(
+                self.source.as_ref(),
+                rank,
+                &self.opts,
+                self.origin_ns,
+                &self.cancelled[rank as usize],
+            ),
             comms: self.comms.clone(),
             done: false,
         })
@@ -528,14 +537,17 @@ fn open_source(path: &Path, opts: &ReadOptions) -> Result<Arc<dyn CallSource>, T
     })
 }
 
-/// A rank's op builder, marking the window if there is one.
+/// A rank's op builder, marking the window if there is one and dropping the posts of
+/// `cancelled` requests.
 fn builder_for(
     source: &dyn CallSource,
     rank: Rank,
     opts: &ReadOptions,
     origin_ns: u64,
+    cancelled: &[u64],
 ) -> OpBuilder {
-    let b = OpBuilder::new(rank, source.num_ranks(), source.rank_file(rank), opts);
+    let b =
+        OpBuilder::new(rank, source.num_ranks(), source.rank_file(rank), opts).dropping(cancelled);
     match opts.window {
         Some(w) => b.windowed(w, origin_ns),
         None => b,
@@ -588,8 +600,9 @@ fn prescan(
     let mut rank_flops = vec![0.0; n as usize];
     // Where each rank's communicator creations are (named if their callers disagree).
     let mut creations: Vec<Vec<Pos>> = vec![Vec::new(); n as usize];
+    let mut cancelled = Vec::with_capacity(n as usize);
     for rank in 0..n {
-        let mut b = builder_for(source.as_ref(), rank, opts, origin_ns);
+        let mut b = builder_for(source.as_ref(), rank, opts, origin_ns, &[]);
         let (mut first, mut last) = (None::<u64>, None::<u64>);
         let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
         let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
@@ -648,6 +661,7 @@ fn prescan(
         for (k, v) in b.unsupported {
             *unsupported.entry(k).or_insert(0) += v;
         }
+        cancelled.push(b.cancelled);
         if timed {
             let t = RankTimes {
                 rank,
@@ -682,7 +696,7 @@ fn prescan(
         return Err(TraceError::Inconsistent { at, what });
     }
     let comms = resolver.finish();
-    validate::check(source.as_ref(), &comms, opts)?;
+    validate::check(source.as_ref(), &comms, opts, &cancelled)?;
     let info = TraceInfo {
         format: source.format(),
         path: path.display().to_string(),
@@ -711,5 +725,6 @@ fn prescan(
         info,
         opts: *opts,
         origin_ns,
+        cancelled: Arc::new(cancelled),
     })
 }

@@ -99,6 +99,8 @@ pub(crate) fn coll_code(k: CollKind) -> u8 {
         CollKind::Gather => 6,
         CollKind::Scatter => 7,
         CollKind::ReduceScatter => 8,
+        CollKind::Scan => 9,
+        CollKind::Exscan => 10,
     }
 }
 fn coll_from(c: u8) -> Option<CollKind> {
@@ -112,6 +114,8 @@ fn coll_from(c: u8) -> Option<CollKind> {
         6 => CollKind::Gather,
         7 => CollKind::Scatter,
         8 => CollKind::ReduceScatter,
+        9 => CollKind::Scan,
+        10 => CollKind::Exscan,
         _ => return None,
     })
 }
@@ -167,6 +171,8 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
         K::GroupFree { .. } => 25,
         K::CommCreate { .. } => 26,
         K::CommDefine { .. } => 27,
+        K::Cancel { .. } => 28,
+        K::CancelOutcome { .. } => 29,
     };
     b.push(if c.cpu_ns.is_some() {
         tag | TAG_CPU
@@ -245,7 +251,14 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
             put_z(b, *recv_tag as i64);
             put_v(b, *recv_bytes);
         }
-        K::Wait { req } | K::RequestFree { req } => put_v(b, *req),
+        K::Wait { req } | K::RequestFree { req } | K::Cancel { req } => put_v(b, *req),
+        K::CancelOutcome { req, cancelled } => {
+            b.push(req.is_some() as u8);
+            if let Some(r) = req {
+                put_v(b, *r);
+            }
+            b.push(*cancelled as u8);
+        }
         K::Waitall { reqs } => put_vec(b, reqs),
         K::Waitany { reqs, index } => {
             put_vec(b, reqs);
@@ -965,7 +978,7 @@ impl NativeCalls {
                 let comm = self.u32("a communicator")?;
                 let c = self.u8("a collective kind")?;
                 let kind = coll_from(c).ok_or_else(|| {
-                    self.err_at(self.off - 1, format!("a collective kind 0..=8, got {c}"))
+                    self.err_at(self.off - 1, format!("a collective kind 0..=10, got {c}"))
                 })?;
                 K::Coll {
                     comm,
@@ -1024,11 +1037,22 @@ impl NativeCalls {
                         .collect::<Result<_, _>>()?
                 },
             },
+            28 => K::Cancel {
+                req: self.v("a request")?,
+            },
+            29 => K::CancelOutcome {
+                req: if self.flag()? {
+                    Some(self.v("a request")?)
+                } else {
+                    None
+                },
+                cancelled: self.flag()?,
+            },
             t => {
                 return Err(self.err_at(
                     rec,
                     format!(
-                        "a record tag 0..=27 (plus {TAG_CPU:#x} with CPU times, version 3) or \
+                        "a record tag 0..=29 (plus {TAG_CPU:#x} with CPU times, version 3) or \
                          255, got {t}"
                     ),
                 ))

@@ -115,11 +115,13 @@ struct Checker<'a> {
 /// How many skipped calls mismatch errors name.
 const SKIPPED_NAMED: usize = 3;
 
-/// Checks a trace whose pre-pass resolved `table`; see the module docs.
+/// Checks a trace whose pre-pass resolved `table` and found the `cancelled` posts; see the
+/// module docs.
 pub(crate) fn check(
     source: &dyn CallSource,
     table: &CommTable,
     opts: &ReadOptions,
+    cancelled: &[Vec<u64>],
 ) -> Result<(), TraceError> {
     let n = source.num_ranks();
     let mut c = Checker {
@@ -136,7 +138,8 @@ pub(crate) fn check(
     for rank in 0..n {
         let mut s = RankState {
             calls: source.calls(rank)?,
-            builder: OpBuilder::new(rank, n, c.files[rank as usize].clone(), opts),
+            builder: OpBuilder::new(rank, n, c.files[rank as usize].clone(), opts)
+                .dropping(&cancelled[rank as usize]),
             next: None,
             taken: 0,
             local: BTreeMap::new(),

@@ -84,6 +84,7 @@ pub fn valid_algorithms(kind: CollKind) -> &'static [CollAlgo] {
         CollKind::Alltoall => &[PairwiseExchange, Bruck, Scattered],
         CollKind::Gather | CollKind::Scatter => &[BinomialTree],
         CollKind::ReduceScatter => &[RecursiveHalving, PairwiseExchange, Ring],
+        CollKind::Scan | CollKind::Exscan => &[RecursiveDoubling],
     }
 }
 
@@ -99,6 +100,7 @@ pub fn valid_algorithms(kind: CollKind) -> &'static [CollAlgo] {
 /// | allgather (`total = bytes * size`) | recursive doubling if size is a power of two and `total < 512 KiB`; Bruck if not and `total < 80 KiB`; else ring |
 /// | alltoall | Bruck if `bytes <= 256` and `size >= 8`; scattered if `bytes <= 32768`; else pairwise exchange |
 /// | reduce_scatter (`total = bytes * size`) | recursive halving if size is a power of two and `total < 512 KiB`, else pairwise exchange |
+/// | scan, exscan | recursive doubling (MPICH's only algorithm for both) |
 ///
 /// (MPICH's ring allreduce and its medium-size bcast variant are not chosen automatically.)
 pub fn resolve_auto(kind: CollKind, size: u32, bytes: u64) -> CollAlgo {
@@ -146,6 +148,7 @@ pub fn resolve_auto(kind: CollKind, size: u32, bytes: u64) -> CollAlgo {
                 CollAlgo::PairwiseExchange
             }
         }
+        CollKind::Scan | CollKind::Exscan => CollAlgo::RecursiveDoubling,
     }
 }
 
@@ -341,6 +344,10 @@ enum Plan {
     ReduceScatterRing {
         bytes: u64,
     },
+    /// Scan and exscan send the same messages; only what a rank keeps differs.
+    ScanRd {
+        bytes: u64,
+    },
 }
 
 /// Peers per scattered block; 0 (as in MPICH) posts all at once.
@@ -412,6 +419,7 @@ impl Expansion {
             (CollKind::ReduceScatter, RecursiveHalving) => Plan::ReduceScatterHalving { bytes },
             (CollKind::ReduceScatter, PairwiseExchange) => Plan::ReduceScatterPairwise { bytes },
             (CollKind::ReduceScatter, Ring) => Plan::ReduceScatterRing { bytes },
+            (CollKind::Scan | CollKind::Exscan, RecursiveDoubling) => Plan::ScanRd { bytes },
             (k, a) => {
                 // effective_algorithm only returns pairs handled above.
                 return Err(CollError::NotApplicable {
@@ -568,6 +576,7 @@ impl Expansion {
             Plan::ReduceScatterRing { bytes } => {
                 reduce_scatter_ring_step(s, n, me, &|_| *bytes, 0, phase)
             }
+            Plan::ScanRd { bytes } => scan_rd(s, n, me, *bytes),
         }
     }
 }
@@ -584,6 +593,9 @@ pub(crate) enum Mode {
     Combine,
     /// Knowledge that accumulates (barrier): overlap allowed.
     Union,
+    /// A scan's partial result (block 0): reduced into the receiver's partial, and into its
+    /// result (block 1) when it comes from lower ranks.
+    Prefix,
 }
 
 /// Where an algorithm writes its messages. `blocks` lists the data blocks a message carries,
@@ -782,6 +794,27 @@ fn allreduce_rd<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64, mode: Mode, nbl
         }
     }
     unfold_from_pof2(s, n, me, bytes, nblocks, 64);
+}
+
+/// Recursive-doubling scan and exscan (MPICH's `MPIR_Scan_intra_recursive_doubling` and its
+/// exscan twin): in round k exchange the partial reduction of the rank's 2^k-block with
+/// `me ^ 2^k` when that rank exists; a partial from below also goes into the result. Chosen over
+/// Open MPI's linear chain (rank r waits for r - 1, n - 1 steps) because this module follows
+/// MPICH and the chain's latency grows with n. Per rank: one send and one receive of `bytes`
+/// per round whose partner exists, ceil(log2 n) rounds.
+fn scan_rd<S: Sink>(s: &mut S, n: u64, me: u64, bytes: u64) {
+    let mut mask = 1;
+    let mut step = 0;
+    while mask < n {
+        let dst = me ^ mask;
+        if dst < n {
+            s.send(dst, tag(step), bytes, Mode::Prefix, &|v| v.push(0));
+            s.recv(dst, tag(step), bytes);
+            s.wait();
+        }
+        mask <<= 1;
+        step += 1;
+    }
 }
 
 /// Binomial-tree broadcast: receive from the parent (clear the lowest set bit of the relative

@@ -77,17 +77,29 @@ impl DataModel for Blocks {
                     held.insert(b, set);
                 }
                 Mode::Union => *held.entry(b).or_default() |= set,
-                Mode::Combine => {
-                    let h = held.entry(b).or_default();
-                    if *h & set != 0 {
-                        return Err(format!("block {b}: contributions {set:b} counted twice"));
+                Mode::Combine => combine(held, b, set)?,
+                Mode::Prefix => {
+                    combine(held, b, set)?;
+                    // From lower ranks only (a recursive-doubling partner's block lies wholly
+                    // below or above): also into the result.
+                    if set >> rank == 0 {
+                        combine(held, b + 1, set)?;
                     }
-                    *h |= set;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Reduces `set` into block `b`, refusing a contribution counted twice.
+fn combine(held: &mut BTreeMap<usize, Set>, b: usize, set: Set) -> Result<(), String> {
+    let h = held.entry(b).or_default();
+    if *h & set != 0 {
+        return Err(format!("block {b}: contributions {set:b} counted twice"));
+    }
+    *h |= set;
+    Ok(())
 }
 
 fn full(n: u64) -> Set {
@@ -108,6 +120,8 @@ enum Want {
     Own,
     /// Rank d holds block s*n+d for every s.
     Transposed,
+    /// Rank r's result (block 1) reduces exactly ranks 0..=r (`inclusive`) or 0..r.
+    Prefix { inclusive: bool },
 }
 
 struct Case {
@@ -186,6 +200,16 @@ fn case(kind: CollKind, algo: CollAlgo, n: u64, root: u64, bytes: u64) -> Case {
                 }
             }
             (vec![bytes; nu * nu], Want::Transposed, false)
+        }
+        CollKind::Scan | CollKind::Exscan => {
+            let inclusive = kind == CollKind::Scan;
+            for (r, h) in init.iter_mut().enumerate() {
+                h.insert(0, me_set(r));
+                if inclusive {
+                    h.insert(1, me_set(r));
+                }
+            }
+            (vec![bytes; 2], Want::Prefix { inclusive }, false)
         }
     };
     Case {
@@ -268,6 +292,15 @@ fn check_case(c: Case, sched: &dyn Fn(&mut Recorder, u64)) -> Result<Vec<u64>, S
             for d in 0..n {
                 for s in 0..n {
                     ok_block(d, s * n + d)?;
+                }
+            }
+        }
+        Want::Prefix { inclusive } => {
+            for r in 0..n {
+                let want = full(r as u64 + u64::from(inclusive));
+                let got = model.held[r].get(&1).copied().unwrap_or(0);
+                if got != want {
+                    return Err(format!("rank {r} result reduces {got:b}, want {want:b}"));
                 }
             }
         }
@@ -414,6 +447,46 @@ fn scatter_all_algorithms() {
 #[test]
 fn reduce_scatter_all_algorithms() {
     check_kind(CollKind::ReduceScatter);
+}
+#[test]
+fn scan_all_algorithms() {
+    check_kind(CollKind::Scan);
+}
+#[test]
+fn exscan_all_algorithms() {
+    check_kind(CollKind::Exscan);
+}
+
+/// Recursive-doubling scan messages worked out by hand: rank r exchanges `bytes` with r ^ 2^k
+/// for every k with 2^k < n where that partner exists. n = 4: partners 1,2 / 0,3 / 3,0 / 2,1,
+/// two sends each. n = 5 (rounds 1, 2, 4): rank 0 -> 1,2,4; 1 -> 0,3; 2 -> 3,0; 3 -> 2,1;
+/// 4 -> 0 (5 and 6 do not exist): 3,2,2,2,1 sends. n = 3: 0 -> 1,2; 1 -> 0; 2 -> 0.
+#[test]
+fn scan_messages_by_hand() {
+    for kind in [CollKind::Scan, CollKind::Exscan] {
+        for (n, sends) in [
+            (4u32, vec![2, 2, 2, 2]),
+            (5, vec![3, 2, 2, 2, 1]),
+            (3, vec![2, 1, 1]),
+        ] {
+            for me in 0..n {
+                let mut out = Vec::new();
+                expand(7, kind, CollAlgo::Auto, n, me, 0, 24, &mut out).expect("expands");
+                let mut peers = Vec::new();
+                for op in &out {
+                    if let Op::Isend { dst, bytes, .. } = op {
+                        assert_eq!(*bytes, 24);
+                        peers.push(*dst);
+                    }
+                }
+                let want: Vec<Rank> = (0..3).map(|k| me ^ (1 << k)).filter(|&p| p < n).collect();
+                assert_eq!(peers, want, "{} n={n} rank {me}", kind.name());
+                assert_eq!(peers.len(), sends[me as usize], "n={n} rank {me}");
+                let recvs = out.iter().filter(|o| matches!(o, Op::Irecv { .. })).count();
+                assert_eq!(recvs, sends[me as usize], "n={n} rank {me} receives");
+            }
+        }
+    }
 }
 
 #[test]

@@ -64,6 +64,10 @@ pub enum CollKind {
     Gather,
     Scatter,
     ReduceScatter,
+    /// `MPI_Scan`: rank r ends with the reduction of ranks 0..=r (`bytes`: the buffer).
+    Scan,
+    /// `MPI_Exscan`: rank r ends with the reduction of ranks 0..r (`bytes`: the buffer).
+    Exscan,
 }
 
 /// Collective algorithms. Not every algorithm applies to every collective; see
@@ -190,6 +194,8 @@ impl CollKind {
             CollKind::Gather => "gather",
             CollKind::Scatter => "scatter",
             CollKind::ReduceScatter => "reduce_scatter",
+            CollKind::Scan => "scan",
+            CollKind::Exscan => "exscan",
         }
     }
 }

@@ -17,7 +17,9 @@
 //!
 //! `MPI_Irecv` records only a request id; the peer, tag and size come with its completion
 //! (MpiIrecv) inside a later wait or test. A second cursor on the same file reads ahead to find
-//! them, holding only the receives posted but not yet reached by the main cursor. The same goes
+//! them, holding only the receives posted but not yet reached by the main cursor. A receive
+//! whose request was cancelled (MpiRequestCancelled) completes with no message, so it becomes
+//! a receive that moves nothing and `MPI_Cancel` itself is a local call. The same goes
 //! for non-blocking collectives (OTF2 3.0 NonBlockingCollectiveRequest/Complete), which become
 //! blocking collectives at their post.
 //!
@@ -748,7 +750,7 @@ fn coll_name(n: &str) -> Option<&str> {
 
 /// A collective record as a call. Score-P records per-process totals (sent to / received from
 /// all ranks), so per-rank blocks are totals / communicator size; v-collectives become their
-/// regular form with the mean block. `None`: scan/exscan and non-MPI operations.
+/// regular form with the mean block. `None`: non-MPI operations.
 fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
     let (comm, n) = m.comm(c.comm);
     let n = n.max(1) as u64;
@@ -764,6 +766,11 @@ fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
         11 => (CollKind::Allreduce, s / n),
         12 => (CollKind::Reduce, if s > 0 { s } else { r / n }),
         13 | 16 => (CollKind::ReduceScatter, s.div_ceil(n)),
+        // Score-P counts a scan as if linear: rank r sends (n - r) and receives (r + 1)
+        // buffers, n + 1 in all (n - 1 with MPI_IN_PLACE, not told apart here); an exscan
+        // as an in-place scan, n - 1.
+        14 => (CollKind::Scan, (s + r) / (n + 1)),
+        15 => (CollKind::Exscan, (s + r) / (n - 1).max(1)),
         _ => return None,
     };
     Some(CallKind::Coll {
@@ -784,7 +791,6 @@ fn is_unsupported(n: &str) -> bool {
         "recv_init",
         "start",
         "startall",
-        "cancel",
         "comm_spawn",
         "comm_spawn_multiple",
         "comm_accept",
