@@ -170,6 +170,11 @@ impl EvtStream {
         self.at
     }
 
+    /// The last event's time as recorded (before clock correction), in ticks.
+    pub fn raw_time(&self) -> u64 {
+        self.time
+    }
+
     /// The next event and its corrected time in ticks; `None` at the end-of-file record.
     pub fn next_event(&mut self) -> Result<Option<(u64, Ev)>, TraceError> {
         if self.done {
