@@ -841,3 +841,53 @@ fn a_collective_member_ending_before_another_starts_on_one_host_is_refused() {
         )
     );
 }
+
+/// pipit ping-pong's traces.def has a String record at byte 5434 whose length (17, at 5435)
+/// xored with 0xff becomes 238: the reader skips 238 bytes onto byte 5674, a 2 (end of file)
+/// inside a later record, and every location definition after it is lost. No record is left
+/// to point at, so the refusal names where the definitions ended.
+#[test]
+fn otf2_definitions_ending_early_are_refused_where_they_end() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-defs-end",
+        "traces.def",
+        5435,
+        0xff,
+    );
+    assert_eq!(
+        refusal(&d.join("traces.otf2")),
+        format!(
+            "{}, byte offset 5674: expected 1..2^24 MPI ranks (the members of MPI's locations \
+             group or the process location groups; found 0; this is MPI's locations group, the \
+             first location group, the first definition the reader skips, or where the \
+             definitions end)",
+            d.join("traces.def").display()
+        )
+    );
+}
+
+/// In pipit ping-pong's rank 0 (0.evt, read with a hex dump), MPI_Init's Enter is at byte 63
+/// after its timestamp record at 54, and its Leave at 75 after the timestamp record at 66 (type
+/// byte, then the u64 at 67-74, little-endian). Byte 71 xored with 0xff makes the Leave's time
+/// earlier than the Enter's: refused at that timestamp record, not read as a call of no
+/// duration.
+#[test]
+fn an_otf2_event_earlier_than_the_previous_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-backwards",
+        "traces/0.evt",
+        71,
+        0xff,
+    );
+    let e = refusal(&d.join("traces.otf2"));
+    assert!(
+        e.starts_with(&format!(
+            "{}: rank 0, byte offset 66: expected a timestamp not before the previous event's \
+             (time runs forward in a location; ",
+            d.join("traces").join("0.evt").display()
+        )),
+        "{e}"
+    );
+}

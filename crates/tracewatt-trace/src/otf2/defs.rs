@@ -125,6 +125,9 @@ pub(crate) struct GlobalDefs {
     /// reader skips (named when a definition it needs is missing: a corrupt record type).
     pub first_location_group_at: Option<u64>,
     pub first_skipped_at: Option<u64>,
+    /// Byte offset of the end-of-file record (named when definitions are missing and no
+    /// record hints why: a corrupt length can make the reader skip onto an early one).
+    pub end_at: u64,
     pub comms: BTreeMap<u32, Comm>,
 }
 
@@ -267,6 +270,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
             }
         }
     }
+    d.end_at = r.offset() - 1;
     Ok(d)
 }
 

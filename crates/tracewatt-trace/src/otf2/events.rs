@@ -188,7 +188,21 @@ impl EvtStream {
             self.at = self.r.offset() - 1;
             let ev = match t {
                 TIMESTAMP => {
-                    self.time = self.r.read(|c| c.u64_full("a timestamp"))?;
+                    let t = self.r.read(|c| c.u64_full("a timestamp"))?;
+                    // A location records its events in time order: an earlier time is corrupt
+                    // (a call's Leave before its Enter would otherwise read as a call of no
+                    // duration).
+                    if t < self.time {
+                        return Err(self.r.error_at(
+                            self.at,
+                            format!(
+                                "a timestamp not before the previous event's (time runs forward \
+                                 in a location; {} ticks earlier)",
+                                self.time - t
+                            ),
+                        ));
+                    }
+                    self.time = t;
                     continue;
                 }
                 1 | 3 | 4 => {

@@ -93,14 +93,14 @@ impl Model {
         let stem = anchor_path.with_extension("");
         let defs_path = anchor_path.with_extension("def");
         let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
-        let at = || Location::file(&defs_path);
-        // A missing definition has no offset; name where a corrupt one most likely is.
-        let near = |off: Option<u64>| off.map_or_else(at, |o| Location::at(&defs_path, None, o));
+        // A missing definition has no offset; name where a corrupt one most likely is, else
+        // where the definitions end (a corrupt record length can skip onto an early end).
+        let near = |off: Option<u64>| Location::at(&defs_path, None, off.unwrap_or(d.end_at));
         let Some((ticks_per_s, origin_ticks)) = d.clock else {
             return Err(TraceError::format(
                 near(d.first_skipped_at),
                 "a ClockProperties definition (none found; this is the first definition the \
-                 reader skips)",
+                 reader skips, or where the definitions end)",
             ));
         };
         let rank_locations = rank_locations(&d);
@@ -133,7 +133,9 @@ impl Model {
                 ),
                 format!(
                     "1..2^24 MPI ranks (the members of MPI's locations group or the process \
-                     location groups; found {})",
+                     location groups; found {}; this is MPI's locations group, the first \
+                     location group, the first definition the reader skips, or where the \
+                     definitions end)",
                     rank_locations.len()
                 ),
             ));
