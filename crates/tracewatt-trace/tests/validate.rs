@@ -891,3 +891,40 @@ fn an_otf2_event_earlier_than_the_previous_is_refused() {
         "{e}"
     );
 }
+
+/// stencil4d's rank 1 (traces/1.evt, read with a hex dump) switches measurement off at byte 51
+/// (type 11, length 1, mode 2) and on at byte 63 (mode byte 1 at 65). Reading the time between
+/// them as cut out of every later time, a corrupt mode would move all of them.
+#[test]
+fn an_otf2_measurement_switch_to_the_state_it_is_in_is_refused() {
+    let events = |at, mask| {
+        let d = otf2_flipped(
+            "otf2/tracer-stencil4d-32ranks",
+            "otf2-measurement",
+            "traces/1.evt",
+            at,
+            mask,
+        );
+        let file = d.join("traces").join("1.evt");
+        (refusal(&d.join("traces.otf2")), file)
+    };
+    // Mode 1 (on) made 2 (off) while off.
+    let (e, file) = events(65, 0x03);
+    assert_eq!(
+        e,
+        format!(
+            "{}: rank 1, byte offset 63: expected a measurement switched off only while on, and \
+             on only while off",
+            file.display()
+        )
+    );
+    // Neither mode.
+    let (e, file) = events(65, 0xff);
+    assert_eq!(
+        e,
+        format!(
+            "{}: rank 1, byte offset 63: expected a measurement mode, 1 (on) or 2 (off), got 254",
+            file.display()
+        )
+    );
+}

@@ -39,6 +39,7 @@ const OMP_TASK_SWITCH: u8 = 29;
 const OMP_TASK_COMPLETE: u8 = 30;
 const NBC_REQUEST: u8 = 85;
 const NBC_COMPLETE: u8 = 86;
+const MEASUREMENT_ON: u8 = 1;
 const MEASUREMENT_OFF: u8 = 2;
 
 /// A point-to-point message as a record describes it (peer is communicator-local).
@@ -229,8 +230,14 @@ impl EvtStream {
                         ATTRIBUTE_LIST => continue,
                         MEASUREMENT_ON_OFF => {
                             let m = self.r.body(body, |c| c.u8("a measurement mode"))?;
+                            if m != MEASUREMENT_ON && m != MEASUREMENT_OFF {
+                                return Err(self.r.error_at(
+                                    self.at,
+                                    format!("a measurement mode, 1 (on) or 2 (off), got {m}"),
+                                ));
+                            }
                             Ev::Measurement {
-                                on: m != MEASUREMENT_OFF,
+                                on: m == MEASUREMENT_ON,
                             }
                         }
                         MPI_SEND | MPI_RECV | MPI_ISEND | MPI_IRECV => {

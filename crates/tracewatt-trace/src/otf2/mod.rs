@@ -519,15 +519,20 @@ impl Otf2Calls {
         let raw = self.ev.raw_time();
         self.last_raw = raw;
         match ev {
+            // Measurement starts on and switches alternately: a switch to the state it is in
+            // is a corrupt mode, which would move every later time by the interval's length.
+            Ev::Measurement { on } if on != self.off_since.is_some() => {
+                return Err(self.ev.error_at_event(
+                    "a measurement switched off only while on, and on only while off",
+                ));
+            }
             Ev::Measurement { on: false } => {
-                self.off_since.get_or_insert(t);
+                self.off_since = Some(t);
             }
             Ev::Measurement { on: true } => {
-                if let Some(off) = self.off_since.take() {
-                    let gap = t.saturating_sub(off);
-                    self.cut_ticks += gap;
-                    self.last_ticks = t - gap;
-                }
+                let gap = t.saturating_sub(self.off_since.take().unwrap_or(t));
+                self.cut_ticks += gap;
+                self.last_ticks = t - gap;
             }
             Ev::Enter(region) => {
                 if let Some(r) = self.model.regions.get(&region) {
