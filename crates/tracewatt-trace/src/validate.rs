@@ -77,14 +77,23 @@ enum Clock {
     Request { host: u32, req: ReqId },
 }
 
-/// An irecv whose message and completion are not both known yet.
-#[derive(Debug, Clone, Copy)]
+/// An irecv request under the clock check, until both its message and its completion are
+/// known.
+#[derive(Debug, Clone, Copy, Default)]
 enum Waiting {
+    /// Not an irecv under the check (or checked already).
+    #[default]
+    No,
+    Posted,
     /// Matched: the send's start and site.
     Sent(u64, Site),
     /// Completed: the end of the wait or test and its site.
     Done(u64, Site),
 }
+
+/// Request ids the clock check follows: the builder's ids are dense from 0 and recycled, so
+/// a rank never holds more than this many at once in any trace one could replay.
+const MAX_TRACKED_REQ: ReqId = 1 << 20;
 
 /// A member's part in a blocking collective, for the clock check: whether every other member
 /// receives its data (`src`), whether it receives every `src` member's data (`dst`).
@@ -94,11 +103,10 @@ struct Role {
     dst: bool,
 }
 
-/// Per host, over a collective's members so far: the latest start of a `src` member and the
+/// Over a collective's members so far on one host: the latest start of a `src` member and the
 /// earliest end of a `dst` member.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Span {
-    host: u32,
     latest_src_start: Option<(u64, Site)>,
     earliest_dst_end: Option<(u64, Site)>,
 }
@@ -125,8 +133,8 @@ struct Instance {
     arrived: u32,
     /// Alltoallv: each member's (send, recv) sizes by comm rank, once arrived.
     vectors: Vec<Option<(Sizes, Site, Option<HostTime>)>>,
-    /// The clock check's spans, one per host.
-    spans: Vec<Span>,
+    /// The clock check's spans by host.
+    spans: BTreeMap<u32, Span>,
 }
 
 struct RankState {
@@ -169,8 +177,8 @@ struct Checker<'a> {
     defined: BTreeMap<u32, (Site, Vec<Rank>)>,
     /// Host names by index.
     hosts: Vec<String>,
-    /// Per world rank, irecvs under the clock check whose message or completion is pending.
-    irecvs: Vec<BTreeMap<ReqId, Waiting>>,
+    /// Per world rank and request id, irecvs under the clock check.
+    irecvs: Vec<Vec<Waiting>>,
 }
 
 /// How many skipped calls mismatch errors name.
@@ -192,7 +200,7 @@ pub(crate) fn check(
         skipped: Vec::new(),
         defined: BTreeMap::new(),
         hosts: Vec::new(),
-        irecvs: vec![BTreeMap::new(); n as usize],
+        irecvs: vec![Vec::new(); n as usize],
     };
     let mut ranks = Vec::with_capacity(n as usize);
     let mut heap = BinaryHeap::new();
@@ -532,8 +540,10 @@ impl Checker<'_> {
                 bytes,
                 req,
             } => {
-                self.irecvs[site.rank as usize].remove(&req);
-                let clock = at.map_or(Clock::Unknown, |a| Clock::Request { host: a.host, req });
+                *self.waiting(site.rank, req) = Waiting::No;
+                let clock = at
+                    .filter(|_| req < MAX_TRACKED_REQ)
+                    .map_or(Clock::Unknown, |a| Clock::Request { host: a.host, req });
                 self.receive(s, site, comm, src, tag, bytes, clock)?;
             }
             Op::Wait { req } => self.completed(site, &[req], at)?,
@@ -600,6 +610,9 @@ impl Checker<'_> {
         } else {
             clock
         };
+        if let Clock::Request { req, .. } = clock {
+            *self.waiting(site.rank, req) = Waiting::Posted;
+        }
         let recv = Side {
             site,
             bytes,
@@ -624,15 +637,17 @@ impl Checker<'_> {
                 self.after_send(host, send.site, sent, recv.site, done)
             }
             Clock::Request { host: h, req } if h == host => {
-                let waiting = &mut self.irecvs[recv.site.rank as usize];
-                match waiting.remove(&req) {
-                    Some(Waiting::Done(done, site)) => {
+                let waiting = self.waiting(recv.site.rank, req);
+                match *waiting {
+                    Waiting::Done(done, site) => {
+                        *waiting = Waiting::No;
                         self.after_send(host, send.site, sent, site, done)
                     }
-                    _ => {
-                        waiting.insert(req, Waiting::Sent(sent, send.site));
+                    Waiting::Posted => {
+                        *waiting = Waiting::Sent(sent, send.site);
                         Ok(())
                     }
+                    Waiting::No | Waiting::Sent(..) => Ok(()),
                 }
             }
             _ => Ok(()),
@@ -651,17 +666,28 @@ impl Checker<'_> {
             return Ok(());
         };
         for &req in reqs {
-            let waiting = &mut self.irecvs[site.rank as usize];
-            match waiting.remove(&req) {
-                Some(Waiting::Sent(sent, send)) => {
-                    self.after_send(at.host, send, sent, site, at.end_ns)?
+            let waiting = self.waiting(site.rank, req);
+            match *waiting {
+                Waiting::Sent(sent, send) => {
+                    *waiting = Waiting::No;
+                    self.after_send(at.host, send, sent, site, at.end_ns)?;
                 }
-                _ => {
-                    waiting.insert(req, Waiting::Done(at.end_ns, site));
-                }
+                Waiting::Posted => *waiting = Waiting::Done(at.end_ns, site),
+                Waiting::No | Waiting::Done(..) => {}
             }
         }
         Ok(())
+    }
+
+    /// The clock check's state of `rank`'s request `req` (ids beyond [`MAX_TRACKED_REQ`] share
+    /// one slot that is never `Posted`, so they are not checked).
+    fn waiting(&mut self, rank: Rank, req: ReqId) -> &mut Waiting {
+        let v = &mut self.irecvs[rank as usize];
+        let i = req.min(MAX_TRACKED_REQ) as usize;
+        if v.len() <= i {
+            v.resize(i + 1, Waiting::No);
+        }
+        &mut v[i]
     }
 
     /// The call completing a receive (`recv`, ending at `done` ns) ends no earlier than the
@@ -728,7 +754,7 @@ impl Checker<'_> {
             first: site,
             arrived: 0,
             vectors: Vec::new(),
-            spans: Vec::new(),
+            spans: BTreeMap::new(),
         });
         let (inst_sig, first) = (inst.sig, inst.first);
         if inst_sig != sig {
@@ -749,9 +775,10 @@ impl Checker<'_> {
         let at = at.filter(|_| BLOCKING_COLLECTIVES.contains(&site.func));
         if let (Some(at), Sig::Coll { kind, root, bytes }) = (at, sig) {
             let role = role(kind, bytes, me == root);
-            let spans = std::mem::take(&mut inst.spans);
-            let (result, spans) = self.in_span(spans, site, at, role);
-            self.pending.get_mut(&key).expect("inserted above").spans = spans;
+            let span = inst.spans.get(&at.host).copied().unwrap_or_default();
+            let (result, span) = self.in_span(span, site, at, role);
+            let inst = self.pending.get_mut(&key).expect("inserted above");
+            inst.spans.insert(at.host, span);
             result?;
         }
         let inst = self.pending.get_mut(&key).expect("inserted above");
@@ -772,28 +799,16 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// A member of a blocking collective joins its host's span (`spans`, returned): it does
-    /// not start after a member that needs its data ended, nor end before a member whose data
-    /// it needs started.
+    /// A member of a blocking collective joins its host's span (returned updated): it does not
+    /// start after a member that needs its data ended, nor end before a member whose data it
+    /// needs started.
     fn in_span(
         &self,
-        mut spans: Vec<Span>,
+        mut sp: Span,
         site: Site,
         at: HostTime,
         role: Role,
-    ) -> (Result<(), TraceError>, Vec<Span>) {
-        let i = match spans.iter().position(|sp| sp.host == at.host) {
-            Some(i) => i,
-            None => {
-                spans.push(Span {
-                    host: at.host,
-                    latest_src_start: None,
-                    earliest_dst_end: None,
-                });
-                spans.len() - 1
-            }
-        };
-        let sp = &mut spans[i];
+    ) -> (Result<(), TraceError>, Span) {
         let mut result = Ok(());
         if role.src {
             if let Some((end, dst)) = sp.earliest_dst_end.filter(|&(e, _)| at.start_ns > e) {
@@ -815,7 +830,7 @@ impl Checker<'_> {
                 sp.earliest_dst_end = Some((at.end_ns, site));
             }
         }
-        (result, spans)
+        (result, sp)
     }
 
     /// A collective member (`dst`, ending at the ns given) ended before a member whose data it
