@@ -221,26 +221,40 @@ impl Rd {
         self.off = off;
         Ok(())
     }
+    #[inline(always)]
     fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], TraceError> {
         let mut b = [0u8; N];
         if self.off + N as u64 > self.len {
             return Err(self.err(format!("{what} ({N} bytes), found the end of the file")));
         }
-        self.r
-            .read_exact(&mut b)
-            .map_err(|e| TraceError::io(&self.file, e))?;
+        // The buffered bytes directly when they suffice: the per-field hot path of every
+        // reader pass, kept free of a call into the generic `read_exact`.
+        match self.r.buffer().get(..N) {
+            Some(buffered) => {
+                b.copy_from_slice(buffered);
+                self.r.consume(N);
+            }
+            None => self
+                .r
+                .read_exact(&mut b)
+                .map_err(|e| TraceError::io(&self.file, e))?,
+        }
         self.off += N as u64;
         Ok(b)
     }
+    #[inline(always)]
     fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
         Ok(self.bytes::<1>(what)?[0])
     }
+    #[inline(always)]
     fn u16(&mut self, what: &str) -> Result<u16, TraceError> {
         Ok(u16::from_be_bytes(self.bytes(what)?))
     }
+    #[inline(always)]
     fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
         Ok(u32::from_be_bytes(self.bytes(what)?))
     }
+    #[inline(always)]
     fn u64(&mut self, what: &str) -> Result<u64, TraceError> {
         Ok(u64::from_be_bytes(self.bytes(what)?))
     }
