@@ -732,7 +732,6 @@ impl Checker<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn collective(
         &mut self,
         s: &mut RankState,
@@ -853,7 +852,6 @@ impl Checker<'_> {
 
     /// Alltoallv: member `me`'s sizes against every member already arrived, and on one host
     /// (`at`) no member ends before a member sending it data started.
-    #[allow(clippy::too_many_arguments)]
     fn pairs_fit(
         &self,
         vectors: &[Option<(Sizes, Site, Option<HostTime>)>],
