@@ -821,6 +821,17 @@ fn ranks_on_different_hosts_are_not_compared() {
     open_trace(&d, &ReadOptions::default()).expect("clocks of two hosts are not compared");
 }
 
+/// The same times with every rank's hostname starting `localhost` (its first 9 letters
+/// replaced): nodes of a cluster can all report it, so it names no host.
+#[test]
+fn ranks_on_localhost_are_not_compared() {
+    let recv_end = 739_700_000u32.to_be_bytes();
+    let mut patches: Vec<(usize, usize, &[u8])> = vec![(0, 208 + 25, &recv_end)];
+    patches.extend((0..4).map(|r| (r, 390, &b"localhost"[..])));
+    let d = dumpi_patched("clock-localhost", &patches);
+    open_trace(&d, &ReadOptions::default()).expect("localhost names no host");
+}
+
 /// Allreduce starts at .739810 (rank 1), .739817 (3), .739908 (2) and .739909 s (0). Rank 1's
 /// end moved to .739850 s: it ended before rank 2, whose data its result needs, started.
 #[test]

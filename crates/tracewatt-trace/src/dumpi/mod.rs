@@ -317,7 +317,8 @@ fn version_at_least(v: [u8; 3], a: u8, b: u8, c: u8) -> bool {
 /// user name (u16 length + bytes), then the mesh: dimensions and 2 x that many u32 (its size and
 /// the rank's coordinates, written by machines whose hostname is the partition's, e.g. Blue
 /// Gene). Ranks with the same hostname and mesh fields ran on one node. Only the clock checks
-/// use it, so a header that does not read as one gives no host (no check) rather than an error.
+/// use it, so a header that does not read as one, or names `localhost`, gives no host (no
+/// check) rather than an error.
 fn read_host(rd: &mut Rd) -> Option<String> {
     const MAX_HOSTNAME: u16 = 255;
     const MAX_MESH_DIMS: u32 = 16;
@@ -333,7 +334,8 @@ fn read_host(rd: &mut Rd) -> Option<String> {
     let hostname = string(rd, MAX_HOSTNAME)?;
     string(rd, u16::MAX)?;
     let dims = rd.u32("the header's mesh dimensions").ok()?;
-    if hostname.is_empty() || dims > MAX_MESH_DIMS {
+    // `localhost` names no machine: nodes of a cluster can all report it.
+    if hostname.is_empty() || hostname.starts_with("localhost") || dims > MAX_MESH_DIMS {
         return None;
     }
     let mesh: Option<Vec<u32>> = (0..2 * dims)
