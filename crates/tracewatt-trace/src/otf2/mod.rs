@@ -210,7 +210,8 @@ impl Model {
 
 /// The system tree node that is the host of a process whose location group's parent is
 /// `parent`: the nearest ancestor of class `node` (Score-P names a host so; trees may hold
-/// sockets, cores or NUMA domains below it). `None` when there is none: the host is unknown.
+/// sockets, cores or NUMA domains below it). `None` when there is none, or it is `localhost`:
+/// the host is unknown.
 fn host_node(d: &GlobalDefs, parent: u32) -> Option<String> {
     let mut at = parent;
     // A corrupt parent link could make a cycle: a tree is no deeper than its node count.
@@ -218,7 +219,9 @@ fn host_node(d: &GlobalDefs, parent: u32) -> Option<String> {
         let &(name, class, up) = d.system_tree.get(&at)?;
         if d.strings.get(&class).is_some_and(|c| c == "node") {
             let name = d.strings.get(&name).map_or("", String::as_str);
-            return Some(format!("{name} (system tree node {at})"));
+            // Score-P merges processes by hostname: `localhost` may be many machines.
+            return (!name.starts_with("localhost"))
+                .then(|| format!("{name} (system tree node {at})"));
         }
         at = up;
     }
@@ -916,17 +919,26 @@ mod tests {
     #[test]
     fn a_process_host_is_its_node_in_the_system_tree() {
         let mut d = GlobalDefs::default();
-        for (id, s) in [(0, "machine"), (1, "node"), (2, "socket"), (3, "n1")] {
+        for (id, s) in [
+            (0, "machine"),
+            (1, "node"),
+            (2, "socket"),
+            (3, "n1"),
+            (4, "localhost"),
+        ] {
             d.strings.insert(id, s.to_string());
         }
-        // machine 0 > node 1 (n1) > socket 2; machine 0 > socket 3 without a node.
+        // machine 0 > node 1 (n1) > socket 2; machine 0 > socket 3 without a node; machine 0 >
+        // node 4 (localhost).
         d.system_tree.insert(0, (0, 0, UNDEFINED_U32));
         d.system_tree.insert(1, (3, 1, 0));
         d.system_tree.insert(2, (3, 2, 1));
         d.system_tree.insert(3, (3, 2, 0));
+        d.system_tree.insert(4, (4, 1, 0));
         assert_eq!(host_node(&d, 2).as_deref(), Some("n1 (system tree node 1)"));
         assert_eq!(host_node(&d, 1).as_deref(), Some("n1 (system tree node 1)"));
         assert_eq!(host_node(&d, 3), None);
+        assert_eq!(host_node(&d, 4), None);
         assert_eq!(host_node(&d, 9), None);
     }
 
