@@ -208,6 +208,16 @@ impl Pos {
 pub(crate) trait CallStream: Iterator<Item = Result<Call, TraceError>> + Send {
     /// Where the call last returned was read.
     fn pos(&self) -> Pos;
+    /// The host the rank ran on, where the format records it: ranks with the same host read
+    /// one clock, so their times compare (the cross-rank clock checks); `None`: unknown.
+    fn host(&self) -> Option<String> {
+        None
+    }
+    /// The last call's start and end (ns) on its host's clock, when that differs from the
+    /// call's own times (OTF2: before clock correction and measurement-off cuts).
+    fn host_times_ns(&self, call: &Call) -> (u64, u64) {
+        (call.start_ns, call.end_ns)
+    }
 }
 
 pub(crate) type CallIter = Box<dyn CallStream>;

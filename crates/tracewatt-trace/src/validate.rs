@@ -14,6 +14,13 @@
 //! - **Program shape**: every rank calls `MPI_Init`; no request pending at `MPI_Finalize` (or
 //!   the end) of a timed trace.
 //! - **Time**: a call does not end before it starts nor start before the previous one ended.
+//! - **Clocks** (ranks of one host, which read one clock; see [`crate::CallStream::host`]): a message
+//!   is not received before it was sent (the send's start is not after the end of the call
+//!   that completes its receive: a blocking receive, or the wait or test completing an
+//!   irecv), and no member of a blocking collective ends before a member whose data it needs
+//!   starts. Clocks of different hosts are not synchronised, so ranks of different or unknown
+//!   hosts are not compared. A receive posted after an `ANY_SOURCE` one on its communicator
+//!   is not compared either: its match depends on timing the trace does not hold exactly.
 //!
 //! (`MPI_Comm_create` callers passing one group is checked by the pre-pass's resolver.)
 //!
@@ -23,11 +30,11 @@
 //! rank and byte offset (or line) of the offending call and, for a mismatch, of the other side.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::path::PathBuf;
 
 use tracewatt_workload::matching::{Envelope, Matcher};
-use tracewatt_workload::{CollKind, CommId, Op, Rank, SrcSel, TagSel, WORLD};
+use tracewatt_workload::{CollKind, CommId, Op, Rank, ReqId, SrcSel, TagSel, WORLD};
 
 use crate::builder::OpBuilder;
 use crate::call::{CommHandle, NULL_COMM_HANDLE};
@@ -50,6 +57,58 @@ struct Side {
     site: Site,
     bytes: u64,
     tag: i32,
+    clock: Clock,
+}
+
+/// A call's times on its host's clock (`host`: an index into the trace's hosts).
+#[derive(Debug, Clone, Copy)]
+struct HostTime {
+    host: u32,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// What the clock check knows of one side of a message: a send's start, a blocking receive's
+/// end, or the host and request of an irecv (completed by a later wait or test).
+#[derive(Debug, Clone, Copy)]
+enum Clock {
+    Unknown,
+    At { host: u32, ns: u64 },
+    Request { host: u32, req: ReqId },
+}
+
+/// An irecv request under the clock check, until both its message and its completion are
+/// known.
+#[derive(Debug, Clone, Copy, Default)]
+enum Waiting {
+    /// Not an irecv under the check (or checked already).
+    #[default]
+    No,
+    Posted,
+    /// Matched: the send's start and site.
+    Sent(u64, Site),
+    /// Completed: the end of the wait or test and its site.
+    Done(u64, Site),
+}
+
+/// Request ids the clock check follows: the builder's ids are dense from 0 and recycled, so
+/// a rank never holds more than this many at once in any trace one could replay.
+const MAX_TRACKED_REQ: ReqId = 1 << 20;
+
+/// A member's part in a blocking collective, for the clock check: whether every other member
+/// receives its data (`src`), whether it receives every `src` member's data (`dst`).
+#[derive(Debug, Clone, Copy)]
+struct Role {
+    src: bool,
+    dst: bool,
+}
+
+/// Over a collective's members so far on one host: the latest start of a `src` member and the
+/// earliest end of a `dst` member.
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    latest_src_start: Option<(u64, Site)>,
+    earliest_dst_end: Option<(u64, Site)>,
 }
 
 /// What every member of a collective must agree on.
@@ -73,7 +132,9 @@ struct Instance {
     first: Site,
     arrived: u32,
     /// Alltoallv: each member's (send, recv) sizes by comm rank, once arrived.
-    vectors: Vec<Option<(Sizes, Site)>>,
+    vectors: Vec<Option<(Sizes, Site, Option<HostTime>)>>,
+    /// The clock check's spans by host.
+    spans: BTreeMap<u32, Span>,
 }
 
 struct RankState {
@@ -95,6 +156,10 @@ struct RankState {
     initialized: bool,
     timed: bool,
     prev_end_ns: Option<u64>,
+    /// The rank's host (an index into the trace's hosts), if the trace records it.
+    host: Option<u32>,
+    /// Communicators on which the rank posted an `ANY_SOURCE` receive.
+    wildcard: BTreeSet<CommId>,
 }
 
 struct Checker<'a> {
@@ -110,6 +175,10 @@ struct Checker<'a> {
     skipped: Vec<Site>,
     /// Communicators the trace defines (OTF2): the first definition and its members.
     defined: BTreeMap<u32, (Site, Vec<Rank>)>,
+    /// Host names by index.
+    hosts: Vec<String>,
+    /// Per world rank and request id, irecvs under the clock check.
+    irecvs: Vec<Vec<Waiting>>,
 }
 
 /// How many skipped calls mismatch errors name.
@@ -132,12 +201,16 @@ pub(crate) fn check(
         colls: vec![BTreeMap::new(); n as usize],
         skipped: Vec::new(),
         defined: BTreeMap::new(),
+        hosts: Vec::new(),
+        irecvs: vec![Vec::new(); n as usize],
     };
     let mut ranks = Vec::with_capacity(n as usize);
     let mut heap = BinaryHeap::new();
     for rank in 0..n {
+        let calls = source.calls(rank)?;
+        let host = calls.host().map(|h| c.host_index(h));
         let mut s = RankState {
-            calls: source.calls(rank)?,
+            calls,
             builder: OpBuilder::new(rank, n, c.files[rank as usize].clone(), opts)
                 .dropping(&cancelled[rank as usize]),
             next: None,
@@ -149,6 +222,8 @@ pub(crate) fn check(
             initialized: false,
             timed: false,
             prev_end_ns: None,
+            host,
+            wildcard: BTreeSet::new(),
         };
         if let Some(key) = advance(&mut s, rank)? {
             heap.push(Reverse(key));
@@ -181,6 +256,16 @@ fn advance(s: &mut RankState, rank: Rank) -> Result<Option<(u64, u64, Rank)>, Tr
 }
 
 impl Checker<'_> {
+    fn host_index(&mut self, host: String) -> u32 {
+        match self.hosts.iter().position(|h| *h == host) {
+            Some(i) => i as u32,
+            None => {
+                self.hosts.push(host);
+                (self.hosts.len() - 1) as u32
+            }
+        }
+    }
+
     fn loc(&self, site: Site) -> Location {
         site.pos
             .location(&self.files[site.rank as usize], site.rank)
@@ -224,9 +309,18 @@ impl Checker<'_> {
             pos,
             func: call.func,
         };
-        if call.start_ns != 0 || call.end_ns != 0 {
+        let timed = call.start_ns != 0 || call.end_ns != 0;
+        if timed {
             self.check_time(s, site, &call)?;
         }
+        let at = s.host.filter(|_| timed).map(|host| {
+            let (start_ns, end_ns) = s.calls.host_times_ns(&call);
+            HostTime {
+                host,
+                start_ns,
+                end_ns,
+            }
+        });
         if let CallKind::CommDefine { new, members } = &call.kind {
             self.check_define(site, *new, members)?;
         }
@@ -275,7 +369,7 @@ impl Checker<'_> {
             }
         }
         while let Some(op) = s.builder.out.pop_front() {
-            self.op(s, site, op)?;
+            self.op(s, site, op, at)?;
         }
         Ok(())
     }
@@ -391,7 +485,13 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn op(&mut self, s: &mut RankState, site: Site, op: Op) -> Result<(), TraceError> {
+    fn op(
+        &mut self,
+        s: &mut RankState,
+        site: Site,
+        op: Op,
+        at: Option<HostTime>,
+    ) -> Result<(), TraceError> {
         match op {
             Op::Send {
                 comm,
@@ -409,10 +509,19 @@ impl Checker<'_> {
                 let me = self.my_rank(s, site, comm)?;
                 self.peer_in(site, comm, dst, "destination")?;
                 let to = self.table.members[comm as usize][dst as usize];
-                let send = Side { site, bytes, tag };
+                let clock = at.map_or(Clock::Unknown, |a| Clock::At {
+                    host: a.host,
+                    ns: a.start_ns,
+                });
+                let send = Side {
+                    site,
+                    bytes,
+                    tag,
+                    clock,
+                };
                 let env = Envelope { comm, src: me, tag };
                 if let Some(recv) = self.matchers[to as usize].arrive(env, send) {
-                    self.fits(send, recv)?;
+                    self.delivered(send, recv)?;
                 }
             }
             Op::Recv {
@@ -420,14 +529,28 @@ impl Checker<'_> {
                 src,
                 tag,
                 bytes,
+            } => {
+                let clock = at.map_or(Clock::Unknown, |a| Clock::At {
+                    host: a.host,
+                    ns: a.end_ns,
+                });
+                self.receive(s, site, comm, src, tag, bytes, clock)?;
             }
-            | Op::Irecv {
+            Op::Irecv {
                 comm,
                 src,
                 tag,
                 bytes,
-                ..
-            } => self.receive(s, site, comm, src, tag, bytes)?,
+                req,
+            } => {
+                *self.waiting(site.rank, req) = Waiting::No;
+                let clock = at
+                    .filter(|_| req < MAX_TRACKED_REQ)
+                    .map_or(Clock::Unknown, |a| Clock::Request { host: a.host, req });
+                self.receive(s, site, comm, src, tag, bytes, clock)?;
+            }
+            Op::Wait { req } => self.completed(site, &[req], at)?,
+            Op::Waitall { reqs } => self.completed(site, &reqs, at)?,
             Op::Collective {
                 comm,
                 kind,
@@ -439,7 +562,7 @@ impl Checker<'_> {
                     self.peer_in(site, comm, root, "root")?;
                 }
                 let sig = Sig::Coll { kind, root, bytes };
-                self.collective(s, site, comm, sig, None)?;
+                self.collective(s, site, comm, sig, None, at)?;
             }
             Op::Alltoallv {
                 comm,
@@ -453,18 +576,16 @@ impl Checker<'_> {
                     comm,
                     Sig::Alltoallv,
                     Some((send_bytes, recv_bytes)),
+                    at,
                 )?;
             }
-            Op::Compute { .. }
-            | Op::WaitUntil { .. }
-            | Op::Window { .. }
-            | Op::Wait { .. }
-            | Op::Waitall { .. } => {}
+            Op::Compute { .. } | Op::WaitUntil { .. } | Op::Window { .. } => {}
         }
         Ok(())
     }
 
-    /// A receive posted.
+    /// A receive posted; `clock`: when it completes, if known.
+    #[allow(clippy::too_many_arguments)]
     fn receive(
         &mut self,
         s: &mut RankState,
@@ -473,24 +594,129 @@ impl Checker<'_> {
         src: SrcSel,
         tag: TagSel,
         bytes: u64,
+        clock: Clock,
     ) -> Result<(), TraceError> {
         self.my_rank(s, site, comm)?;
-        if let SrcSel::Rank(p) = src {
-            self.peer_in(site, comm, p, "source")?;
+        match src {
+            SrcSel::Rank(p) => self.peer_in(site, comm, p, "source")?,
+            SrcSel::Any => {
+                s.wildcard.insert(comm);
+            }
         }
         let t = match tag {
             TagSel::Tag(t) => t,
             TagSel::Any => crate::call::ANY,
         };
+        // After an ANY_SOURCE receive the match the checks make may not be the run's.
+        let clock = if s.wildcard.contains(&comm) {
+            Clock::Unknown
+        } else {
+            clock
+        };
+        if let Clock::Request { req, .. } = clock {
+            *self.waiting(site.rank, req) = Waiting::Posted;
+        }
         let recv = Side {
             site,
             bytes,
             tag: t,
+            clock,
         };
         if let Some((_, send)) = self.matchers[site.rank as usize].post(comm, src, tag, recv) {
-            self.fits(send, recv)?;
+            self.delivered(send, recv)?;
         }
         Ok(())
+    }
+
+    /// A matched message: it fits, and on one host it is not received before it was sent
+    /// (checked now, or when the wait or test completing the irecv comes).
+    fn delivered(&mut self, send: Side, recv: Side) -> Result<(), TraceError> {
+        self.fits(send, recv)?;
+        let Clock::At { host, ns: sent } = send.clock else {
+            return Ok(());
+        };
+        match recv.clock {
+            Clock::At { host: h, ns: done } if h == host => {
+                self.after_send(host, send.site, sent, recv.site, done)
+            }
+            Clock::Request { host: h, req } if h == host => {
+                let waiting = self.waiting(recv.site.rank, req);
+                match *waiting {
+                    Waiting::Done(done, site) => {
+                        *waiting = Waiting::No;
+                        self.after_send(host, send.site, sent, site, done)
+                    }
+                    Waiting::Posted => {
+                        *waiting = Waiting::Sent(sent, send.site);
+                        Ok(())
+                    }
+                    Waiting::No | Waiting::Sent(..) => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A wait or test completed `reqs` at `at`: the irecvs among them already matched must
+    /// have been sent by then; the others' completion is kept for their match.
+    fn completed(
+        &mut self,
+        site: Site,
+        reqs: &[ReqId],
+        at: Option<HostTime>,
+    ) -> Result<(), TraceError> {
+        let Some(at) = at else {
+            return Ok(());
+        };
+        for &req in reqs {
+            let waiting = self.waiting(site.rank, req);
+            match *waiting {
+                Waiting::Sent(sent, send) => {
+                    *waiting = Waiting::No;
+                    self.after_send(at.host, send, sent, site, at.end_ns)?;
+                }
+                Waiting::Posted => *waiting = Waiting::Done(at.end_ns, site),
+                Waiting::No | Waiting::Done(..) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The clock check's state of `rank`'s request `req` (ids beyond [`MAX_TRACKED_REQ`] share
+    /// one slot that is never `Posted`, so they are not checked).
+    fn waiting(&mut self, rank: Rank, req: ReqId) -> &mut Waiting {
+        let v = &mut self.irecvs[rank as usize];
+        let i = req.min(MAX_TRACKED_REQ) as usize;
+        if v.len() <= i {
+            v.resize(i + 1, Waiting::No);
+        }
+        &mut v[i]
+    }
+
+    /// The call completing a receive (`recv`, ending at `done` ns) ends no earlier than the
+    /// send (`send`, starting at `sent` ns) started: both on one host's clock.
+    fn after_send(
+        &self,
+        host: u32,
+        send: Site,
+        sent: u64,
+        recv: Site,
+        done: u64,
+    ) -> Result<(), TraceError> {
+        if done >= sent {
+            return Ok(());
+        }
+        Err(self.error(
+            recv,
+            format!(
+                "a message received no earlier than it was sent (both ranks on host {}, one \
+                 clock): the send, {}, starts at {sent} ns, this call completing its receive \
+                 ends at {done} ns, {} ns earlier",
+                self.hosts[host as usize],
+                self.describe(send),
+                sent - done
+            ),
+        ))
     }
 
     /// A matched message: the send must fit the receive.
@@ -516,6 +742,7 @@ impl Checker<'_> {
         comm: CommId,
         sig: Sig,
         vectors: Option<Sizes>,
+        at: Option<HostTime>,
     ) -> Result<(), TraceError> {
         let me = self.my_rank(s, site, comm)?;
         let size = self.comm_size(comm);
@@ -529,6 +756,7 @@ impl Checker<'_> {
             first: site,
             arrived: 0,
             vectors: Vec::new(),
+            spans: BTreeMap::new(),
         });
         let (inst_sig, first) = (inst.sig, inst.first);
         if inst_sig != sig {
@@ -545,16 +773,27 @@ impl Checker<'_> {
             ));
         }
         inst.arrived += 1;
+        // Only blocking collectives: a non-blocking one's data may arrive after its post ends.
+        let at = at.filter(|_| BLOCKING_COLLECTIVES.contains(&site.func));
+        if let (Some(at), Sig::Coll { kind, root, bytes }) = (at, sig) {
+            let role = role(kind, bytes, me == root);
+            let span = inst.spans.get(&at.host).copied().unwrap_or_default();
+            let (result, span) = self.in_span(span, site, at, role);
+            let inst = self.pending.get_mut(&key).expect("inserted above");
+            inst.spans.insert(at.host, span);
+            result?;
+        }
+        let inst = self.pending.get_mut(&key).expect("inserted above");
         if let Some((send, recv)) = vectors {
             if inst.vectors.is_empty() {
                 inst.vectors = vec![None; size as usize];
             }
             let vectors = std::mem::take(&mut inst.vectors);
-            let result = self.pairs_fit(&vectors, me, &send, &recv, site);
+            let result = self.pairs_fit(&vectors, me, &send, &recv, site, at);
             let inst = self.pending.get_mut(&key).expect("inserted above");
             inst.vectors = vectors;
             result?;
-            inst.vectors[me as usize] = Some(((send, recv), site));
+            inst.vectors[me as usize] = Some(((send, recv), site, at));
         }
         if self.pending[&key].arrived >= size {
             self.pending.remove(&key);
@@ -562,30 +801,96 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Alltoallv: member `me`'s sizes against every member already arrived.
+    /// A member of a blocking collective joins its host's span (returned updated): it does not
+    /// start after a member that needs its data ended, nor end before a member whose data it
+    /// needs started.
+    fn in_span(
+        &self,
+        mut sp: Span,
+        site: Site,
+        at: HostTime,
+        role: Role,
+    ) -> (Result<(), TraceError>, Span) {
+        let mut result = Ok(());
+        if role.src {
+            if let Some((end, dst)) = sp.earliest_dst_end.filter(|&(e, _)| at.start_ns > e) {
+                result = Err(self.before_other(at.host, (dst, end), (site, at.start_ns)));
+            }
+            if sp.latest_src_start.is_none_or(|(t, _)| at.start_ns > t) {
+                sp.latest_src_start = Some((at.start_ns, site));
+            }
+        }
+        if role.dst {
+            if let Some((start, src)) = sp.latest_src_start.filter(|&(t, _)| at.end_ns < t) {
+                result = result.and(Err(self.before_other(
+                    at.host,
+                    (site, at.end_ns),
+                    (src, start),
+                )));
+            }
+            if sp.earliest_dst_end.is_none_or(|(e, _)| at.end_ns < e) {
+                sp.earliest_dst_end = Some((at.end_ns, site));
+            }
+        }
+        (result, sp)
+    }
+
+    /// A collective member (`dst`, ending at the ns given) ended before a member whose data it
+    /// needs (`src`, starting at the ns given) started, on one host's clock.
+    fn before_other(&self, host: u32, dst: (Site, u64), src: (Site, u64)) -> TraceError {
+        self.error(
+            dst.0,
+            format!(
+                "a collective that ends no earlier than every member whose data it needs \
+                 starts (both ranks on host {}, one clock): this call ends at {} ns, {} starts \
+                 at {} ns, {} ns later",
+                self.hosts[host as usize],
+                dst.1,
+                self.describe(src.0),
+                src.1,
+                src.1 - dst.1
+            ),
+        )
+    }
+
+    /// Alltoallv: member `me`'s sizes against every member already arrived, and on one host
+    /// (`at`) no member ends before a member sending it data started.
     fn pairs_fit(
         &self,
-        vectors: &[Option<(Sizes, Site)>],
+        vectors: &[Option<(Sizes, Site, Option<HostTime>)>],
         me: Rank,
         send: &[u64],
         recv: &[u64],
         site: Site,
+        at_me: Option<HostTime>,
     ) -> Result<(), TraceError> {
         let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
         let me = me as usize;
         for (i, other) in vectors.iter().enumerate() {
-            let Some(((osend, orecv), osite)) = other else {
+            let Some(((osend, orecv), osite, oat)) = other else {
                 continue;
             };
+            if let (Some(a), Some(o)) =
+                (at_me, oat.filter(|o| Some(o.host) == at_me.map(|a| a.host)))
+            {
+                if at(osend, me) > 0 && a.end_ns < o.start_ns {
+                    return Err(self.before_other(a.host, (site, a.end_ns), (*osite, o.start_ns)));
+                }
+                if at(send, i) > 0 && o.end_ns < a.start_ns {
+                    return Err(self.before_other(a.host, (*osite, o.end_ns), (site, a.start_ns)));
+                }
+            }
             let mine = Side {
                 site,
                 bytes: 0,
                 tag: 0,
+                clock: Clock::Unknown,
             };
             let theirs = Side {
                 site: *osite,
                 bytes: 0,
                 tag: 0,
+                clock: Clock::Unknown,
             };
             // i -> me, then me -> i.
             self.fits(
@@ -771,6 +1076,42 @@ fn creates_comm(call: &Call) -> bool {
     }
 }
 
+/// Blocking collectives (the clock check): a member's call spans its data's exchange.
+const BLOCKING_COLLECTIVES: &[Func] = &[
+    funcs::F_BARRIER,
+    funcs::F_BCAST,
+    funcs::F_REDUCE,
+    funcs::F_ALLREDUCE,
+    funcs::F_ALLGATHER,
+    funcs::F_ALLGATHERV,
+    funcs::F_ALLTOALL,
+    funcs::F_ALLTOALLV,
+    funcs::F_GATHER,
+    funcs::F_GATHERV,
+    funcs::F_SCATTER,
+    funcs::F_SCATTERV,
+    funcs::F_REDUCE_SCATTER_BLOCK,
+];
+
+/// A member's part in a collective of one size (`is_root`: it is the root). Without data
+/// (other than a barrier) nothing need be exchanged: MPI libraries return at once.
+fn role(kind: CollKind, bytes: u64, is_root: bool) -> Role {
+    let (src, dst) = match kind {
+        CollKind::Barrier => (true, true),
+        _ if bytes == 0 => (false, false),
+        CollKind::Allreduce
+        | CollKind::Allgather
+        | CollKind::Alltoall
+        | CollKind::ReduceScatter => (true, true),
+        CollKind::Bcast | CollKind::Scatter => (is_root, !is_root),
+        CollKind::Reduce | CollKind::Gather => (!is_root, is_root),
+        // A prefix: a member needs only the lower ranks' data, which a symmetric role cannot
+        // say; not checked (scans are not among BLOCKING_COLLECTIVES either).
+        CollKind::Scan | CollKind::Exscan => (false, false),
+    };
+    Role { src, dst }
+}
+
 fn kind_has_root(kind: CollKind) -> bool {
     matches!(
         kind,
@@ -789,5 +1130,172 @@ fn describe_sig(sig: Sig) -> String {
         } => "barrier".to_string(),
         Sig::Coll { kind, bytes, .. } => format!("{} of {bytes} bytes", kind.name()),
         Sig::Alltoallv => "alltoallv".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::{ANY, WORLD_HANDLE};
+    use crate::comms::Resolver;
+    use crate::{CallStream, TraceFormat};
+
+    /// Ranks of hand-written calls, every rank on host `h` (or none); call k of a rank is at
+    /// byte offset 10 k of `rank-<r>`.
+    #[derive(Debug)]
+    struct Fake {
+        ranks: Vec<Vec<Call>>,
+        host: Option<&'static str>,
+    }
+
+    struct FakeCalls {
+        calls: std::vec::IntoIter<Call>,
+        taken: u64,
+        host: Option<&'static str>,
+    }
+
+    impl Iterator for FakeCalls {
+        type Item = Result<Call, TraceError>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.taken += 1;
+            self.calls.next().map(Ok)
+        }
+    }
+
+    impl CallStream for FakeCalls {
+        fn pos(&self) -> Pos {
+            Pos::Offset(10 * (self.taken - 1))
+        }
+        fn host(&self) -> Option<String> {
+            self.host.map(str::to_string)
+        }
+    }
+
+    impl CallSource for Fake {
+        fn format(&self) -> TraceFormat {
+            TraceFormat::Dumpi
+        }
+        fn num_ranks(&self) -> u32 {
+            self.ranks.len() as u32
+        }
+        fn rank_file(&self, rank: Rank) -> PathBuf {
+            PathBuf::from(format!("rank-{rank}"))
+        }
+        fn calls(&self, rank: Rank) -> Result<CallIter, TraceError> {
+            Ok(Box::new(FakeCalls {
+                calls: self.ranks[rank as usize].clone().into_iter(),
+                taken: 0,
+                host: self.host,
+            }))
+        }
+    }
+
+    fn at(func: Func, kind: CallKind, start_ns: u64, end_ns: u64) -> Call {
+        Call {
+            func,
+            start_ns,
+            end_ns,
+            cpu_ns: None,
+            kind,
+        }
+    }
+
+    /// Each rank: MPI_Init at 1-2 ns, its calls, MPI_Finalize at 1000-1001 ns.
+    fn checked(ranks: Vec<Vec<Call>>, host: Option<&'static str>) -> Result<(), String> {
+        let n = ranks.len() as u32;
+        let ranks = ranks
+            .into_iter()
+            .map(|calls| {
+                let mut v = vec![at(funcs::F_INIT, CallKind::Init, 1, 2)];
+                v.extend(calls);
+                v.push(at(funcs::F_FINALIZE, CallKind::Finalize, 1000, 1001));
+                v
+            })
+            .collect();
+        let table = Resolver::new(n).finish();
+        let cancelled = vec![Vec::new(); n as usize];
+        check(
+            &Fake { ranks, host },
+            &table,
+            &ReadOptions::default(),
+            &cancelled,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    fn send(start: u64, end: u64) -> Call {
+        let kind = CallKind::Send {
+            comm: WORLD_HANDLE,
+            peer: 1,
+            tag: 0,
+            bytes: 8,
+        };
+        at(funcs::F_SEND, kind, start, end)
+    }
+
+    fn irecv(peer: i32, start: u64, end: u64) -> Call {
+        let kind = CallKind::Irecv {
+            comm: WORLD_HANDLE,
+            peer,
+            tag: 0,
+            bytes: 8,
+            req: 7,
+        };
+        at(funcs::F_IRECV, kind, start, end)
+    }
+
+    fn wait(start: u64, end: u64) -> Call {
+        at(funcs::F_WAIT, CallKind::Wait { req: 7 }, start, end)
+    }
+
+    fn bcast(root: i32, bytes: u64, start: u64, end: u64) -> Call {
+        let kind = CallKind::Coll {
+            comm: WORLD_HANDLE,
+            kind: CollKind::Bcast,
+            root,
+            bytes,
+        };
+        at(funcs::F_BCAST, kind, start, end)
+    }
+
+    /// Rank 1 posts an irecv at 10-11 ns and waits for it at 20-30 ns; rank 0's send starts at
+    /// 40 ns: the wait completed the receive 10 ns before the send began.
+    #[test]
+    fn an_irecv_completed_before_its_send_started_is_refused_at_the_wait() {
+        let ranks = vec![vec![send(40, 50)], vec![irecv(0, 10, 11), wait(20, 30)]];
+        assert_eq!(
+            checked(ranks.clone(), Some("h")).unwrap_err(),
+            "rank-1: rank 1, byte offset 20: expected wait: a message received no earlier than \
+             it was sent (both ranks on host h, one clock): the send, rank-0: rank 0, byte \
+             offset 10 (send), starts at 40 ns, this call completing its receive ends at 30 ns, \
+             10 ns earlier"
+        );
+        checked(ranks, None).expect("ranks of unknown hosts are not compared");
+    }
+
+    /// The same with an `MPI_ANY_SOURCE` irecv: which send it got depends on timing the trace
+    /// does not hold, so it is not compared.
+    #[test]
+    fn a_wildcard_receive_is_not_compared() {
+        let ranks = vec![vec![send(40, 50)], vec![irecv(ANY, 10, 11), wait(20, 30)]];
+        checked(ranks, Some("h")).expect("wildcard receives are not compared");
+    }
+
+    /// A bcast's non-root (rank 1) cannot end before the root (rank 0) starts; with no data
+    /// nothing need be exchanged, and the root may end before a non-root starts.
+    #[test]
+    fn a_bcast_member_ending_before_the_root_starts_is_refused() {
+        let ranks = vec![vec![bcast(0, 8, 40, 50)], vec![bcast(0, 8, 10, 30)]];
+        assert_eq!(
+            checked(ranks, Some("h")).unwrap_err(),
+            "rank-1: rank 1, byte offset 10: expected bcast: a collective that ends no earlier \
+             than every member whose data it needs starts (both ranks on host h, one clock): \
+             this call ends at 30 ns, rank-0: rank 0, byte offset 10 (bcast) starts at 40 ns, \
+             10 ns later"
+        );
+        let empty = vec![vec![bcast(0, 0, 40, 50)], vec![bcast(0, 0, 10, 30)]];
+        checked(empty, Some("h")).expect("a bcast of no data exchanges nothing");
+        let root_early = vec![vec![bcast(0, 8, 10, 20)], vec![bcast(0, 8, 40, 50)]];
+        checked(root_early, Some("h")).expect("the root needs no member's data");
     }
 }

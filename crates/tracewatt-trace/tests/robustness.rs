@@ -210,3 +210,43 @@ proptest! {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// Every byte of the three OTF2 traces' anchors, global and location definitions, xored with
+/// each of five masks (162,895 flips): a refusal names a byte offset. Slow (about 8 minutes of
+/// CPU in a release build): `cargo test --release -p tracewatt-trace --test robustness --
+/// --ignored`.
+#[test]
+#[ignore = "slow (about 8 CPU-minutes): cargo test --release -p tracewatt-trace --test robustness -- --ignored"]
+fn every_flip_of_otf2_definitions_is_refused_with_an_offset_or_reads() {
+    let mut failures = Vec::new();
+    for rel in [
+        "otf2/pipit-ping-pong",
+        "otf2/sst-macro-10ranks",
+        "otf2/tracer-stencil4d-32ranks",
+    ] {
+        let d = otf2_copy(rel, "flip-otf2-defs");
+        let mut files = vec![d.join("traces.otf2"), d.join("traces.def")];
+        for e in std::fs::read_dir(d.join("traces")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "def") {
+                files.push(p);
+            }
+        }
+        files.sort();
+        for f in &files {
+            let orig = std::fs::read(f).unwrap();
+            for at in 0..orig.len() {
+                for mask in [0xff, 0x01, 0x80, 0x10, 0x06] {
+                    mutate(f, None, &[(at, mask)]);
+                    if let Err(e) = run(&d) {
+                        if !e.contains("byte offset") {
+                            failures.push(format!("{} byte {at} ^ {mask:#04x}: {e}", f.display()));
+                        }
+                    }
+                    std::fs::write(f, &orig).unwrap();
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -767,3 +767,179 @@ fn a_native_index_counting_more_ranks_than_files_is_refused() {
         )
     );
 }
+
+/// sst-dumpi-testtrace (4 ranks on one host, `hadalst-mbp.ca.sandia.gov`) with bytes of rank
+/// files replaced: `(rank, offset, bytes)`. Its records have mask 0x4f (module docs of
+/// tests/dumpi.rs): label u16, mask u8, thread u16, CPU {start, stop}, wall {start, stop}, each
+/// {u16 s, u32 ns}, so a record's wall stop nanoseconds are 25 bytes in. Every rank's file has
+/// Isend at 159, Recv (from the previous rank) at 208 and Allreduce at 308; rank 3's header is
+/// at 377: version, start time, then the hostname's u16 length at 388 and its text at 390.
+fn dumpi_patched(tag: &str, patches: &[(usize, usize, &[u8])]) -> PathBuf {
+    let d = scratch(tag);
+    for e in std::fs::read_dir(data("dumpi/sst-dumpi-testtrace")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    for &(rank, at, bytes) in patches {
+        let f = d.join(format!("testtrace-000{rank}.bin"));
+        let mut b = std::fs::read(&f).unwrap();
+        b[at..at + bytes.len()].copy_from_slice(bytes);
+        std::fs::write(&f, b).unwrap();
+    }
+    d
+}
+
+/// The text dumps' wall-clock second of every call (1296777956 s) plus `ns`, in ns.
+fn testtrace_ns(ns: u64) -> u64 {
+    1_296_777_956_000_000_000 + ns
+}
+
+/// Rank 0's Recv (from rank 3) runs from .739699 to .739880 s; rank 3's Isend to it starts at
+/// .739754 s. Its end moved to .739700 s (still after its start, before Wait's start) makes the
+/// message received 54 us before it was sent, on one host's clock.
+#[test]
+fn a_message_received_before_it_was_sent_on_one_host_is_refused() {
+    let recv_end = 739_700_000u32.to_be_bytes();
+    let d = dumpi_patched("clock-p2p", &[(0, 208 + 25, &recv_end)]);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: rank 0, byte offset 208: expected recv: a message received no earlier than it \
+             was sent (both ranks on host hadalst-mbp.ca.sandia.gov, one clock): the send, {}: \
+             rank 3, byte offset 159 (isend), starts at {} ns, this call completing its receive \
+             ends at {} ns, 54000 ns earlier",
+            d.join("testtrace-0000.bin").display(),
+            d.join("testtrace-0003.bin").display(),
+            testtrace_ns(739_754_000),
+            testtrace_ns(739_700_000),
+        )
+    );
+}
+
+/// The same times with rank 3 on another host (its hostname's first letter changed): clocks of
+/// different hosts are not synchronised, so they are not compared.
+#[test]
+fn ranks_on_different_hosts_are_not_compared() {
+    let recv_end = 739_700_000u32.to_be_bytes();
+    let d = dumpi_patched("clock-hosts", &[(0, 208 + 25, &recv_end), (3, 390, b"H")]);
+    open_trace(&d, &ReadOptions::default()).expect("clocks of two hosts are not compared");
+}
+
+/// The same times with every rank's hostname starting `localhost` (its first 9 letters
+/// replaced): nodes of a cluster can all report it, so it names no host.
+#[test]
+fn ranks_on_localhost_are_not_compared() {
+    let recv_end = 739_700_000u32.to_be_bytes();
+    let mut patches: Vec<(usize, usize, &[u8])> = vec![(0, 208 + 25, &recv_end)];
+    patches.extend((0..4).map(|r| (r, 390, &b"localhost"[..])));
+    let d = dumpi_patched("clock-localhost", &patches);
+    open_trace(&d, &ReadOptions::default()).expect("localhost names no host");
+}
+
+/// Allreduce starts at .739810 (rank 1), .739817 (3), .739908 (2) and .739909 s (0). Rank 1's
+/// end moved to .739850 s: it ended before rank 2, whose data its result needs, started.
+#[test]
+fn a_collective_member_ending_before_another_starts_on_one_host_is_refused() {
+    let end = 739_850_000u32.to_be_bytes();
+    let d = dumpi_patched("clock-coll", &[(1, 308 + 25, &end)]);
+    assert_eq!(
+        refusal(&d),
+        format!(
+            "{}: rank 1, byte offset 308: expected allreduce: a collective that ends no earlier \
+             than every member whose data it needs starts (both ranks on host \
+             hadalst-mbp.ca.sandia.gov, one clock): this call ends at {} ns, {}: rank 2, byte \
+             offset 308 (allreduce) starts at {} ns, 58000 ns later",
+            d.join("testtrace-0001.bin").display(),
+            testtrace_ns(739_850_000),
+            d.join("testtrace-0002.bin").display(),
+            testtrace_ns(739_908_000),
+        )
+    );
+}
+
+/// pipit ping-pong's traces.def has a String record at byte 5434 whose length (17, at 5435)
+/// xored with 0xff becomes 238: the reader skips 238 bytes onto byte 5674, a 2 (end of file)
+/// inside a later record, and every location definition after it is lost. No record is left
+/// to point at, so the refusal names where the definitions ended.
+#[test]
+fn otf2_definitions_ending_early_are_refused_where_they_end() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-defs-end",
+        "traces.def",
+        5435,
+        0xff,
+    );
+    assert_eq!(
+        refusal(&d.join("traces.otf2")),
+        format!(
+            "{}, byte offset 5674: expected 1..2^24 MPI ranks (the members of MPI's locations \
+             group or the process location groups; found 0; this is MPI's locations group, the \
+             first location group, the first definition the reader skips, or where the \
+             definitions end)",
+            d.join("traces.def").display()
+        )
+    );
+}
+
+/// In pipit ping-pong's rank 0 (0.evt, read with a hex dump), MPI_Init's Enter is at byte 63
+/// after its timestamp record at 54, and its Leave at 75 after the timestamp record at 66 (type
+/// byte, then the u64 at 67-74, little-endian). Byte 71 xored with 0xff makes the Leave's time
+/// earlier than the Enter's: refused at that timestamp record, not read as a call of no
+/// duration.
+#[test]
+fn an_otf2_event_earlier_than_the_previous_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-backwards",
+        "traces/0.evt",
+        71,
+        0xff,
+    );
+    let e = refusal(&d.join("traces.otf2"));
+    assert!(
+        e.starts_with(&format!(
+            "{}: rank 0, byte offset 66: expected a timestamp not before the previous event's \
+             (time runs forward in a location; ",
+            d.join("traces").join("0.evt").display()
+        )),
+        "{e}"
+    );
+}
+
+/// stencil4d's rank 1 (traces/1.evt, read with a hex dump) switches measurement off at byte 51
+/// (type 11, length 1, mode 2) and on at byte 63 (mode byte 1 at 65). Reading the time between
+/// them as cut out of every later time, a corrupt mode would move all of them.
+#[test]
+fn an_otf2_measurement_switch_to_the_state_it_is_in_is_refused() {
+    let events = |at, mask| {
+        let d = otf2_flipped(
+            "otf2/tracer-stencil4d-32ranks",
+            "otf2-measurement",
+            "traces/1.evt",
+            at,
+            mask,
+        );
+        let file = d.join("traces").join("1.evt");
+        (refusal(&d.join("traces.otf2")), file)
+    };
+    // Mode 1 (on) made 2 (off) while off.
+    let (e, file) = events(65, 0x03);
+    assert_eq!(
+        e,
+        format!(
+            "{}: rank 1, byte offset 63: expected a measurement switched off only while on, and \
+             on only while off",
+            file.display()
+        )
+    );
+    // Neither mode.
+    let (e, file) = events(65, 0xff);
+    assert_eq!(
+        e,
+        format!(
+            "{}: rank 1, byte offset 63: expected a measurement mode, 1 (on) or 2 (off), got 254",
+            file.display()
+        )
+    );
+}

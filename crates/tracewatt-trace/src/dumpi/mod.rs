@@ -221,26 +221,40 @@ impl Rd {
         self.off = off;
         Ok(())
     }
+    #[inline(always)]
     fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], TraceError> {
         let mut b = [0u8; N];
         if self.off + N as u64 > self.len {
             return Err(self.err(format!("{what} ({N} bytes), found the end of the file")));
         }
-        self.r
-            .read_exact(&mut b)
-            .map_err(|e| TraceError::io(&self.file, e))?;
+        // The buffered bytes directly when they suffice: the per-field hot path of every
+        // reader pass, kept free of a call into the generic `read_exact`.
+        match self.r.buffer().get(..N) {
+            Some(buffered) => {
+                b.copy_from_slice(buffered);
+                self.r.consume(N);
+            }
+            None => self
+                .r
+                .read_exact(&mut b)
+                .map_err(|e| TraceError::io(&self.file, e))?,
+        }
         self.off += N as u64;
         Ok(b)
     }
+    #[inline(always)]
     fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
         Ok(self.bytes::<1>(what)?[0])
     }
+    #[inline(always)]
     fn u16(&mut self, what: &str) -> Result<u16, TraceError> {
         Ok(u16::from_be_bytes(self.bytes(what)?))
     }
+    #[inline(always)]
     fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
         Ok(u32::from_be_bytes(self.bytes(what)?))
     }
+    #[inline(always)]
     fn u64(&mut self, what: &str) -> Result<u64, TraceError> {
         Ok(u64::from_be_bytes(self.bytes(what)?))
     }
@@ -299,8 +313,46 @@ fn version_at_least(v: [u8; 3], a: u8, b: u8, c: u8) -> bool {
     (v[0], v[1], v[2]) >= (a, b, c)
 }
 
+/// The rank's host from its header (after the version): the start time, the hostname and the
+/// user name (u16 length + bytes), then the mesh: dimensions and 2 x that many u32 (its size and
+/// the rank's coordinates, written by machines whose hostname is the partition's, e.g. Blue
+/// Gene). Ranks with the same hostname and mesh fields ran on one node. Only the clock checks
+/// use it, so a header that does not read as one, or names `localhost`, gives no host (no
+/// check) rather than an error.
+fn read_host(rd: &mut Rd) -> Option<String> {
+    const MAX_HOSTNAME: u16 = 255;
+    const MAX_MESH_DIMS: u32 = 16;
+    rd.u64("the header's start time").ok()?;
+    let string = |rd: &mut Rd, max: u16| -> Option<String> {
+        let n = rd.u16("a header string's length").ok()?;
+        if n > max {
+            return None;
+        }
+        let b: Option<Vec<u8>> = (0..n).map(|_| rd.u8("a header string").ok()).collect();
+        Some(String::from_utf8_lossy(&b?).into_owned())
+    };
+    let hostname = string(rd, MAX_HOSTNAME)?;
+    string(rd, u16::MAX)?;
+    let dims = rd.u32("the header's mesh dimensions").ok()?;
+    // `localhost` names no machine: nodes of a cluster can all report it.
+    if hostname.is_empty() || hostname.starts_with("localhost") || dims > MAX_MESH_DIMS {
+        return None;
+    }
+    let mesh: Option<Vec<u32>> = (0..2 * dims)
+        .map(|_| rd.u32("the header's mesh").ok())
+        .collect();
+    let mesh = mesh?;
+    Some(if mesh.is_empty() {
+        hostname
+    } else {
+        format!("{hostname} (mesh {mesh:?})")
+    })
+}
+
 /// Streams one rank's calls.
 struct DumpiCalls {
+    /// The host from the header (see [`read_host`]).
+    host: Option<String>,
     rd: Rd,
     version: [u8; 3],
     sizes: Vec<u32>,
@@ -382,11 +434,13 @@ impl DumpiCalls {
         }
         let (header, body, footer) = (next(&mut p), next(&mut p), next(&mut p));
         let mut version = [0u8; 3];
+        let mut host = None;
         if header > 0 {
             rd.seek(header)?;
             for x in version.iter_mut() {
                 *x = rd.u8("the header's version")?;
             }
+            host = read_host(&mut rd);
         }
         let mut sizes = Vec::new();
         if sizelbl > 0 {
@@ -417,6 +471,7 @@ impl DumpiCalls {
         let cpu_bias = rd.u32("the CPU time bias")? as u64;
         let wall_bias = rd.u32("the wall time bias")? as u64;
         Ok(DumpiCalls {
+            host,
             rd,
             version,
             sizes,
@@ -1036,6 +1091,10 @@ impl CallStream for DumpiCalls {
     fn pos(&self) -> Pos {
         Pos::Offset(self.call_at)
     }
+    /// DUMPI's wall times are the host's real-time clock (the call's own times).
+    fn host(&self) -> Option<String> {
+        self.host.clone()
+    }
 }
 
 impl Iterator for DumpiCalls {
@@ -1055,5 +1114,35 @@ impl Iterator for DumpiCalls {
                 Some(Err(e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// sst-macro's Blue Gene/P trace names one hostname (the partition's) for all 7 ranks; the
+    /// mesh fields tell its two nodes apart: ranks 0-3 and 4-6 (tests/data/README.md: a 4x2x2
+    /// mesh header; the fields read with a hex dump of each file's header).
+    #[test]
+    fn hosts_are_the_hostname_and_mesh_fields() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dumpi");
+        let host = |trace: &str, file: &str, rank: Rank| {
+            DumpiCalls::open(&dir.join(trace).join(file), rank, 7)
+                .unwrap()
+                .host()
+        };
+        let bgp = |r: Rank| host("sst-macro-testbgp", &format!("testbgp-000{r}.bin"), r);
+        let node = |x: u32| format!("R00-M1-N01-J01.challenger (mesh [{x}, 0, 0, 3, 4, 2])");
+        for r in 0..4 {
+            assert_eq!(bgp(r), Some(node(0)), "rank {r}");
+        }
+        for r in 4..7 {
+            assert_eq!(bgp(r), Some(node(1)), "rank {r}");
+        }
+        assert_eq!(
+            host("sst-dumpi-testtrace", "testtrace-0000.bin", 0).as_deref(),
+            Some("hadalst-mbp.ca.sandia.gov")
+        );
     }
 }

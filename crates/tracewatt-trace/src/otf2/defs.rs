@@ -113,6 +113,10 @@ pub(crate) struct GlobalDefs {
     pub regions: BTreeMap<u32, u32>,
     /// Location group id -> type.
     pub location_groups: BTreeMap<u32, u8>,
+    /// Location group id -> its system tree parent.
+    pub location_group_nodes: BTreeMap<u32, u32>,
+    /// System tree node id -> (name and class name string ids, parent id).
+    pub system_tree: BTreeMap<u32, (u32, u32, u32)>,
     pub locations: BTreeMap<u64, LocationDef>,
     pub groups: BTreeMap<u32, Group>,
     /// Group id -> the byte offset of its definition.
@@ -121,11 +125,15 @@ pub(crate) struct GlobalDefs {
     /// reader skips (named when a definition it needs is missing: a corrupt record type).
     pub first_location_group_at: Option<u64>,
     pub first_skipped_at: Option<u64>,
+    /// Byte offset of the end-of-file record (named when definitions are missing and no
+    /// record hints why: a corrupt length can make the reader skip onto an early one).
+    pub end_at: u64,
     pub comms: BTreeMap<u32, Comm>,
 }
 
 const DEF_CLOCK_PROPERTIES: u8 = 5;
 const DEF_STRING: u8 = 10;
+const DEF_SYSTEM_TREE_NODE: u8 = 12;
 const DEF_LOCATION_GROUP: u8 = 13;
 const DEF_LOCATION: u8 = 14;
 const DEF_REGION: u8 = 15;
@@ -180,14 +188,26 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.strings.insert(id, s);
                 d.string_at.insert(id, at);
             }
+            DEF_SYSTEM_TREE_NODE => {
+                let (id, node) = r.body(body, |c| {
+                    let id = c.u32c("a system tree node id")?;
+                    let name = c.u32c("a system tree node name")?;
+                    let class = c.u32c("a system tree node class")?;
+                    Ok((id, (name, class, c.u32c("a system tree node's parent")?)))
+                })?;
+                d.system_tree.insert(id, node);
+            }
             DEF_LOCATION_GROUP => {
                 d.first_location_group_at.get_or_insert(r.offset_of(&body));
-                let (id, ty) = r.body(body, |c| {
+                let (id, ty, node) = r.body(body, |c| {
                     let id = c.u32c("a location group id")?;
                     c.u32c("a location group name")?;
-                    Ok((id, c.u8("a location group type")?))
+                    let ty = c.u8("a location group type")?;
+                    let node = c.u32c("a location group's system tree parent")?;
+                    Ok((id, ty, node))
                 })?;
                 d.location_groups.insert(id, ty);
+                d.location_group_nodes.insert(id, node);
             }
             DEF_LOCATION => {
                 let (id, loc) = r.body(body, |c| {
@@ -250,6 +270,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
             }
         }
     }
+    d.end_at = r.offset() - 1;
     Ok(d)
 }
 

@@ -39,6 +39,7 @@ const OMP_TASK_SWITCH: u8 = 29;
 const OMP_TASK_COMPLETE: u8 = 30;
 const NBC_REQUEST: u8 = 85;
 const NBC_COMPLETE: u8 = 86;
+const MEASUREMENT_ON: u8 = 1;
 const MEASUREMENT_OFF: u8 = 2;
 
 /// A point-to-point message as a record describes it (peer is communicator-local).
@@ -170,6 +171,11 @@ impl EvtStream {
         self.at
     }
 
+    /// The last event's time as recorded (before clock correction), in ticks.
+    pub fn raw_time(&self) -> u64 {
+        self.time
+    }
+
     /// The next event and its corrected time in ticks; `None` at the end-of-file record.
     pub fn next_event(&mut self) -> Result<Option<(u64, Ev)>, TraceError> {
         if self.done {
@@ -183,7 +189,21 @@ impl EvtStream {
             self.at = self.r.offset() - 1;
             let ev = match t {
                 TIMESTAMP => {
-                    self.time = self.r.read(|c| c.u64_full("a timestamp"))?;
+                    let t = self.r.read(|c| c.u64_full("a timestamp"))?;
+                    // A location records its events in time order: an earlier time is corrupt
+                    // (a call's Leave before its Enter would otherwise read as a call of no
+                    // duration).
+                    if t < self.time {
+                        return Err(self.r.error_at(
+                            self.at,
+                            format!(
+                                "a timestamp not before the previous event's (time runs forward \
+                                 in a location; {} ticks earlier)",
+                                self.time - t
+                            ),
+                        ));
+                    }
+                    self.time = t;
                     continue;
                 }
                 1 | 3 | 4 => {
@@ -210,8 +230,14 @@ impl EvtStream {
                         ATTRIBUTE_LIST => continue,
                         MEASUREMENT_ON_OFF => {
                             let m = self.r.body(body, |c| c.u8("a measurement mode"))?;
+                            if m != MEASUREMENT_ON && m != MEASUREMENT_OFF {
+                                return Err(self.r.error_at(
+                                    self.at,
+                                    format!("a measurement mode, 1 (on) or 2 (off), got {m}"),
+                                ));
+                            }
                             Ev::Measurement {
-                                on: m != MEASUREMENT_OFF,
+                                on: m == MEASUREMENT_ON,
                             }
                         }
                         MPI_SEND | MPI_RECV | MPI_ISEND | MPI_IRECV => {

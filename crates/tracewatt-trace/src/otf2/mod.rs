@@ -80,6 +80,8 @@ struct Model {
     ticks_per_s: u64,
     origin_ticks: u64,
     rank_locations: Vec<u64>,
+    /// Per rank, its host: the name and id of its system tree node (see `host_node`).
+    rank_nodes: Vec<Option<String>>,
     /// Global region id -> MPI call (absent: not an MPI region).
     regions: BTreeMap<u32, MpiRegion>,
     comms: CommMap,
@@ -93,14 +95,14 @@ impl Model {
         let stem = anchor_path.with_extension("");
         let defs_path = anchor_path.with_extension("def");
         let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
-        let at = || Location::file(&defs_path);
-        // A missing definition has no offset; name where a corrupt one most likely is.
-        let near = |off: Option<u64>| off.map_or_else(at, |o| Location::at(&defs_path, None, o));
+        // A missing definition has no offset; name where a corrupt one most likely is, else
+        // where the definitions end (a corrupt record length can skip onto an early end).
+        let near = |off: Option<u64>| Location::at(&defs_path, None, off.unwrap_or(d.end_at));
         let Some((ticks_per_s, origin_ticks)) = d.clock else {
             return Err(TraceError::format(
                 near(d.first_skipped_at),
                 "a ClockProperties definition (none found; this is the first definition the \
-                 reader skips)",
+                 reader skips, or where the definitions end)",
             ));
         };
         let rank_locations = rank_locations(&d);
@@ -133,7 +135,9 @@ impl Model {
                 ),
                 format!(
                     "1..2^24 MPI ranks (the members of MPI's locations group or the process \
-                     location groups; found {})",
+                     location groups; found {}; this is MPI's locations group, the first \
+                     location group, the first definition the reader skips, or where the \
+                     definitions end)",
                     rank_locations.len()
                 ),
             ));
@@ -156,6 +160,13 @@ impl Model {
             regions.insert(id, MpiRegion { func, name });
         }
         let (comms, defined) = communicators(&d, rank_locations.len() as u32);
+        let rank_nodes = rank_locations
+            .iter()
+            .map(|l| {
+                let group = d.locations.get(l)?.group;
+                host_node(&d, *d.location_group_nodes.get(&group)?)
+            })
+            .collect();
         Ok(Model {
             dir: stem,
             chunk_size_events: anchor.chunk_size_events,
@@ -163,6 +174,7 @@ impl Model {
             ticks_per_s,
             origin_ticks,
             rank_locations,
+            rank_nodes,
             regions,
             comms,
             defined,
@@ -180,6 +192,13 @@ impl Model {
         u64::try_from(t / self.ticks_per_s as u128).unwrap_or(u64::MAX)
     }
 
+    /// Ticks as recorded, in ns: the origin applies to corrected times, which raw ones
+    /// (offsets not yet added) may precede.
+    fn raw_ns(&self, ticks: u64) -> u64 {
+        let t = ticks as u128 * 1_000_000_000 / self.ticks_per_s as u128;
+        u64::try_from(t).unwrap_or(u64::MAX)
+    }
+
     fn comm(&self, id: u32) -> (CommHandle, u32) {
         match self.comms.get(&id) {
             Some(&c) => c,
@@ -189,6 +208,26 @@ impl Model {
             None => (id + 2, 1),
         }
     }
+}
+
+/// The system tree node that is the host of a process whose location group's parent is
+/// `parent`: the nearest ancestor of class `node` (Score-P names a host so; trees may hold
+/// sockets, cores or NUMA domains below it). `None` when there is none, or it is `localhost`:
+/// the host is unknown.
+fn host_node(d: &GlobalDefs, parent: u32) -> Option<String> {
+    let mut at = parent;
+    // A corrupt parent link could make a cycle: a tree is no deeper than its node count.
+    for _ in 0..=d.system_tree.len() {
+        let &(name, class, up) = d.system_tree.get(&at)?;
+        if d.strings.get(&class).is_some_and(|c| c == "node") {
+            let name = d.strings.get(&name).map_or("", String::as_str);
+            // Score-P merges processes by hostname: `localhost` may be many machines.
+            return (!name.starts_with("localhost"))
+                .then(|| format!("{name} (system tree node {at})"));
+        }
+        at = up;
+    }
+    None
 }
 
 /// World rank -> location id.
@@ -366,6 +405,8 @@ struct Open {
     region: u32,
     func: Func,
     start_ticks: u64,
+    /// Its Enter's time as recorded (no correction, no cut): the host's clock.
+    start_raw: u64,
     /// The byte offset of its Enter event.
     at: u64,
 }
@@ -386,12 +427,15 @@ struct Otf2Calls {
     cut_ticks: u64,
     off_since: Option<u64>,
     last_ticks: u64,
+    /// The last event's time as recorded.
+    last_raw: u64,
     /// Request handles for isends recorded without a request (Score-P without xnonblock).
     synthetic_reqs: u64,
-    /// Finished calls with their Enter's byte offset.
-    out: VecDeque<(u64, Call)>,
+    /// Finished calls with their Enter's byte offset and their times on the host's clock (ns).
+    out: VecDeque<(u64, Call, (u64, u64))>,
     done: bool,
     call_at: u64,
+    call_host_ns: (u64, u64),
 }
 
 impl Otf2Calls {
@@ -416,7 +460,7 @@ impl Otf2Calls {
                     new: *h,
                     members: m.clone(),
                 };
-                (0, Call::untimed(funcs::F_COMM_DEFINE, define))
+                (0, Call::untimed(funcs::F_COMM_DEFINE, define), (0, 0))
             })
             .collect();
         Ok(Otf2Calls {
@@ -436,10 +480,12 @@ impl Otf2Calls {
             cut_ticks: 0,
             off_since: None,
             last_ticks: 0,
+            last_raw: 0,
             synthetic_reqs: 0,
             out,
             done: false,
             call_at: 0,
+            call_host_ns: (0, 0),
         })
     }
 
@@ -447,7 +493,8 @@ impl Otf2Calls {
         self.model.ns(ticks)
     }
 
-    fn close(&mut self, end_ticks: u64) {
+    /// Ends the open call at `end_ticks` (`end_raw` as recorded).
+    fn close(&mut self, end_ticks: u64, end_raw: u64) {
         if let Some(o) = self.open.take() {
             let kind = self.kind(&o);
             self.evs.clear();
@@ -458,39 +505,49 @@ impl Otf2Calls {
                 cpu_ns: None,
                 kind,
             };
-            self.out.push_back((o.at, call));
+            let m = &self.model;
+            let host = (m.raw_ns(o.start_raw), m.raw_ns(end_raw.max(o.start_raw)));
+            self.out.push_back((o.at, call, host));
         }
     }
 
     /// Reads events until a call is complete (or the file ends).
     fn step(&mut self) -> Result<(), TraceError> {
         let Some((raw, ev)) = self.ev.next_event()? else {
-            let end = self.last_ticks;
-            self.close(end);
+            let (end, raw) = (self.last_ticks, self.last_raw);
+            self.close(end, raw);
             self.done = true;
             return Ok(());
         };
         let t = raw.saturating_sub(self.cut_ticks);
         self.last_ticks = t;
+        let raw = self.ev.raw_time();
+        self.last_raw = raw;
         match ev {
+            // Measurement starts on and switches alternately: a switch to the state it is in
+            // is a corrupt mode, which would move every later time by the interval's length.
+            Ev::Measurement { on } if on != self.off_since.is_some() => {
+                return Err(self.ev.error_at_event(
+                    "a measurement switched off only while on, and on only while off",
+                ));
+            }
             Ev::Measurement { on: false } => {
-                self.off_since.get_or_insert(t);
+                self.off_since = Some(t);
             }
             Ev::Measurement { on: true } => {
-                if let Some(off) = self.off_since.take() {
-                    let gap = t.saturating_sub(off);
-                    self.cut_ticks += gap;
-                    self.last_ticks = t - gap;
-                }
+                let gap = t.saturating_sub(self.off_since.take().unwrap_or(t));
+                self.cut_ticks += gap;
+                self.last_ticks = t - gap;
             }
             Ev::Enter(region) => {
                 if let Some(r) = self.model.regions.get(&region) {
                     let func = r.func;
-                    self.close(t);
+                    self.close(t, raw);
                     self.open = Some(Open {
                         region,
                         func,
                         start_ticks: t,
+                        start_raw: raw,
                         at: self.ev.at(),
                     });
                 }
@@ -501,7 +558,7 @@ impl Otf2Calls {
                 let ends = self.open.as_ref().is_some_and(|o| o.region == region)
                     || self.model.regions.contains_key(&region);
                 if ends {
-                    self.close(t);
+                    self.close(t, raw);
                 }
             }
             Ev::IrecvRequest(_) | Ev::NbcRequest(_) => {
@@ -812,14 +869,30 @@ impl CallStream for Otf2Calls {
     fn pos(&self) -> Pos {
         Pos::Offset(self.call_at)
     }
+    /// The rank's node in the system tree (see `host_node`): Score-P's timers
+    /// (TSC, clock_gettime, gettimeofday) are the node's clock, shared by its processes.
+    fn host(&self) -> Option<String> {
+        self.model
+            .rank_nodes
+            .get(self.rank as usize)
+            .cloned()
+            .flatten()
+    }
+    /// The recorded times, before clock correction and measurement-off cuts: the offsets
+    /// Score-P measures per process would put an error of their own between two processes
+    /// of one node, and cuts are per rank.
+    fn host_times_ns(&self, _call: &Call) -> (u64, u64) {
+        self.call_host_ns
+    }
 }
 
 impl Iterator for Otf2Calls {
     type Item = Result<Call, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((at, c)) = self.out.pop_front() {
+            if let Some((at, c, host)) = self.out.pop_front() {
                 self.call_at = at;
+                self.call_host_ns = host;
                 return Some(Ok(c));
             }
             if self.done {
@@ -845,6 +918,34 @@ mod tests {
             paradigm,
             members: members.to_vec(),
         }
+    }
+
+    /// A process's host is its nearest system tree ancestor of class `node` (below it may be
+    /// sockets or cores); none: unknown. Nodes are told apart by id, names may repeat.
+    #[test]
+    fn a_process_host_is_its_node_in_the_system_tree() {
+        let mut d = GlobalDefs::default();
+        for (id, s) in [
+            (0, "machine"),
+            (1, "node"),
+            (2, "socket"),
+            (3, "n1"),
+            (4, "localhost"),
+        ] {
+            d.strings.insert(id, s.to_string());
+        }
+        // machine 0 > node 1 (n1) > socket 2; machine 0 > socket 3 without a node; machine 0 >
+        // node 4 (localhost).
+        d.system_tree.insert(0, (0, 0, UNDEFINED_U32));
+        d.system_tree.insert(1, (3, 1, 0));
+        d.system_tree.insert(2, (3, 2, 1));
+        d.system_tree.insert(3, (3, 2, 0));
+        d.system_tree.insert(4, (4, 1, 0));
+        assert_eq!(host_node(&d, 2).as_deref(), Some("n1 (system tree node 1)"));
+        assert_eq!(host_node(&d, 1).as_deref(), Some("n1 (system tree node 1)"));
+        assert_eq!(host_node(&d, 3), None);
+        assert_eq!(host_node(&d, 4), None);
+        assert_eq!(host_node(&d, 9), None);
     }
 
     /// Threads and accelerator streams are not ranks; MPI's location group decides the order.
@@ -892,6 +993,59 @@ mod tests {
         assert_eq!(defined, vec![(5, vec![2, 0])]);
     }
 
+    /// One rank (location 0, events in `dir/0.evt`), regions 1 and 2 MPI_Send and MPI_Recv,
+    /// ticks in ns.
+    fn model(dir: &Path) -> Model {
+        let mpi = |name: &str| MpiRegion {
+            func: func_id(name).unwrap(),
+            name: name.into(),
+        };
+        Model {
+            dir: dir.to_path_buf(),
+            chunk_size_events: 1 << 20,
+            chunk_size_defs: 1 << 20,
+            ticks_per_s: 1_000_000_000,
+            origin_ticks: 0,
+            rank_locations: vec![0],
+            rank_nodes: vec![None],
+            regions: [(1, mpi("send")), (2, mpi("recv"))].into_iter().collect(),
+            comms: [(0, (WORLD_HANDLE, 2))].into_iter().collect(),
+            defined: Vec::new(),
+        }
+    }
+
+    /// A measurement-off interval (30-130 ns) is cut out of the call's times, not out of its
+    /// times on the host's clock, which other ranks of the host share.
+    #[test]
+    fn host_times_are_the_recorded_ones() {
+        let dir = std::env::temp_dir().join(format!("tracewatt-otf2-host-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut b = vec![3u8, 0x42];
+        b.extend([0u8; 16]);
+        for (t, record) in [
+            (10u64, [12u8, 1, 1]), // Enter MPI_Send
+            (20, [13, 1, 1]),      // Leave MPI_Send
+            (30, [11, 1, 2]),      // measurement off
+            (130, [11, 1, 1]),     // measurement on
+            (140, [12, 1, 2]),     // Enter MPI_Recv
+            (150, [13, 1, 2]),     // Leave MPI_Recv
+        ] {
+            b.push(5);
+            b.extend(t.to_le_bytes());
+            b.extend(record);
+        }
+        b.extend([2, 0]); // end of file
+        std::fs::write(dir.join("0.evt"), &b).unwrap();
+        let mut calls = Otf2Calls::open(Arc::new(model(&dir)), 0).unwrap();
+        let mut times = Vec::new();
+        while let Some(c) = calls.next() {
+            let c = c.unwrap();
+            times.push(((c.start_ns, c.end_ns), calls.host_times_ns(&c)));
+        }
+        assert_eq!(times, vec![((10, 20), (10, 20)), ((40, 50), (140, 150))]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     /// A hand-written event file: a Leave without Enter, an MPI Enter while another MPI call
     /// is open, user regions, and an MPI call still open at the end.
     #[test]
@@ -921,22 +1075,7 @@ mod tests {
         ts(&mut b, 70);
         b.extend([99, 2, 0, 0, 2]); // an unknown event (skipped by length), end of file
         std::fs::write(dir.join("0.evt"), &b).unwrap();
-        let mpi = |name: &str| MpiRegion {
-            func: func_id(name).unwrap(),
-            name: name.into(),
-        };
-        let model = Model {
-            dir: dir.clone(),
-            chunk_size_events: 1 << 20,
-            chunk_size_defs: 1 << 20,
-            ticks_per_s: 1_000_000_000,
-            origin_ticks: 0,
-            rank_locations: vec![0],
-            regions: [(1, mpi("send")), (2, mpi("recv"))].into_iter().collect(),
-            comms: [(0, (WORLD_HANDLE, 2))].into_iter().collect(),
-            defined: Vec::new(),
-        };
-        let calls: Vec<Call> = Otf2Calls::open(Arc::new(model), 0)
+        let calls: Vec<Call> = Otf2Calls::open(Arc::new(model(&dir)), 0)
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
