@@ -323,6 +323,19 @@ fn unframe(b: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The error of a one-rank trace: at open, or at the first call of rank 0 that fails.
+fn first_error(dir: &Path) -> String {
+    match open_trace(dir, &ReadOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(t) => t
+            .calls(0)
+            .unwrap()
+            .find_map(Result::err)
+            .expect("an error")
+            .to_string(),
+    }
+}
+
 #[test]
 fn crc32_is_the_standard_one() {
     // The check value of CRC-32/ISO-HDLC (the "123456789" test vector of the CRC catalogue).
@@ -370,16 +383,7 @@ fn multi_block_rank_files_check_every_block() {
     let mut bad = b.clone();
     bad[second + 1_000] ^= 0x10;
     std::fs::write(&f, &bad).unwrap();
-    let t = open_trace(&a, &ReadOptions::default());
-    let err = match t {
-        Err(e) => e.to_string(),
-        Ok(t) => t
-            .calls(0)
-            .unwrap()
-            .find_map(Result::err)
-            .unwrap()
-            .to_string(),
-    };
+    let err = first_error(&a);
     assert!(
         err.contains("rank-0.twr")
             && err.contains("rank 0")
@@ -389,15 +393,7 @@ fn multi_block_rank_files_check_every_block() {
     );
     // Cut inside the last block: truncated.
     std::fs::write(&f, &b[..b.len() - 3]).unwrap();
-    let err = match open_trace(&a, &ReadOptions::default()) {
-        Err(e) => e.to_string(),
-        Ok(t) => t
-            .calls(0)
-            .unwrap()
-            .find_map(Result::err)
-            .unwrap()
-            .to_string(),
-    };
+    let err = first_error(&a);
     assert!(err.contains("truncated"), "{err}");
     let _ = std::fs::remove_dir_all(a);
 }
