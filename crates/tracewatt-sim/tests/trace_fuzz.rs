@@ -57,6 +57,16 @@ struct Target {
 }
 
 /// A private copy of a trace, its files, and what the unflipped trace replays to.
+/// What one flip did.
+enum Verdict<'a> {
+    /// Refused with its place, read as the same trace, or moved the makespan by < 0.5 %.
+    Met,
+    /// Read cleanly as another consistent trace of an undetectable class (its counter): only
+    /// its timing, or only a communicator's membership, differs.
+    Residue(&'a Cell<usize>, String),
+    Fails(String),
+}
+
 struct Fuzz {
     dir: PathBuf,
     /// What `open_trace` is given (the directory, or a list file).
@@ -262,20 +272,28 @@ impl Fuzz {
             let mut b = orig.clone();
             b[pos] ^= mask;
             std::fs::write(&t.path, &b).expect("write");
-            if let Some(v) = self.verdict(t) {
-                let name = t.path.file_name().expect("name").to_string_lossy();
-                let failure = format!("{name} byte {pos} ^ {mask:#04x}: {v}");
-                // The slow runs take hours: say each failure when it happens.
-                eprintln!("{}: {failure}", self.open.display());
-                failures.push(failure);
+            let name = t.path.file_name().expect("name").to_string_lossy();
+            let flip = format!("{name} byte {pos} ^ {mask:#04x}");
+            // The slow runs take hours: say each failure, and each flip of the residue (so it
+            // can be examined), when it happens.
+            match self.verdict(t) {
+                Verdict::Met => {}
+                Verdict::Residue(class, moved) => {
+                    class.set(class.get() + 1);
+                    eprintln!("{}: residue: {flip}: {moved}", self.open.display());
+                }
+                Verdict::Fails(why) => {
+                    let failure = format!("{flip}: {why}");
+                    eprintln!("{}: {failure}", self.open.display());
+                    failures.push(failure);
+                }
             }
             std::fs::write(&t.path, orig).expect("restore");
         }
         failures
     }
 
-    /// `None` when the flipped trace meets the bar, else why not.
-    fn verdict(&self, t: &Target) -> Option<String> {
+    fn verdict(&self, t: &Target) -> Verdict<'_> {
         let name = t.path.file_name().expect("name").to_string_lossy();
         let where_ = if t.text { "line" } else { "byte offset" };
         // A rank's file must be named with the rank; a file the ranks share (definitions, an
@@ -295,7 +313,11 @@ impl Fuzz {
                         && (e.contains("byte offset") || e.contains("line"))
                 }
             };
-            (!named).then(|| format!("refused without file/rank/{where_}: {e}"))
+            if named {
+                Verdict::Met
+            } else {
+                Verdict::Fails(format!("refused without file/rank/{where_}: {e}"))
+            }
         };
         let w = match open_trace(&self.open, &ReadOptions::default()) {
             Ok(w) => w,
@@ -304,32 +326,31 @@ impl Fuzz {
         let comms_changed = w.comms() != self.base_comms;
         let ops = match all_ops(&w) {
             Err(e) => return refused(e),
-            Ok(_) if self.self_checking => return Some("read without an error".into()),
-            Ok(o) if o == self.base_ops => return None,
+            Ok(_) if self.self_checking => return Verdict::Fails("read without an error".into()),
+            Ok(o) if o == self.base_ops => return Verdict::Met,
             Ok(o) => o,
         };
         let s = match makespan_s(&self.open, w) {
             Ok(s) => s,
-            Err(e) => return Some(format!("read cleanly, replay failed: {e}")),
+            Err(e) => return Verdict::Fails(format!("read cleanly, replay failed: {e}")),
         };
         let moved_s = (s - self.base_s).abs();
         if moved_s < HARMLESS * self.base_s {
-            return None;
+            return Verdict::Met;
         }
+        let moved = format!("read cleanly, makespan {} s -> {s} s", self.base_s);
         let timing_only = ops.len() == self.base_ops.len()
             && ops
                 .iter()
                 .zip(&self.base_ops)
                 .all(|(a, b)| communication(a).eq(communication(b)));
         if timing_only {
-            self.timing_only.set(self.timing_only.get() + 1);
-            return None;
+            Verdict::Residue(&self.timing_only, moved)
+        } else if comms_changed {
+            Verdict::Residue(&self.comms_changed, moved)
+        } else {
+            Verdict::Fails(moved)
         }
-        if comms_changed {
-            self.comms_changed.set(self.comms_changed.get() + 1);
-            return None;
-        }
-        Some(format!("read cleanly, makespan {} s -> {s} s", self.base_s))
     }
 
     /// `n` seeded flips (target, position, nonzero xor mask), targets weighted by size.
