@@ -1,10 +1,11 @@
-"""The tables of docs/tracerp.md, drawn from a `tracerp` sweep's dataset.
+"""The tables of docs/tracerp.md, drawn from a `tracerp` or `tracerp-departures` sweep's dataset.
 
     python scripts/tracerp_tables.py docs/data/tracerp-8192.parquet
 
 Prints Markdown: Fig. 2 (link power saved and slowdown per benchmark and machine), Fig. 3 (link
 energy saved and slowdown against T_s at T_w = 17 us), Fig. 4 (link power saved against T_s at
-T_w = 0), Fig. 5 (slowdown against T_w at T_s = 0), per machine, and the runs' measured time.
+T_w = 0), Fig. 5 (slowdown against T_w at T_s = 0), per machine; for `tracerp-departures`, qbox
+against its compute per phase and the dragonfly's a2a per routing; and the runs' measured time.
 Only the groups and cells the dataset holds are shown (a partial sweep leaves the rest out).
 As TraceRP's figures: power is the link ports' (switch and NIC) average power, energy their
 energy (the sweep's `link_saving_pct`), each against the always-on run of the same machine and
@@ -30,24 +31,14 @@ TS = "power.links.idle_timeout_us"
 TW = "power.links.wake_time_us"
 
 
-def link_power_w(df: pd.DataFrame) -> pd.Series:
-    return df["avg_power_switch_ports_w"] + df["avg_power_nic_ports_w"]
-
-
 def with_baseline(df: pd.DataFrame) -> pd.DataFrame:
-    """The On/Off rows, each with its link power saving and slowdown against always-on."""
-    ok = df[df["status"] == "ok"].copy()
-    ok["link_w"] = link_power_w(ok)
-    base = (
-        ok[ok["variant"] == "always_on"]
-        .drop_duplicates(["machine.preset", "jobs[0]"])
-        .set_index(["machine.preset", "jobs[0]"])[["link_w", "makespan_s"]]
-    )
-    on = ok[ok["variant"] == "on_off"].merge(
-        base.add_suffix("_base"), left_on=["machine.preset", "jobs[0]"], right_index=True
-    )
-    on["link_power_saving_pct"] = 100 * (1 - on["link_w"] / on["link_w_base"])
-    on["slowdown_pct"] = 100 * (on["makespan_s"] / on["makespan_s_base"] - 1)
+    """The On/Off rows, each with its link power saving against the always-on run of its cell.
+
+    The sweep already pairs each run with its cell's baseline (`link_saving_pct`: link energy,
+    `slowdown_pct`); link power is energy over run time, so its ratio follows from the two."""
+    on = df[(df["status"] == "ok") & (df["variant"] == "on_off")].copy()
+    energy_ratio = 1 - on["link_saving_pct"] / 100
+    on["link_power_saving_pct"] = 100 * (1 - energy_ratio / (1 + on["slowdown_pct"] / 100))
     return on
 
 
@@ -99,6 +90,58 @@ def sweep_table(on: pd.DataFrame, group: str, axis: str, metric: str) -> list[st
     return out
 
 
+def saved_and_slowdown(x: pd.Series) -> str:
+    return f"{cell(x['link_power_saving_pct'])} / {x['slowdown_pct']:.2f}"
+
+
+def always_on_ms(x: pd.Series) -> str:
+    return f"{1e3 * x['makespan_s'] / (1 + x['slowdown_pct'] / 100):.1f}"
+
+
+def qbox_compute(on: pd.DataFrame) -> list[str]:
+    """`tracerp-departures`: qbox per machine against the compute in each of its phases."""
+    g = on[on["group"] == "qbox_compute"]
+    if g.empty:
+        return []
+    compute = "jobs[0].workload.compute_us"
+    values = sorted(g[compute].unique())
+    head = ["machine", *(f"{v / 1000:g} ms" for v in values)]
+    tables = []
+    for show in (saved_and_slowdown, always_on_ms):
+        rows = []
+        for m in MACHINES:
+            x = g[g["machine.preset"] == m].set_index(compute)
+            if not x.empty:
+                rows.append([MACHINES[m], *(show(x.loc[v]) for v in values)])
+        tables.append(table(head, rows))
+    return tables
+
+
+def a2a_routing(on: pd.DataFrame) -> str | None:
+    """`tracerp-departures`: the dragonfly's a2a under each routing algorithm."""
+    g = on[on["group"] == "a2a_routing"]
+    if g.empty:
+        return None
+    rows = [
+        [
+            str(x["machine.routing.algorithm"]),
+            always_on_ms(x),
+            saved_and_slowdown(x),
+            f"{x['lpi_share']:.2f}",
+            f"{x['link_wakes']}",
+        ]
+        for _, x in g.sort_values("machine.routing.algorithm").iterrows()
+    ]
+    head = [
+        "routing",
+        "always-on run time, ms",
+        "link power saved / slowdown, %",
+        "LPI share",
+        "wakes",
+    ]
+    return table(head, rows)
+
+
 def timing(df: pd.DataFrame) -> str:
     ok = df[df["status"] == "ok"]
     if "run_cpu_s" not in ok:
@@ -146,6 +189,15 @@ def main(argv: list[str] | None = None) -> int:
         tables = sweep_table(on, group, axis, metric)
         if tables:
             parts += [title, *tables]
+    qbox = qbox_compute(on)
+    if qbox:
+        parts += [
+            "qbox with compute: link power saved / slowdown, %, and always-on run time, ms",
+            *qbox,
+        ]
+    a2a = a2a_routing(on)
+    if a2a:
+        parts += ["The dragonfly's a2a (one iteration) by routing", a2a]
     t = timing(df)
     if t:
         parts += ["Measured time of the runs (each distinct run once)", t]

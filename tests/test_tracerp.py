@@ -89,6 +89,45 @@ def test_a_reduced_tracerp_runs_every_group(tmp_path: Path) -> None:
         assert (np.diff(s) <= 1e-9).all(), s
 
 
+def test_the_departures_spec_varies_only_its_own_axis_from_tracerps_cells() -> None:
+    """`tracerp-departures` measures two departures from the paper on tracerp's own cells: its
+    runs without compute are tracerp's Fig. 2 qbox runs (the same configuration, so the same
+    run hash), and its a2a differs from tracerp's only in its iteration count and routing."""
+    sweep = pytest.importorskip("tracewatt.sweep")
+    tracerp = {
+        (r.variant, r.values["machine.preset"], r.values["jobs[0]"]): r
+        for r in sweep.SweepSpec.load(SPEC).runs()
+        if r.group == "fig2"
+    }
+    departures = sweep.SweepSpec.load(SPEC.with_name("tracerp-departures.toml")).runs()
+    assert len(departures) == 22 and not any(r.error for r in departures)
+    qbox = [r for r in departures if r.group == "qbox_compute"]
+    assert len(qbox) == 18
+    for r in qbox:
+        same = tracerp[(r.variant, r.values["machine.preset"], "qbox")]
+        if r.values["jobs[0].workload.compute_us"] == 0.0:
+            assert r.hash == same.hash
+        else:
+            assert r.hash != same.hash
+            expected = copy.deepcopy(same.config.to_dict())
+            expected["jobs"][0]["workload"]["compute_us"] = r.values["jobs[0].workload.compute_us"]
+            assert r.config.to_dict() == expected
+    a2a = [r for r in departures if r.group == "a2a_routing"]
+    assert sorted((r.variant, r.values["machine.routing.algorithm"]) for r in a2a) == [
+        ("always_on", "minimal"),
+        ("always_on", "ugal"),
+        ("on_off", "minimal"),
+        ("on_off", "ugal"),
+    ]
+    for r in a2a:
+        expected = copy.deepcopy(
+            tracerp[(r.variant, "tracerp-dragonfly-342", "a2a")].config.to_dict()
+        )
+        expected["jobs"][0]["workload"]["iterations"] = 1
+        expected["machine"]["routing"] = {"algorithm": r.values["machine.routing.algorithm"]}
+        assert r.config.to_dict() == expected
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

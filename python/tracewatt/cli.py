@@ -417,8 +417,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from tracewatt import sweep
 
     if args.list:
-        for name, description in sweep.list_shipped():
-            sys.stdout.write(f"{name:<12}{description}\n")
+        shipped = sweep.list_shipped()
+        width = max(len(name) for name, _ in shipped) + 2
+        for name, description in shipped:
+            sys.stdout.write(f"{name:<{width}}{description}\n")
         return EXIT_OK
     if args.spec is None:
         raise UsageError("give a sweep spec (a TOML file, or a shipped one: --list)")
