@@ -722,17 +722,121 @@ fn an_otf2_rank_whose_location_is_undefined_is_refused_at_its_group() {
     );
 }
 
-/// A corrupt region definition in pipit ping-pong's traces.def (byte 4026 xor 0x90) leaves
-/// MPI_Send and MPI_Recv no longer MPI regions: their message records then stand outside any
-/// MPI call, refused at the first (rank 0's first send record).
+/// The MPI_Isend string definition at byte 4024 of pipit ping-pong's traces.def has length
+/// 0x0c; byte 4026 xor 0x90 makes it 0x9c, swallowing the next definitions, string 185 among
+/// them: region 164 (its record at byte 8526, its body at 8528) is then named by no string.
+#[test]
+fn an_otf2_region_named_by_an_undefined_string_is_refused_at_its_definition() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-name",
+        "traces.def",
+        4026,
+        0x90,
+    );
+    assert_eq!(
+        refusal(&d.join("traces.otf2")),
+        format!(
+            "{}, byte offset 8528: expected a region named by defined strings, got string 185",
+            d.join("traces.def").display()
+        )
+    );
+}
+
+/// Rank 0's first Enter in pipit ping-pong (its record at byte 51 of 0.evt) enters region 3;
+/// byte 53 xor 0xf3 makes it region 240, which traces.def does not define.
+#[test]
+fn an_otf2_event_of_an_undefined_region_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-enter",
+        "traces/0.evt",
+        53,
+        0xf3,
+    );
+    assert_eq!(
+        refusal(&d.join("traces.otf2")),
+        format!(
+            "{}: rank 0, byte offset 51: expected an Enter or Leave of a region the global \
+             definitions define, got region 240",
+            d.join("traces").join("0.evt").display()
+        )
+    );
+}
+
+/// pipit ping-pong's ClockProperties (traces.def from byte 18) give 2,095,197,216 ticks per
+/// second, origin 0x1a47f4ff668388 and length 0x18ed6394 ticks (its top byte at byte 37).
+/// Byte 37 xor 0x10 shortens the length to 0x08ed6394: the trace's later events fall after
+/// its end, refused at the first of them.
+#[test]
+fn an_otf2_event_after_the_traces_span_is_refused() {
+    let d = otf2_flipped("otf2/pipit-ping-pong", "otf2-span", "traces.def", 37, 0x10);
+    let (origin, length) = (0x1a47f4ff668388u64, 0x08ed6394u64);
+    let e = refusal(&d.join("traces.otf2"));
+    let within = format!(
+        ": expected an event time within the trace's span (ClockProperties: ticks {origin} to {}), got tick ",
+        origin + length
+    );
+    let (place, tick) = e.split_once(&within).unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        place.contains(".evt: rank ") && place.contains(", byte offset "),
+        "{e}"
+    );
+    assert!(tick.parse::<u64>().unwrap() > origin + length, "{e}");
+}
+
+/// sst-macro-10ranks' traces.def defines "MPI_Group_free" as string 193 (its id at byte 4304);
+/// xored with 0xff the id is 62, which an earlier record already defines.
+#[test]
+fn an_otf2_string_defined_twice_is_refused() {
+    let d = otf2_flipped(
+        "otf2/sst-macro-10ranks",
+        "otf2-dup",
+        "traces.def",
+        4304,
+        0xff,
+    );
+    let e = refusal(&d.join("traces.otf2"));
+    assert!(
+        e.starts_with(&format!("{}, byte offset ", d.join("traces.def").display())),
+        "{e}"
+    );
+    assert!(e.ends_with(": expected string 62 defined once"), "{e}");
+}
+
+/// pipit ping-pong's MPI_Send region (region 193, its record's body at byte 9021 of
+/// traces.def) has name and canonical name string 214, "MPI_Send"; byte 9024 xor 0xc2 makes
+/// its name string 20, "main".
+#[test]
+fn an_otf2_mpi_region_whose_name_and_canonical_name_differ_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-canon",
+        "traces.def",
+        9024,
+        0xc2,
+    );
+    assert_eq!(
+        refusal(&d.join("traces.otf2")),
+        format!(
+            "{}, byte offset 9021: expected an MPI function's region with its name as its \
+             canonical name, got `main` and `MPI_Send`",
+            d.join("traces.def").display()
+        )
+    );
+}
+
+/// Rank 0's first Enter of MPI_Send in pipit ping-pong (byte 135 of 0.evt) names region 193;
+/// byte 137 xor 0xc2 makes it region 3, a user region. The send's message record then stands
+/// outside any MPI call, refused there.
 #[test]
 fn an_otf2_message_record_outside_an_mpi_call_is_refused() {
     let d = otf2_flipped(
         "otf2/pipit-ping-pong",
         "otf2-region",
-        "traces.def",
-        4026,
-        0x90,
+        "traces/0.evt",
+        137,
+        0xc2,
     );
     let e = refusal(&d.join("traces.otf2"));
     assert!(

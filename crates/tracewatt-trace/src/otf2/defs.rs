@@ -101,16 +101,27 @@ pub(crate) struct LocationDef {
     pub group: u32,
 }
 
+/// A Region definition's string references and paradigm.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RegionDef {
+    pub name: u32,
+    /// The canonical name and the paradigm, which OTF2 1.1 appended to the record (absent
+    /// from older traces).
+    pub canonical_name: Option<u32>,
+    pub paradigm: Option<u8>,
+}
+
 /// The global definitions the reader uses.
 #[derive(Debug, Default)]
 pub(crate) struct GlobalDefs {
-    /// Ticks per second and the trace's time origin (ClockProperties).
-    pub clock: Option<(u64, u64)>,
+    /// Ticks per second, the trace's time origin and its length in ticks (ClockProperties).
+    pub clock: Option<Clock>,
     pub strings: BTreeMap<u32, String>,
     /// String id -> the byte offset of its definition (named when a name is corrupt).
     pub string_at: BTreeMap<u32, u64>,
-    /// Region id -> name string id.
-    pub regions: BTreeMap<u32, u32>,
+    pub regions: BTreeMap<u32, RegionDef>,
+    /// Region id -> the byte offset of its definition.
+    pub region_at: BTreeMap<u32, u64>,
     /// Location group id -> type.
     pub location_groups: BTreeMap<u32, u8>,
     /// Location group id -> its system tree parent.
@@ -132,6 +143,15 @@ pub(crate) struct GlobalDefs {
 }
 
 const DEF_CLOCK_PROPERTIES: u8 = 5;
+
+/// A trace's ClockProperties. OTF2 promises that no event is earlier than `origin_ticks` or
+/// later than `origin_ticks + length_ticks` (OTF2_GlobalDefWriter_WriteClockProperties).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub ticks_per_s: u64,
+    pub origin_ticks: u64,
+    pub length_ticks: u64,
+}
 const DEF_STRING: u8 = 10;
 const DEF_SYSTEM_TREE_NODE: u8 = 12;
 const DEF_LOCATION_GROUP: u8 = 13;
@@ -170,22 +190,29 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
         let len = body.len();
         match t {
             DEF_CLOCK_PROPERTIES => {
-                let (res, off) = r.body(body, |c| {
-                    let res = c.u64c("the timer resolution")?;
-                    let off = c.u64c("the global offset")?;
-                    if res == 0 {
+                let clock = r.body(body, |c| {
+                    let ticks_per_s = c.u64c("the timer resolution")?;
+                    let origin_ticks = c.u64c("the global offset")?;
+                    let length_ticks = c.u64c("the trace length")?;
+                    if ticks_per_s == 0 {
                         return Err(c.bad("a timer resolution above 0"));
                     }
-                    Ok((res, off))
+                    Ok(Clock {
+                        ticks_per_s,
+                        origin_ticks,
+                        length_ticks,
+                    })
                 })?;
-                d.clock = Some((res, off));
+                d.clock = Some(clock);
             }
             DEF_STRING => {
                 let at = r.offset_of(&body);
                 let (id, s) = r.body(body, |c| {
                     Ok((c.u32c("a string id")?, c.string("a string")?))
                 })?;
-                d.strings.insert(id, s);
+                if d.strings.insert(id, s).is_some() {
+                    return Err(r.error_at(at, format!("string {id} defined once")));
+                }
                 d.string_at.insert(id, at);
             }
             DEF_SYSTEM_TREE_NODE => {
@@ -221,10 +248,32 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.locations.insert(id, loc);
             }
             DEF_REGION => {
-                let (id, name) = r.body(body, |c| {
-                    Ok((c.u32c("a region id")?, c.u32c("a region name")?))
+                let at = r.offset_of(&body);
+                let (id, region) = r.body(body, |c| {
+                    let id = c.u32c("a region id")?;
+                    let name = c.u32c("a region name")?;
+                    c.u32c("a region description")?;
+                    c.u8("a region type")?;
+                    c.u32c("a region source file")?;
+                    c.u32c("a region begin line")?;
+                    c.u32c("a region end line")?;
+                    let (mut canonical_name, mut paradigm) = (None, None);
+                    if !c.at_end() {
+                        canonical_name = Some(c.u32c("a region canonical name")?);
+                        c.u8("a region role")?;
+                        paradigm = Some(c.u8("a region paradigm")?);
+                    }
+                    let region = RegionDef {
+                        name,
+                        canonical_name,
+                        paradigm,
+                    };
+                    Ok((id, region))
                 })?;
-                d.regions.insert(id, name);
+                if d.regions.insert(id, region).is_some() {
+                    return Err(r.error_at(at, format!("region {id} defined once")));
+                }
+                d.region_at.insert(id, at);
             }
             DEF_GROUP => {
                 let at = r.offset_of(&body);

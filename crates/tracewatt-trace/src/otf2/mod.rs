@@ -31,7 +31,7 @@ mod buffer;
 mod defs;
 mod events;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -79,11 +79,16 @@ struct Model {
     chunk_size_defs: u64,
     ticks_per_s: u64,
     origin_ticks: u64,
+    /// The latest time an event may have (origin + length; no bound when the length is
+    /// OTF2_UNDEFINED_TIMESTAMP).
+    end_ticks: u64,
     rank_locations: Vec<u64>,
     /// Per rank, its host: the name and id of its system tree node (see `host_node`).
     rank_nodes: Vec<Option<String>>,
     /// Global region id -> MPI call (absent: not an MPI region).
     regions: BTreeMap<u32, MpiRegion>,
+    /// Every defined region (events may name no other).
+    defined_regions: BTreeSet<u32>,
     comms: CommMap,
     /// Communicators besides world and self.
     defined: Defined,
@@ -98,7 +103,7 @@ impl Model {
         // A missing definition has no offset; name where a corrupt one most likely is, else
         // where the definitions end (a corrupt record length can skip onto an early end).
         let near = |off: Option<u64>| Location::at(&defs_path, None, off.unwrap_or(d.end_at));
-        let Some((ticks_per_s, origin_ticks)) = d.clock else {
+        let Some(clock) = d.clock else {
             return Err(TraceError::format(
                 near(d.first_skipped_at),
                 "a ClockProperties definition (none found; this is the first definition the \
@@ -143,13 +148,47 @@ impl Model {
             ));
         }
         let mut regions = BTreeMap::new();
-        for (&id, name_id) in &d.regions {
-            let Some(rest) = d.strings.get(name_id).and_then(|s| s.strip_prefix("MPI_")) else {
+        for (&id, region) in &d.regions {
+            let at = Location::at(&defs_path, None, d.region_at.get(&id).copied().unwrap_or(0));
+            let string = |s: u32| {
+                d.strings.get(&s).ok_or_else(|| {
+                    TraceError::format(
+                        at.clone(),
+                        format!("a region named by defined strings, got string {s}"),
+                    )
+                })
+            };
+            let name = string(region.name)?;
+            // An MPI function's region names it twice (name, canonical name) and says MPI is
+            // its paradigm: a corrupt reference to another string breaks the agreement.
+            let canonical = region.canonical_name.map(string).transpose()?;
+            let mpi = |s: &str| s.starts_with("MPI_");
+            if canonical.is_some_and(|c| (mpi(c) || mpi(name)) && c != name) {
+                return Err(TraceError::format(
+                    at,
+                    format!(
+                        "an MPI function's region with its name as its canonical name, got \
+                         `{name}` and `{}`",
+                        canonical.map_or("", |c| c.as_str())
+                    ),
+                ));
+            }
+            if mpi(name) && region.paradigm.is_some_and(|p| p != defs::PARADIGM_MPI) {
+                return Err(TraceError::format(
+                    at,
+                    format!(
+                        "`{name}` with MPI's paradigm ({}), got paradigm {}",
+                        defs::PARADIGM_MPI,
+                        region.paradigm.unwrap_or(0)
+                    ),
+                ));
+            }
+            let Some(rest) = name.strip_prefix("MPI_") else {
                 continue;
             };
             // MPI function names are identifiers: anything else is a corrupt string.
             if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                let off = d.string_at.get(name_id).copied().unwrap_or(0);
+                let off = d.string_at.get(&region.name).copied().unwrap_or(0);
                 return Err(TraceError::format(
                     Location::at(&defs_path, None, off),
                     format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
@@ -171,11 +210,13 @@ impl Model {
             dir: stem,
             chunk_size_events: anchor.chunk_size_events,
             chunk_size_defs: anchor.chunk_size_defs,
-            ticks_per_s,
-            origin_ticks,
+            ticks_per_s: clock.ticks_per_s,
+            origin_ticks: clock.origin_ticks,
+            end_ticks: clock.origin_ticks.saturating_add(clock.length_ticks),
             rank_locations,
             rank_nodes,
             regions,
+            defined_regions: d.regions.keys().copied().collect(),
             comms,
             defined,
         })
@@ -519,6 +560,15 @@ impl Otf2Calls {
             self.done = true;
             return Ok(());
         };
+        let m = &self.model;
+        if raw < m.origin_ticks || raw > m.end_ticks {
+            // A corrupt time, or a corrupt origin, length or clock offset.
+            return Err(self.ev.error_at_event(&format!(
+                "an event time within the trace's span (ClockProperties: ticks {} to {}), got \
+                 tick {raw}",
+                m.origin_ticks, m.end_ticks
+            )));
+        }
         let t = raw.saturating_sub(self.cut_ticks);
         self.last_ticks = t;
         let raw = self.ev.raw_time();
@@ -538,6 +588,14 @@ impl Otf2Calls {
                 let gap = t.saturating_sub(self.off_since.take().unwrap_or(t));
                 self.cut_ticks += gap;
                 self.last_ticks = t - gap;
+            }
+            Ev::Enter(region) | Ev::Leave(region)
+                if !self.model.defined_regions.contains(&region) =>
+            {
+                return Err(self.ev.error_at_event(&format!(
+                    "an Enter or Leave of a region the global definitions define, got region \
+                     {region}"
+                )));
             }
             Ev::Enter(region) => {
                 if let Some(r) = self.model.regions.get(&region) {
@@ -993,7 +1051,8 @@ mod tests {
         assert_eq!(defined, vec![(5, vec![2, 0])]);
     }
 
-    /// One rank (location 0, events in `dir/0.evt`), regions 1 and 2 MPI_Send and MPI_Recv,
+    /// One rank (location 0, events in `dir/0.evt`), regions 1 and 2 MPI_Send and MPI_Recv, 3 a
+    /// user region,
     /// ticks in ns.
     fn model(dir: &Path) -> Model {
         let mpi = |name: &str| MpiRegion {
@@ -1006,9 +1065,11 @@ mod tests {
             chunk_size_defs: 1 << 20,
             ticks_per_s: 1_000_000_000,
             origin_ticks: 0,
+            end_ticks: u64::MAX,
             rank_locations: vec![0],
             rank_nodes: vec![None],
             regions: [(1, mpi("send")), (2, mpi("recv"))].into_iter().collect(),
+            defined_regions: [1, 2, 3].into_iter().collect(),
             comms: [(0, (WORLD_HANDLE, 2))].into_iter().collect(),
             defined: Vec::new(),
         }
