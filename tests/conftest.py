@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -127,3 +128,20 @@ def run_process(args: Sequence[str | os.PathLike[str]], **kw: Any) -> CliResult:
         **kw,
     )
     return CliResult(p.returncode, p.stdout, p.stderr)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_process(args: Sequence[str | os.PathLike[str]]) -> subprocess.Popen[str]:
+    """Starts ``python -m tracewatt ARGS`` in a child process that a SIGINT interrupts: a shell
+    starts a background job (a test run launched with ``&``) with SIGINT ignored, and the child
+    would inherit that."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tracewatt", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from conftest import EXAMPLES, PINGPONG_TOML, CliResult, run_process, write_toml
+from conftest import EXAMPLES, PINGPONG_TOML, CliResult, run_process, start_process, write_toml
 from tracewatt import Results, cli
 
 Run = Callable[..., CliResult]
@@ -445,12 +445,7 @@ def _alive(pid: int) -> bool:
 
 def _start(args: list[str], after_s: float) -> subprocess.Popen[str]:
     """``python -m tracewatt ARGS``, still running ``after_s`` seconds later."""
-    p = subprocess.Popen(
-        [sys.executable, "-m", "tracewatt", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p = start_process(args)
     time.sleep(after_s)
     assert p.poll() is None, "the run finished before it could be interrupted"
     return p

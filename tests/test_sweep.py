@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import tracewatt
-from conftest import CliResult, run_process
+from conftest import CliResult, run_process, start_process
 from tracewatt import sweep
 from tracewatt.errors import ConfigError
 
@@ -399,12 +399,7 @@ def test_local_cluster_runs_resumes_and_retries_a_killed_worker(tmp_path: Path) 
 def _interrupt_after(args: list[str], out: Path, runs_done: int) -> tuple[int, float, str]:
     """Starts ``tracewatt ARGS``, sends it SIGINT once ``runs_done`` runs are finished; returns
     its exit code, the seconds it took to exit, and its stderr."""
-    p = subprocess.Popen(
-        [sys.executable, "-m", "tracewatt", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p = start_process(args)
     deadline = time.monotonic() + 120
     while len(list(out.glob("runs/*/done.json"))) < runs_done:
         assert p.poll() is None, p.communicate()[1]

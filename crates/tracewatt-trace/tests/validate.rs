@@ -804,6 +804,28 @@ fn an_otf2_string_defined_twice_is_refused() {
     assert!(e.ends_with(": expected string 62 defined once"), "{e}");
 }
 
+/// sst-macro-10ranks was written by OTF2 2.0 (its anchor), whose last event record type is 84.
+/// Byte 15234 of 2.evt, a timestamp record's type (5), xored with 0xff is type 250: a reader
+/// would skip it by its length, and with it the 152 bytes of calls that follow.
+#[test]
+fn an_otf2_event_type_the_writers_version_does_not_define_is_refused() {
+    let d = otf2_flipped(
+        "otf2/sst-macro-10ranks",
+        "otf2-type",
+        "traces/2.evt",
+        15234,
+        0xff,
+    );
+    assert_eq!(
+        refusal(&d.join("traces.otf2")),
+        format!(
+            "{}: rank 2, byte offset 15234: expected an event record type the trace's OTF2 \
+             version defines (at most 84), got type 250",
+            d.join("traces").join("2.evt").display()
+        )
+    );
+}
+
 /// pipit ping-pong's MPI_Send region (region 193, its record's body at byte 9021 of
 /// traces.def) has name and canonical name string 214, "MPI_Send"; byte 9024 xor 0xc2 makes
 /// its name string 20, "main".

@@ -21,7 +21,13 @@ pub(crate) const UNDEFINED_U32: u32 = u32::MAX;
 pub(crate) struct Anchor {
     pub chunk_size_events: u64,
     pub chunk_size_defs: u64,
+    /// The highest event record type the writer's OTF2 version defines (`u8::MAX` for a
+    /// version this reader does not know all the records of).
+    pub last_event_type: u8,
 }
+
+/// ProgramEnd, the last event record of OTF2 2.x (3.0 added non-blocking collectives, 85-86).
+const LAST_EVENT_TYPE_OTF2_2: u8 = 84;
 
 const ANCHOR_MAX_BYTES: u64 = 1 << 20;
 const SUBSTRATE_POSIX: u8 = 1;
@@ -38,15 +44,17 @@ pub(crate) fn read_anchor(path: &Path) -> Result<Anchor, TraceError> {
         if c.u8("the anchor format")? == 0 {
             return Err(c.bad("an anchor format version above 0"));
         }
-        // Trace format and OTF2 version: records are forward compatible, nothing depends on them.
-        for what in [
-            "the trace format",
-            "the OTF2 version",
-            "the OTF2 version",
-            "the OTF2 version",
-        ] {
-            c.u8(what)?;
-        }
+        // Records are forward compatible: a reader skips the types it does not know, but a
+        // writer cannot have written a type its own version does not define.
+        c.u8("the trace format")?;
+        let major = c.u8("the OTF2 version")?;
+        c.u8("the OTF2 version")?;
+        c.u8("the OTF2 version")?;
+        let last_event_type = if major <= 2 {
+            LAST_EVENT_TYPE_OTF2_2
+        } else {
+            u8::MAX
+        };
         let chunk_size_events = c.u64_full("the event chunk size")?;
         let chunk_size_defs = c.u64_full("the definition chunk size")?;
         if chunk_size_events < MIN_CHUNK_SIZE || chunk_size_defs < MIN_CHUNK_SIZE {
@@ -72,6 +80,7 @@ pub(crate) fn read_anchor(path: &Path) -> Result<Anchor, TraceError> {
         Ok(Anchor {
             chunk_size_events,
             chunk_size_defs,
+            last_event_type,
         })
     })
 }

@@ -128,6 +128,8 @@ pub(crate) struct EvtStream {
     clock: Clock,
     regions: Option<IdMap>,
     comms: Option<IdMap>,
+    /// The highest event record type the trace's OTF2 version defines.
+    last_type: u8,
     done: bool,
     /// The byte offset of the record last read.
     at: u64,
@@ -138,6 +140,7 @@ impl EvtStream {
         path: &Path,
         rank: Rank,
         chunk_size: u64,
+        last_type: u8,
         local: &LocalDefs,
     ) -> Result<Self, TraceError> {
         Ok(EvtStream {
@@ -146,6 +149,7 @@ impl EvtStream {
             clock: Clock::new(&local.clock_offsets),
             regions: local.regions.clone(),
             comms: local.comms.clone(),
+            last_type,
             done: false,
             at: 0,
         })
@@ -211,6 +215,16 @@ impl EvtStream {
                     return Err(self
                         .r
                         .error_at(at, format!("an event record (got reserved type {t})")));
+                }
+                t if t > self.last_type => {
+                    return Err(self.r.error_at(
+                        self.at,
+                        format!(
+                            "an event record type the trace's OTF2 version defines (at most {}), \
+                             got type {t}",
+                            self.last_type
+                        ),
+                    ));
                 }
                 ENTER => Ev::Enter(self.r.read(|c| c.u32c("an Enter region"))?),
                 LEAVE => Ev::Leave(self.r.read(|c| c.u32c("a Leave region"))?),

@@ -77,6 +77,7 @@ struct Model {
     dir: PathBuf,
     chunk_size_events: u64,
     chunk_size_defs: u64,
+    last_event_type: u8,
     ticks_per_s: u64,
     origin_ticks: u64,
     /// The latest time an event may have (origin + length; no bound when the length is
@@ -210,6 +211,7 @@ impl Model {
             dir: stem,
             chunk_size_events: anchor.chunk_size_events,
             chunk_size_defs: anchor.chunk_size_defs,
+            last_event_type: anchor.last_event_type,
             ticks_per_s: clock.ticks_per_s,
             origin_ticks: clock.origin_ticks,
             end_ticks: clock.origin_ticks.saturating_add(clock.length_ticks),
@@ -490,6 +492,7 @@ impl Otf2Calls {
             &model.location_file(rank, "evt"),
             rank,
             model.chunk_size_events,
+            model.last_event_type,
             &local,
         )?;
         let out = model
@@ -628,6 +631,7 @@ impl Otf2Calls {
                         &model.location_file(rank, "evt"),
                         rank,
                         model.chunk_size_events,
+                        model.last_event_type,
                         local,
                     )
                 })?;
@@ -1063,6 +1067,7 @@ mod tests {
             dir: dir.to_path_buf(),
             chunk_size_events: 1 << 20,
             chunk_size_defs: 1 << 20,
+            last_event_type: u8::MAX,
             ticks_per_s: 1_000_000_000,
             origin_ticks: 0,
             end_ticks: u64::MAX,
