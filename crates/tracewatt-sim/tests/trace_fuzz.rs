@@ -15,8 +15,8 @@
 //! - *communicators*: the trace defines other communicators (a comm_split color or key, a
 //!   defined communicator's members) that its calls use consistently.
 //!
-//! Counts of the seeded flips today, timing (communicators): stencil4d 5, pipit ping-pong 3,
-//! sst-macro-10ranks 3, sst-dumpi-testtrace 3, DUMPI FT 1 (1), every other trace 0. Before the
+//! Counts of the seeded flips today, timing (communicators): stencil4d 5, pipit ping-pong 2,
+//! sst-macro-10ranks 2, sst-dumpi-testtrace 3, DUMPI FT 1 (1), every other trace 0. Before the
 //! cross-rank clock check and OTF2's event-order and measurement checks stencil4d had 78, pipit
 //! 13, sst-macro-10ranks 12; before OTF2's span and definition checks 7, 5 and 4.
 //!

@@ -826,6 +826,31 @@ fn an_otf2_event_type_the_writers_version_does_not_define_is_refused() {
     );
 }
 
+/// pipit ping-pong's traces.def spells "MPI_Finalize" (string 125) from byte 2829; xored with
+/// 0x20 its first letter makes it "mPI_Finalize", which name and canonical name both use. Its
+/// region still says MPI is its paradigm, with a function's role: refused there, where the
+/// call would otherwise become a user region and the rank's last compute would vanish.
+#[test]
+fn an_otf2_mpi_function_region_without_an_mpi_name_is_refused() {
+    let d = otf2_flipped(
+        "otf2/pipit-ping-pong",
+        "otf2-fname",
+        "traces.def",
+        2829,
+        0x20,
+    );
+    let e = refusal(&d.join("traces.otf2"));
+    assert!(
+        e.starts_with(&format!("{}, byte offset ", d.join("traces.def").display())),
+        "{e}"
+    );
+    assert!(
+        e.contains("expected an MPI function's region (paradigm MPI, role "),
+        "{e}"
+    );
+    assert!(e.ends_with(") named `MPI_...`, got `mPI_Finalize`"), "{e}");
+}
+
 /// pipit ping-pong's MPI_Send region (region 193, its record's body at byte 9021 of
 /// traces.def) has name and canonical name string 214, "MPI_Send"; byte 9024 xor 0xc2 makes
 /// its name string 20, "main".

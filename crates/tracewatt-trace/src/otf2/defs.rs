@@ -90,6 +90,8 @@ pub(crate) const GROUP_COMM_LOCATIONS: u8 = 4;
 pub(crate) const GROUP_COMM_GROUP: u8 = 5;
 pub(crate) const GROUP_COMM_SELF: u8 = 6;
 pub(crate) const PARADIGM_MPI: u8 = 4;
+/// OTF2_REGION_ROLE_ARTIFICIAL: a region the measurement tool made up.
+pub(crate) const REGION_ROLE_ARTIFICIAL: u8 = 31;
 pub(crate) const LOCATION_GROUP_PROCESS: u8 = 1;
 
 #[derive(Debug, Clone)]
@@ -117,6 +119,7 @@ pub(crate) struct RegionDef {
     /// The canonical name and the paradigm, which OTF2 1.1 appended to the record (absent
     /// from older traces).
     pub canonical_name: Option<u32>,
+    pub role: Option<u8>,
     pub paradigm: Option<u8>,
 }
 
@@ -266,15 +269,16 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                     c.u32c("a region source file")?;
                     c.u32c("a region begin line")?;
                     c.u32c("a region end line")?;
-                    let (mut canonical_name, mut paradigm) = (None, None);
+                    let (mut canonical_name, mut role, mut paradigm) = (None, None, None);
                     if !c.at_end() {
                         canonical_name = Some(c.u32c("a region canonical name")?);
-                        c.u8("a region role")?;
+                        role = Some(c.u8("a region role")?);
                         paradigm = Some(c.u8("a region paradigm")?);
                     }
                     let region = RegionDef {
                         name,
                         canonical_name,
+                        role,
                         paradigm,
                     };
                     Ok((id, region))

@@ -184,6 +184,22 @@ impl Model {
                     ),
                 ));
             }
+            // The other way round, an MPI region other than the tool's own artificial ones
+            // (SST/macro's `PARALLEL`) is an MPI function: a corrupt name string, which name
+            // and canonical name share, would otherwise turn the call into a user region.
+            let function = region
+                .role
+                .is_some_and(|r| r != defs::REGION_ROLE_ARTIFICIAL);
+            if !mpi(name) && function && region.paradigm == Some(defs::PARADIGM_MPI) {
+                return Err(TraceError::format(
+                    at,
+                    format!(
+                        "an MPI function's region (paradigm MPI, role {}) named `MPI_...`, got \
+                         `{name}`",
+                        region.role.unwrap_or(0)
+                    ),
+                ));
+            }
             let Some(rest) = name.strip_prefix("MPI_") else {
                 continue;
             };
