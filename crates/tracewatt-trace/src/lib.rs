@@ -222,6 +222,17 @@ pub(crate) trait CallStream: Iterator<Item = Result<Call, TraceError>> + Send {
 
 pub(crate) type CallIter = Box<dyn CallStream>;
 
+/// One step of a stream that reads a call at a time and ends at its first error: sets `done`
+/// at the end or at an error, so nothing is read past a corrupt spot.
+pub(crate) fn stream_step(
+    done: &mut bool,
+    step: Result<Option<Call>, TraceError>,
+) -> Option<Result<Call, TraceError>> {
+    let next = step.transpose();
+    *done = !matches!(next, Some(Ok(_)));
+    next
+}
+
 /// A readable trace: one call stream per rank.
 pub(crate) trait CallSource: std::fmt::Debug + Send + Sync {
     fn format(&self) -> TraceFormat;

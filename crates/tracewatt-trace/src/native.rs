@@ -12,7 +12,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, VKind};
 use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::Func;
-use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
+use crate::{stream_step, CallIter, CallSource, CallStream, Pos, TraceFormat};
 
 pub const NATIVE_VERSION: u16 = 4;
 /// Since version 4 a rank file's records are framed in blocks of this many bytes (the last one
@@ -1082,16 +1082,7 @@ impl Iterator for NativeCalls {
         if self.done {
             return None;
         }
-        match self.next_call() {
-            Ok(Some(c)) => Some(Ok(c)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.next_call();
+        stream_step(&mut self.done, step)
     }
 }

@@ -27,7 +27,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, VKind, WORLD_HANDLE};
 use crate::error::{Location, TraceError};
 use crate::funcs::{self, func_id, Func};
-use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
+use crate::{stream_step, CallIter, CallSource, CallStream, Pos, TraceFormat};
 
 const ACTIONS: &[&str] = &[
     "init",
@@ -776,16 +776,7 @@ impl Iterator for TiCalls {
         if self.done {
             return None;
         }
-        match self.next_call() {
-            Ok(Some(c)) => Some(Ok(c)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.next_call();
+        stream_step(&mut self.done, step)
     }
 }

@@ -30,7 +30,7 @@ use tracewatt_workload::{CollKind, Rank};
 use crate::call::{Call, CallKind, CommHandle, VKind, NULL_COMM_HANDLE, SELF_HANDLE, WORLD_HANDLE};
 use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::{self, Func};
-use crate::{CallIter, CallSource, CallStream, Pos, TraceFormat};
+use crate::{stream_step, CallIter, CallSource, CallStream, Pos, TraceFormat};
 use layout::{Cond, Kind};
 use table::FUNCS;
 
@@ -1103,17 +1103,8 @@ impl Iterator for DumpiCalls {
         if self.done {
             return None;
         }
-        match self.next_call() {
-            Ok(Some(c)) => Some(Ok(c)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.next_call();
+        stream_step(&mut self.done, step)
     }
 }
 
