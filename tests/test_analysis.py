@@ -18,7 +18,7 @@ from tracewatt.compare import baseline_of, compare
 TIMEOUT_US, WAKE_US = 600.0, 17.0
 
 
-def _pingpong(interval_us: float, policy: str) -> dict[str, Any]:
+def _pingpong(interval_us: float, policy: str, wake_us: float = WAKE_US) -> dict[str, Any]:
     return {
         "machine": {"preset": "miwa2014-16node", "topology": {"kind": "single_switch", "nodes": 2}},
         "jobs": [
@@ -29,22 +29,27 @@ def _pingpong(interval_us: float, policy: str) -> dict[str, Any]:
         ],
         "power": {
             "control": "independent",
-            "links": {"policy": policy, "idle_timeout_us": TIMEOUT_US, "wake_time_us": WAKE_US},
+            "links": {"policy": policy, "idle_timeout_us": TIMEOUT_US, "wake_time_us": wake_us},
         },
     }
 
 
+@pytest.mark.parametrize("wake_us", [WAKE_US, 0.0])
 @pytest.mark.parametrize("interval_us", [300.0, 1000.0, 2500.0])
-def test_screening_counts_exactly_the_wakes_a_simulation_makes(interval_us: float) -> None:
+def test_screening_counts_exactly_the_wakes_a_simulation_makes(
+    interval_us: float, wake_us: float
+) -> None:
+    """A wake of zero time is still a wake: the run counts every exit from low power, as the
+    screen counts every idle gap longer than the timeout."""
     base = tracewatt.simulate(_pingpong(interval_us, "always_on"))
-    eee = tracewatt.simulate(_pingpong(interval_us, "timeout"))
-    row = screen_idle(base, [TIMEOUT_US], [WAKE_US]).iloc[0]
+    eee = tracewatt.simulate(_pingpong(interval_us, "timeout", wake_us))
+    row = screen_idle(base, [TIMEOUT_US], [wake_us]).iloc[0]
     assert row["exact"]
     # Wakes never overlap here and the send schedule is fixed: the count is exact.
     assert row["wakes"] == eee.summary["links"]["wakes"]
     # Energy differs only by the documented timing shift: at most wakes x wake x (P_a - P_lpi).
     e_sim = eee.summary["energy_j"]["switch_ports"] + eee.summary["energy_j"]["nic_ports"]
-    shift = row["wakes"] * WAKE_US * 1e-6 * (3.44 - 2.08)
+    shift = row["wakes"] * wake_us * 1e-6 * (3.44 - 2.08)
     assert abs(row["link_energy_j"] - e_sim) <= shift + 1e-9
     # The penalty bound bounds the slowdown.
     slowdown_s = eee.makespan_s - base.makespan_s

@@ -100,8 +100,7 @@ struct Busy {
     wake_until: Ps,
 }
 
-/// Time spent in each state by one state machine, and its transitions: written only when it
-/// sleeps or wakes.
+/// Time spent in each state by one state machine: written only when it sleeps or wakes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct UnitState {
     sleep_ps: Ps,
@@ -109,7 +108,6 @@ struct UnitState {
     wake_ps: Ps,
     refresh_ps: Ps,
     refreshes: u64,
-    wakes: u64,
 }
 
 /// Per link direction results.
@@ -120,7 +118,8 @@ pub struct LinkReport {
     pub lpi_ps: Ps,
     pub wake_ps: Ps,
     pub refreshes: u64,
-    /// Wakes this direction's packets triggered.
+    /// Wakes this direction's packets triggered: every time one found the link in (or going
+    /// into) low power, including wakes of zero wake time.
     pub wakes: u64,
     /// Total delay wakes added to this direction's packets.
     pub wake_delay_ps: Ps,
@@ -240,7 +239,6 @@ impl LinkPower {
         let wake_end = wake_start + wake_time_ps;
         st.sleep_ps += t.sleep_time_ps;
         st.wake_ps += wake_time_ps;
-        st.wakes += 1;
         self.lpi(u, lpi_start, wake_start);
         wake_end
     }
@@ -368,8 +366,10 @@ impl PowerModel for LinkPower {
         // port's and a NIC's may differ.
         let wake_time_ps = self.channel_timing[ch as usize].wake_time_ps;
         let start = self.idle(u, b.until, now, Some(wake_time_ps));
+        // Every exit from low power counts, a wake of zero time too (TraceRP's Fig. 4 runs
+        // at T_w = 0 and still counts transitions).
+        self.wakes_by[ch as usize] += 1;
         if start > now {
-            self.wakes_by[ch as usize] += 1;
             self.wake_delay_ps[ch as usize] += start - now;
             self.busy[u] = Busy {
                 until: start,
