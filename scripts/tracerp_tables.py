@@ -152,7 +152,7 @@ def timing(df: pd.DataFrame) -> str:
             MACHINES.get(str(m), str(m)),
             str(b),
             f"{s.count()}",
-            f"{s.median():.0f}",
+            f"{s.median():.2g}" if s.median() < 10 else f"{s.median():.0f}",
             f"{s.sum() / 3600:.2f}",
         ]
         for (m, b), s in per
