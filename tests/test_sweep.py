@@ -396,30 +396,73 @@ def test_local_cluster_runs_resumes_and_retries_a_killed_worker(tmp_path: Path) 
     assert mtimes(out) == before
 
 
-def _interrupt_after(args: list[str], out: Path, runs_done: int) -> tuple[int, float, str]:
-    """Starts ``tracewatt ARGS``, sends it SIGINT once ``runs_done`` runs are finished; returns
-    its exit code, the seconds it took to exit, and its stderr."""
+def _descendants(pid: int) -> set[int]:
+    """The processes below ``pid`` (Linux ``/proc``): a sweep's workers, and a Dask cluster's
+    nannies and their workers."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _stop_after(
+    args: list[str], out: Path, runs_done: int, sig: signal.Signals
+) -> tuple[int, float, str, set[int]]:
+    """Starts ``tracewatt ARGS``, sends it ``sig`` once ``runs_done`` runs are finished; returns
+    its exit code, the seconds it took to exit, its stderr, and the processes it had started
+    that are still alive 10 s after it exited."""
     p = start_process(args)
     deadline = time.monotonic() + 120
     while len(list(out.glob("runs/*/done.json"))) < runs_done:
         assert p.poll() is None, p.communicate()[1]
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    children = _descendants(p.pid)
+    assert children, "the sweep runs in worker processes"
     t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=60)
-    return p.returncode, time.monotonic() - t0, err
+    took = time.monotonic() - t0
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return p.returncode, took, err, {c for c in children if _alive(c)}
 
 
+@pytest.mark.parametrize(
+    ("sig", "code", "message"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+)
 @pytest.mark.parametrize("where", [["--cluster", "local:2"], ["-j", "2"]])
-def test_sigint_keeps_finished_runs_and_exits_130(tmp_path: Path, where: list[str]) -> None:
+def test_a_stopped_sweep_keeps_finished_runs_and_leaves_no_worker(
+    tmp_path: Path, where: list[str], sig: signal.Signals, code: int, message: str
+) -> None:
+    """Ctrl-C (SIGINT) and a batch scheduler's time limit (SIGTERM) stop the workers, keep the
+    finished runs with their dataset, and exit 128 + the signal."""
     out = tmp_path / "out"
-    code, took, err = _interrupt_after(
-        ["sweep", str(spec_file(tmp_path, TWELVE)), "-o", str(out), *where], out, 2
+    got, took, err, left = _stop_after(
+        ["sweep", str(spec_file(tmp_path, TWELVE)), "-o", str(out), *where], out, 2, sig
     )
-    assert code == 130, err
+    assert got == code, err
     assert took < 10.0, f"the sweep took {took:.1f} s to stop"
-    assert err.endswith("tracewatt: error: interrupted\n"), err
+    assert err.endswith(f"tracewatt: error: {message}\n"), err
+    assert not left, f"processes still running after the sweep stopped: {sorted(left)}"
     meta, df = sweep.read_dataset(out)
     finished = {f"runs/{p.parent.name}" for p in out.glob("runs/*/done.json")}
     assert 2 <= len(df) < 12

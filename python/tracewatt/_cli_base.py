@@ -6,7 +6,12 @@ them, without an import cycle.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
 
 from tracewatt.errors import (
     ConfigError,
@@ -22,6 +27,7 @@ EXIT_USAGE = 2
 EXIT_RUN = 3
 EXIT_VALIDATION = 4
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 
 PROG = "tracewatt"
 
@@ -30,8 +36,33 @@ class UsageError(Exception):
     """A command-line mistake (exit code 2)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, as a batch scheduler sends at a job's time limit (and `kill`): stops what runs
+    the way Ctrl-C does, so what finished is kept."""
+
+
+@contextlib.contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """Within it, SIGTERM raises :class:`Terminated` in the main thread (elsewhere signals
+    cannot be handled, and the default stays)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def exit_code(e: BaseException) -> int:
     """The documented exit code for an exception."""
+    if isinstance(e, Terminated):
+        return EXIT_TERMINATED
     if isinstance(e, KeyboardInterrupt | InterruptedError):
         return EXIT_INTERRUPTED
     if isinstance(e, ConfigError | UsageError):

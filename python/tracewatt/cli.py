@@ -21,15 +21,16 @@ from typing import Any, NoReturn, TextIO
 from tracewatt import _format
 from tracewatt._cli_base import (
     EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_VALIDATION,
     PROG,
+    Terminated,
     UsageError,
     _error,
     _warn,
     exit_code,
+    sigterm_stops,
 )
 from tracewatt.config import Config, parse_value
 from tracewatt.errors import TracewattError
@@ -373,7 +374,10 @@ def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
     target = _sweep_target(args)
     display = SweepDisplay(args, spec.name, _where(args))
     try:
-        df = sweep.run(spec, out, progress=display, **target)
+        # A batch job's time limit ends the sweep with SIGTERM: stop as on Ctrl-C (workers
+        # stopped, finished runs kept, their dataset written), not with workers left running.
+        with sigterm_stops():
+            df = sweep.run(spec, out, progress=display, **target)
     finally:
         display.close()
     if args.json:
@@ -1091,9 +1095,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.error(f"--{opt} must be at least 1")
         code: int = args.func(args)
         return code
-    except KeyboardInterrupt:
-        _error("interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:
+        _error("terminated" if isinstance(e, Terminated) else "interrupted")
+        return exit_code(e)
     except (TracewattError, UsageError) as e:
         _error(str(e))
         return exit_code(e)
