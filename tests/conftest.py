@@ -145,3 +145,35 @@ def start_process(args: Sequence[str | os.PathLike[str]]) -> subprocess.Popen[st
         text=True,
         preexec_fn=_default_sigint,
     )
+
+
+def _parents() -> dict[int, int]:
+    """Each process id with its parent's (Linux ``/proc``)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    return parent
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes below ``pid``: a sweep's workers, a Dask cluster's nannies and theirs."""
+    parent = _parents()
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -19,7 +19,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from conftest import EXAMPLES, PINGPONG_TOML, CliResult, run_process, start_process, write_toml
+from conftest import (
+    EXAMPLES,
+    PINGPONG_TOML,
+    CliResult,
+    alive,
+    descendants,
+    run_process,
+    start_process,
+    write_toml,
+)
 from tracewatt import Results, cli
 
 Run = Callable[..., CliResult]
@@ -422,27 +431,6 @@ def test_compare_force_clears_stale_results(
 # --------------------------------------------------------------------------- Ctrl-C
 
 
-def _children(pid: int) -> list[int]:
-    """Process ids whose parent is ``pid`` (Linux /proc)."""
-    kids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.append(int(stat.parent.name))
-    return kids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _start(args: list[str], after_s: float) -> subprocess.Popen[str]:
     """``python -m tracewatt ARGS``, still running ``after_s`` seconds later."""
     p = start_process(args)
@@ -492,7 +480,7 @@ seed = [1, 2]
     out = tmp_path / "res"
     p = _start(["sweep", str(spec), "-o", str(out), "-j", "2"], 4.0)
     workers = [
-        k for k in _children(p.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()
+        k for k in descendants(p.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()
     ]
     assert len(workers) == 2
     took, stdout, err = _interrupt(p)
@@ -500,6 +488,6 @@ seed = [1, 2]
     assert took < 3.0, f"the sweep took {took:.1f} s to stop"
     assert stdout == ""
     assert err.endswith("tracewatt: error: interrupted\n"), err
-    assert not [w for w in workers if _alive(w)]
+    assert not [w for w in workers if alive(w)]
     # The dataset of what finished: nothing.
     assert len(pd.read_parquet(out / "sweep.parquet")) == 0

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import tracewatt
-from conftest import CliResult, run_process, start_process
+from conftest import CliResult, alive, descendants, run_process, start_process
 from tracewatt import sweep
 from tracewatt.errors import ConfigError
 
@@ -396,31 +396,6 @@ def test_local_cluster_runs_resumes_and_retries_a_killed_worker(tmp_path: Path) 
     assert mtimes(out) == before
 
 
-def _descendants(pid: int) -> set[int]:
-    """The processes below ``pid`` (Linux ``/proc``): a sweep's workers, and a Dask cluster's
-    nannies and their workers."""
-    parent: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        parent[int(stat.parent.name)] = int(fields[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, pp in parent.items() if pp in frontier} - found
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _stop_after(
     args: list[str], out: Path, runs_done: int, sig: signal.Signals
 ) -> tuple[int, float, str, set[int]]:
@@ -433,16 +408,16 @@ def _stop_after(
         assert p.poll() is None, p.communicate()[1]
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    children = _descendants(p.pid)
+    children = descendants(p.pid)
     assert children, "the sweep runs in worker processes"
     t0 = time.monotonic()
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     took = time.monotonic() - t0
     deadline = time.monotonic() + 10
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+    while any(alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return p.returncode, took, err, {c for c in children if _alive(c)}
+    return p.returncode, took, err, {c for c in children if alive(c)}
 
 
 @pytest.mark.parametrize(
