@@ -1,4 +1,4 @@
-"""The tables of docs/tracerp.md, drawn from a `tracerp` or `tracerp-departures` sweep's dataset.
+"""The tables of docs/tracerp.md, drawn from a `tracerp` (or `-departures`, `-credits`) dataset.
 
     python scripts/tracerp_tables.py docs/data/tracerp-8192.parquet
 
@@ -58,7 +58,7 @@ def fig2(on: pd.DataFrame) -> str | None:
         return None
     machines = [m for m in MACHINES if m in set(g["machine.preset"])]
     rows = []
-    for b in BENCHMARKS:
+    for b in [b for b in BENCHMARKS if b in set(g["jobs[0]"])]:
         r = [b]
         for m in machines:
             x = g[(g["machine.preset"] == m) & (g["jobs[0]"] == b)]

@@ -128,6 +128,25 @@ def test_the_departures_spec_varies_only_its_own_axis_from_tracerps_cells() -> N
         assert r.config.to_dict() == expected
 
 
+def test_the_credits_spec_is_tracerps_fig2_and_fig5_with_credits_on_the_reverse_link() -> None:
+    """`tracerp-credits` changes one thing in tracerp's Fig. 2 and Fig. 5 runs (a2a left out):
+    credits go back as frames on the reverse link direction."""
+    sweep = pytest.importorskip("tracewatt.sweep")
+    tracerp = {
+        (r.group, r.variant, tuple(sorted(r.values.items()))): r
+        for r in sweep.SweepSpec.load(SPEC).runs()
+        if r.group in ("fig2", "fig5") and r.values["jobs[0]"] != "a2a"
+    }
+    credits = sweep.SweepSpec.load(SPEC.with_name("tracerp-credits.toml")).runs()
+    assert len(credits) == len(tracerp) == 3 * 4 * 6 * 2 and not any(r.error for r in credits)
+    for r in credits:
+        same = tracerp[(r.group, r.variant, tuple(sorted(r.values.items())))]
+        expected = copy.deepcopy(same.config.to_dict())
+        assert "credits" not in expected["machine"]  # tracerp's: the default, out of band
+        expected["machine"]["credits"] = "reverse_link"
+        assert r.config.to_dict() == expected
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -48,7 +48,24 @@ pub struct FabricParams {
     /// Time from a packet's head arriving at a switch to it being able to leave.
     pub switch_latency_ps: Ps,
     pub switching: Switching,
+    pub credits: Credits,
 }
+
+/// How a switch's input buffer tells the sender upstream that space has freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Credits {
+    /// The credit is back one link latency after the packet's tail left the buffer, whatever
+    /// the state of the link direction it travels on.
+    #[default]
+    OutOfBand,
+    /// The credit is a frame of [`CREDIT_FRAME_BYTES`] on the reverse direction of the link: a
+    /// sleeping reverse direction wakes for it, and it counts as traffic there.
+    ReverseLink,
+}
+
+/// Size of a credit frame on the wire (CODES' `credit_size`, 8 B).
+pub const CREDIT_FRAME_BYTES: u64 = 8;
 
 /// Observer of link-direction activity. Implementations must not assume anything about the
 /// order of calls across channels, only that calls for one channel come in time order.
@@ -65,6 +82,9 @@ pub trait LinkObserver {
     /// delivered), its message's `token`, and whether this is its first hop (it leaves its
     /// source node). Default: ignored.
     fn on_packet(&mut self, _ch: ChannelId, _pkt: u32, _token: u32, _first_hop: bool) {}
+    /// `ch` carries a link-level control frame (a credit, with [`Credits::ReverseLink`]) from
+    /// `start` to `end`, never overlapping a transmission. Default: ignored.
+    fn on_control(&mut self, _ch: ChannelId, _start: Ps, _end: Ps) {}
 }
 
 /// Fabric-wide counters.
@@ -90,6 +110,9 @@ pub enum NetEvent {
     LinkFree { ch: ChannelId },
     /// A credit a blocked channel waits for has come back.
     Credit { ch: ChannelId },
+    /// With [`Credits::ReverseLink`]: a packet's tail has left a switch's input buffer, and its
+    /// credit (entry `id` of the pending credits) is to go back on the reverse link.
+    CreditOut { id: u32 },
 }
 
 /// What the fabric tells the layer above (the MPI model) after handling an event.
@@ -244,6 +267,16 @@ pub struct Fabric {
     hops_delivered: u64,
     latency_sum_ps: u128,
     latency_max_ps: Ps,
+    /// Credits waiting for their `CreditOut` (only with [`Credits::ReverseLink`]).
+    credits_out: Slab<CreditOut>,
+}
+
+/// A credit to send back: `bytes` of VC `vc` of channel `held`'s downstream buffer.
+#[derive(Debug, Clone, Copy)]
+struct CreditOut {
+    held: ChannelId,
+    vc: u8,
+    bytes: u32,
 }
 
 impl Fabric {
@@ -307,6 +340,7 @@ impl Fabric {
             hops_delivered: 0,
             latency_sum_ps: 0,
             latency_max_ps: 0,
+            credits_out: Slab::new(),
         }
     }
 
@@ -417,6 +451,59 @@ impl Fabric {
                     self.try_send(ch, now, q, obs);
                 }
             }
+            NetEvent::CreditOut { id } => self.credit_out(now, id, q, obs),
+        }
+    }
+
+    /// Sends a credit back on the reverse direction of the link it is for. The frame goes as
+    /// soon as that direction is awake: at once if it is transmitting (the frame slips in
+    /// between packets, its own time neglected), after a wake if it sleeps. On an idle direction
+    /// the frame takes the wire, so the power models see it as traffic.
+    fn credit_out<O: LinkObserver, S: Schedule<NetEvent>>(
+        &mut self,
+        now: Ps,
+        id: u32,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let c = self.credits_out[id];
+        self.credits_out.remove(id);
+        let rev = self.topo.channels[c.held as usize].reverse;
+        let start = obs.earliest_start(rev, now).max(now);
+        let r = &mut self.ch[rev as usize];
+        let end = start + serialization_ps(CREDIT_FRAME_BYTES, r.bits_per_s);
+        if r.busy_until <= start {
+            obs.on_control(rev, start, end);
+            r.busy_until = end;
+            if r.free_event {
+                // The `LinkFree` already scheduled finds the link busy and does nothing.
+                q.schedule(end, NetEvent::LinkFree { ch: rev });
+            }
+        }
+        let back = end + r.latency_ps;
+        self.file_credit(c.held, c.vc, back, c.bytes, q);
+    }
+
+    /// Files `bytes` of credit for VC `vc` of channel `held`, usable from `back`, and wakes the
+    /// channel if it is blocked waiting for credit it can now have sooner.
+    fn file_credit<S: Schedule<NetEvent>>(
+        &mut self,
+        held: ChannelId,
+        vc: u8,
+        back: Ps,
+        bytes: u32,
+        q: &mut S,
+    ) {
+        let h = &mut self.ch[held as usize];
+        // A blocked channel may be mid-transmission: it can use the credit once free.
+        let at = back.max(h.busy_until);
+        let wake = h.blocked && at < h.credit_event;
+        if wake {
+            h.credit_event = at;
+        }
+        self.push_return(held as usize * self.vcs + vc as usize, back, bytes);
+        if wake {
+            q.schedule(at, NetEvent::Credit { ch: held });
         }
     }
 
@@ -735,19 +822,21 @@ impl Fabric {
             }
         } else {
             // The buffer the packet leaves frees when its tail has gone; the credit travels back.
-            let held = p.ch as usize;
-            let h = &mut self.ch[held];
-            let back = end + h.latency_ps;
+            let h = &mut self.ch[p.ch as usize];
             h.occupancy -= need as u64;
-            // A blocked channel may be mid-transmission: it can use the credit once free.
-            let at = back.max(h.busy_until);
-            let wake = h.blocked && at < h.credit_event;
-            if wake {
-                h.credit_event = at;
-            }
-            self.push_return(held * self.vcs + p.vc as usize, back, need);
-            if wake {
-                q.schedule(at, NetEvent::Credit { ch: p.ch });
+            match self.params.credits {
+                Credits::OutOfBand => {
+                    let back = end + h.latency_ps;
+                    self.file_credit(p.ch, p.vc, back, need, q);
+                }
+                Credits::ReverseLink => {
+                    let id = self.credits_out.insert(CreditOut {
+                        held: p.ch,
+                        vc: p.vc,
+                        bytes: need,
+                    });
+                    q.schedule(end, NetEvent::CreditOut { id });
+                }
             }
         }
         let arrive = if to_switch {

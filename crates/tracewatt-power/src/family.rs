@@ -192,4 +192,13 @@ impl LinkObserver for Power {
             self.models[i].on_transmit(ch, start, end, bytes);
         }
     }
+
+    fn on_control(&mut self, ch: ChannelId, start: Ps, end: Ps) {
+        if let Some(l) = &mut self.link_power {
+            l.on_control(ch, start, end);
+        }
+        for &i in &self.links {
+            self.models[i].on_control(ch, start, end);
+        }
+    }
 }

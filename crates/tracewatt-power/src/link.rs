@@ -386,6 +386,11 @@ impl PowerModel for LinkPower {
         b.until = b.until.max(end);
     }
 
+    fn on_control(&mut self, ch: ChannelId, start: Ps, end: Ps) {
+        // A credit keeps the link as busy as a packet does.
+        self.on_transmit(ch, start, end, 0);
+    }
+
     fn finish(self: Box<Self>, end: Ps, account: &mut Account) {
         let first = self.first_series;
         let owner = self.owner.clone();

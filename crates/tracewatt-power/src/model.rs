@@ -146,6 +146,10 @@ pub trait PowerModel: std::fmt::Debug + Send {
     /// `ch` transmits `bytes` from `start` to `end`; calls for one channel never overlap.
     fn on_transmit(&mut self, _ch: ChannelId, _start: Ps, _end: Ps, _bytes: u32) {}
 
+    /// `ch` carries a link-level control frame (a credit) from `start` to `end`, never
+    /// overlapping a transmission: traffic on the wire, but no data for the node behind it.
+    fn on_control(&mut self, _ch: ChannelId, _start: Ps, _end: Ps) {}
+
     /// Rank `rank` on `node` starts `activity` at `at`.
     fn on_rank(&mut self, _rank: u32, _node: u32, _activity: Activity, _at: Ps) {}
 

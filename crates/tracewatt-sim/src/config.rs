@@ -7,7 +7,7 @@ use crate::presets;
 use crate::units::{ns_to_ps, time_field};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{self, MAX_DURATION_PS, NS, S, US};
-use tracewatt_net::fabric::Switching;
+use tracewatt_net::fabric::{Credits, Switching};
 use tracewatt_net::topology::LinkParams;
 use tracewatt_net::{LinkClass, RoutingSpec, TopologySpec};
 use tracewatt_workload::generators::WorkloadSpec;
@@ -58,6 +58,10 @@ pub struct MachineSpec {
     pub switch_latency_ns: f64,
     #[serde(default = "default_switching")]
     pub switching: Switching,
+    /// How credits travel back upstream: out of band, or as frames on the reverse link
+    /// direction (which must be awake to carry them).
+    #[serde(default)]
+    pub credits: Credits,
     /// Messages between ranks on the same node go through memory, not the network.
     #[serde(default = "default_intra_node_bandwidth_gbps")]
     pub intra_node_bandwidth_gbps: f64,

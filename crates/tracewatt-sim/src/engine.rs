@@ -34,6 +34,9 @@ pub(crate) enum Ev {
     NetCredit {
         ch: tracewatt_net::ChannelId,
     },
+    NetCreditOut {
+        id: u32,
+    },
     /// A rank finished computing, starting its job or waiting, and continues.
     Wake {
         rank: u32,
@@ -345,6 +348,10 @@ impl LinkObserver for Observers {
     fn on_packet(&mut self, ch: tracewatt_net::ChannelId, pkt: u32, token: u32, first_hop: bool) {
         self.stats.on_packet(ch, pkt, token, first_hop);
     }
+    fn on_control(&mut self, ch: tracewatt_net::ChannelId, start: Ps, end: Ps) {
+        self.stats.on_control(ch, start, end);
+        self.power.on_control(ch, start, end);
+    }
 }
 
 /// Lets the fabric schedule its events on the simulation's queue.
@@ -355,6 +362,7 @@ impl Schedule<NetEvent> for NetQ<'_> {
             NetEvent::Arrive { pkt } => Ev::NetArrive { pkt },
             NetEvent::LinkFree { ch } => Ev::NetLinkFree { ch },
             NetEvent::Credit { ch } => Ev::NetCredit { ch },
+            NetEvent::CreditOut { id } => Ev::NetCreditOut { id },
         };
         self.0.push(time, e);
     }
@@ -481,6 +489,7 @@ impl<'a> Engine<'a> {
                 Ev::NetArrive { pkt } => self.net(now, NetEvent::Arrive { pkt })?,
                 Ev::NetLinkFree { ch } => self.net(now, NetEvent::LinkFree { ch })?,
                 Ev::NetCredit { ch } => self.net(now, NetEvent::Credit { ch })?,
+                Ev::NetCreditOut { id } => self.net(now, NetEvent::CreditOut { id })?,
                 Ev::Wake { rank } => self.resume(rank, now)?,
                 Ev::Issue { msg, wake } => {
                     let rank = self.msgs[msg].src;

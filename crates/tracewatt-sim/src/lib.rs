@@ -386,6 +386,7 @@ fn run(
         buffer_bytes: m.buffer_bytes,
         switch_latency_ps: units::ns_to_ps(m.switch_latency_ns),
         switching: m.switching,
+        credits: m.credits,
     };
     let channels = topo.channels.len();
     let cores = programs

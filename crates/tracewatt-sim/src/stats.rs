@@ -480,28 +480,10 @@ impl LinkObserver for LinkStats {
             self.job_bytes[ci * self.jobs + j] += bytes as u64;
         }
         let c = &mut self.chans[ci];
-        let gap = start - c.last_end;
-        c.last_end = end;
         c.bytes += bytes as u64;
         c.packets += 1;
         c.busy_ps += end - start;
-        if gap > 0 && self.wake_hops.is_some() {
-            // The gap's own level; a packet close enough behind the one before also waits for
-            // whatever delayed that one.
-            let lv = self.exceeds[self.fine_of(gap)];
-            if let Some(w) = &mut self.wake_hops {
-                let keep = if gap <= w.horizon_ps { w.level[ci] } else { 0 };
-                w.level[ci] = lv.max(keep);
-            }
-        }
-        self.record_idle(ci, gap);
-        if !self.pair_of.is_empty() {
-            let p = self.channels + self.pair_of[ci] as usize;
-            let pc = &mut self.chans[p];
-            let gap = start.saturating_sub(pc.last_end);
-            pc.last_end = pc.last_end.max(end);
-            self.record_idle(p, gap);
-        }
+        self.occupied(ci, start, end);
     }
 
     /// With wake-hop tracking: a packet `pkt` of message `token` has just been sent on `ch`.
@@ -528,6 +510,40 @@ impl LinkObserver for LinkStats {
         let most = WakeHops::row(max, k, token);
         for (m, c) in most[..lv].iter_mut().zip(&row[..lv]) {
             *m = (*m).max(*c);
+        }
+    }
+
+    /// A credit frame: it ends the link's idle interval as a packet does (so idle intervals and
+    /// the analysis built on them see it), but carries no data.
+    fn on_control(&mut self, ch: ChannelId, start: Ps, end: Ps) {
+        self.occupied(ch as usize, start, end);
+    }
+}
+
+impl LinkStats {
+    /// Channel `ci` is on the wire from `start` to `end`: closes its idle interval (and its
+    /// pair's, for paired statistics).
+    #[inline]
+    fn occupied(&mut self, ci: usize, start: Ps, end: Ps) {
+        let c = &mut self.chans[ci];
+        let gap = start - c.last_end;
+        c.last_end = end;
+        if gap > 0 && self.wake_hops.is_some() {
+            // The gap's own level; a packet close enough behind the one before also waits for
+            // whatever delayed that one.
+            let lv = self.exceeds[self.fine_of(gap)];
+            if let Some(w) = &mut self.wake_hops {
+                let keep = if gap <= w.horizon_ps { w.level[ci] } else { 0 };
+                w.level[ci] = lv.max(keep);
+            }
+        }
+        self.record_idle(ci, gap);
+        if !self.pair_of.is_empty() {
+            let p = self.channels + self.pair_of[ci] as usize;
+            let pc = &mut self.chans[p];
+            let gap = start.saturating_sub(pc.last_end);
+            pc.last_end = pc.last_end.max(end);
+            self.record_idle(p, gap);
         }
     }
 }

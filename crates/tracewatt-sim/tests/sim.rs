@@ -137,13 +137,19 @@ fn one_message_latency_matches_hand_calculation_on_every_topology() {
 /// and the previous packet has left; cut-through forwards once the head is in (never finishing
 /// before the tail), store-and-forward once the tail is in.
 fn expected(links: u64, bytes: u64, cut_through: bool) -> u64 {
-    expected_with_buffer(links, bytes, cut_through, u64::MAX)
+    expected_with_buffer(links, bytes, cut_through, u64::MAX, LAT)
 }
 
 /// [`expected`] with switch input buffers of `buffer` bytes: a packet also waits on each link
 /// until the switch at its end has room, and a buffer's space comes back to the link feeding it
-/// one link latency after the packet's tail has left on the next link.
-fn expected_with_buffer(links: u64, bytes: u64, cut_through: bool, buffer: u64) -> u64 {
+/// `credit_ps` after the packet's tail has left on the next link.
+fn expected_with_buffer(
+    links: u64,
+    bytes: u64,
+    cut_through: bool,
+    buffer: u64,
+    credit_ps: u64,
+) -> u64 {
     let packet = 1000u64;
     let sizes: Vec<u64> = if bytes == 0 {
         vec![0]
@@ -181,7 +187,7 @@ fn expected_with_buffer(links: u64, bytes: u64, cut_through: bool, buffer: u64) 
             if j > 0 {
                 // This packet leaves the buffer it held at the end of link j - 1.
                 let last = held[j - 1].last_mut().expect("sent on the previous link");
-                last.0 = end + LAT;
+                last.0 = end + credit_ps;
             }
             if j + 1 < links as usize {
                 held[j].push((u64::MAX, s));
@@ -206,34 +212,90 @@ fn expected_with_buffer(links: u64, bytes: u64, cut_through: bool, buffer: u64) 
 fn credit_flow_control_matches_hand_calculation() {
     // Buffers of one packet and of one and a half (the 500-byte last packet fits beside a full
     // one): the credits' round trip, not the links' bandwidth, sets the pace, and every port
-    // waits for credit in turn.
+    // waits for credit in turn. Out of band a credit is back one link latency after the tail
+    // left; as a frame on the reverse link (awake: the run is far shorter than the idle
+    // timeout, and nothing else uses the reverse links) 8 B of serialisation later.
+    let frame = serialization_ps(8, BW);
     for case in cases() {
-        for buffer in [1000u64, 1500] {
-            for cut_through in [true, false] {
-                let switching = if cut_through {
-                    "cut_through"
-                } else {
-                    "store_and_forward"
-                };
-                let mut c = config(
-                    case.topology,
-                    &format!("switching = \"{switching}\""),
-                    &case.nodes,
-                );
-                c.machine.buffer_bytes = buffer as u32;
-                let bytes = 9_500;
-                let r = run(&c, vec![vec![send(1, bytes)], vec![recv(0, bytes)]]).unwrap();
-                let want = expected_with_buffer(case.hops + 2, bytes, cut_through, buffer);
-                assert_eq!(
-                    makespan_ps(&r),
-                    want,
-                    "{} {switching} buffer {buffer} B",
-                    case.name
-                );
-                assert!(want > expected(case.hops + 2, bytes, cut_through));
+        for (credits, credit_ps) in [("out_of_band", LAT), ("reverse_link", frame + LAT)] {
+            for buffer in [1000u64, 1500] {
+                for cut_through in [true, false] {
+                    let switching = if cut_through {
+                        "cut_through"
+                    } else {
+                        "store_and_forward"
+                    };
+                    let mut c = config(
+                        case.topology,
+                        &format!("switching = \"{switching}\"\ncredits = \"{credits}\""),
+                        &case.nodes,
+                    );
+                    c.machine.buffer_bytes = buffer as u32;
+                    let bytes = 9_500;
+                    let r = run(&c, vec![vec![send(1, bytes)], vec![recv(0, bytes)]]).unwrap();
+                    let want =
+                        expected_with_buffer(case.hops + 2, bytes, cut_through, buffer, credit_ps);
+                    assert_eq!(
+                        makespan_ps(&r),
+                        want,
+                        "{} {switching} buffer {buffer} B, credits {credits}",
+                        case.name
+                    );
+                    assert!(want > expected(case.hops + 2, bytes, cut_through));
+                }
             }
         }
     }
+}
+
+#[test]
+fn a_credit_wakes_the_sleeping_reverse_link_it_travels_on() {
+    // One switch, a buffer of one packet, every link direction asleep as soon as it is idle
+    // (timeout 0, no sleep transition, wake 0.5 us). Node 0 sends M packets to node 1: each
+    // waits for the previous one's credit. As a frame, that credit first wakes the switch's
+    // port towards node 0 (idle since the previous credit, as a packet takes 1 us and the wake
+    // and frame 0.508 us), so every packet after the first starts W + 8 B later than with
+    // credits out of band, and that port wakes once per packet. Everything else (each data hop
+    // finds its link asleep and waits W either way) is the same in both runs.
+    const M: u64 = 5;
+    const W: u64 = 500_000;
+    let frame = serialization_ps(8, BW);
+    let run_with = |credits: &str| {
+        // The power tables follow `[machine]`'s own fields (TOML allows `[machine.topology]`
+        // after them).
+        let mut c = config(
+            "kind = \"single_switch\"\nnodes = 2",
+            &format!(
+                "credits = \"{credits}\"\n[power]\ncontrol = \"independent\"\n\
+                 [power.links]\nidle_timeout_us = 0.0\nsleep_time_us = 0.0\nwake_time_us = 0.5"
+            ),
+            &[0, 1],
+        );
+        c.machine.buffer_bytes = 1000;
+        run(&c, vec![vec![send(1, M * 1000)], vec![recv(0, M * 1000)]]).unwrap()
+    };
+    let oob = run_with("out_of_band");
+    let rev = run_with("reverse_link");
+    assert_eq!(makespan_ps(&rev) - makespan_ps(&oob), (M - 1) * (W + frame));
+    // The switch's port towards node 0: no traffic out of band, one wake per credit here.
+    let wakes = |r: &Results| {
+        let t = r.table("links").expect("links table");
+        let col = |name: &str| &t.columns.iter().find(|c| c.0 == name).unwrap().1;
+        let (
+            tracewatt_sim::Column::Str(src),
+            tracewatt_sim::Column::Str(dst),
+            tracewatt_sim::Column::U64(wakes),
+        ) = (col("src"), col("dst"), col("wakes"))
+        else {
+            panic!("link columns")
+        };
+        (0..src.len())
+            .find(|&i| src[i] == "s0" && dst[i] == "n0")
+            .map(|i| wakes[i])
+            .expect("link s0 -> n0")
+    };
+    assert_eq!(wakes(&oob), 0);
+    assert_eq!(wakes(&rev), M);
 }
 
 #[test]
