@@ -308,3 +308,54 @@ def test_critical_path_bound_holds_against_full_simulation(
         )
         slowdown_s = run.makespan_s - base.makespan_s
         assert slowdown_s <= r.penalty_bound_s + 1e-12, (r.idle_timeout_us, r.wake_time_us)
+
+
+def _one_way(policy: str, credits: str) -> dict[str, Any]:
+    """50 frames from node 0 to node 1, 1 ms apart (1,250 B at 10 Mb/s)."""
+    return {
+        "machine": {
+            "preset": "miwa2014-16node",
+            "topology": {"kind": "single_switch", "nodes": 2},
+            "packet_bytes": 1250,
+            "credits": credits,
+        },
+        "jobs": [
+            {
+                "ranks": 2,
+                "workload": {
+                    "kind": "paced_stream",
+                    "frame_bytes": 1250,
+                    "rate_mbps": 10.0,
+                    "duration_s": 0.05,
+                },
+            }
+        ],
+        "power": {
+            "control": "independent",
+            "links": {"policy": policy, "idle_timeout_us": TIMEOUT_US, "wake_time_us": WAKE_US},
+        },
+    }
+
+
+def test_credit_frames_are_idle_intervals_the_screening_sees(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stream of 50 frames, one every 1 ms against a 600 us timeout, acknowledged every second
+    frame (25 acks back): each of the 49 frames after the first wakes node 0's uplink and node
+    1's downlink, each ack node 1's uplink and the switch's port towards node 0. With credits on
+    the reverse link every frame's credit also goes out on that port, ahead of any ack: it wakes
+    49 times instead of 25. The screening of the always-on run counts the same wakes."""
+    for credits, back in [("out_of_band", 25), ("reverse_link", 49)]:
+        base = tracewatt.simulate(_one_way("always_on", credits))
+        eee = tracewatt.simulate(_one_way("timeout", credits))
+        links = eee.links.set_index(["src", "dst"])["wakes"]
+        assert links[("s0", "n0")] == back, credits
+        assert eee.summary["links"]["wakes"] == 49 + 25 + back + 49, credits
+        row = screen_idle(base, [TIMEOUT_US], [WAKE_US]).iloc[0]
+        assert row["exact"] and row["wakes"] == 49 + 25 + back + 49, credits
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(_one_way("always_on", "reverse_link")))
+    res = tmp_path / "res"
+    assert cli.main(["run", str(path), "-o", str(res), "-q"]) == 0
+    assert cli.main(["analyze", "idle", str(res), "--timeouts", "600", "--wakes", "17"]) == 0
+    assert "caveat: credits travel on the reverse link" in capsys.readouterr().out

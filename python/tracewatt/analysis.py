@@ -24,7 +24,9 @@ moving (``bound_threshold_us``). It is also never more than every wake end to en
 (``wakes x (T_s + T_w)``, the EEE paper's bound), which is what is left without the
 messages. Routes are the shortest paths of the machine's link graph (twice their
 switch-to-switch hops for dragonfly ``valiant`` / ``ugal`` routing). It leaves out a packet
-queued behind another route's delayed packet, beyond the sleep + wake time after it.
+queued behind another route's delayed packet, beyond the sleep + wake time after it, and, with
+``machine.credits = "reverse_link"``, a sender held back by a credit a wake delayed (its buffer
+full); the credit frames themselves end idle intervals and wake links as packets do.
 
 Where these figures and a full simulation differ, and why:
 

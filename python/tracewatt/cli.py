@@ -635,6 +635,13 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
                 "critical-path bound.\n"
             )
         )
+        if res.config["machine"].get("credits") == "reverse_link":
+            sys.stdout.write(
+                "caveat: credits travel on the reverse link (machine.credits = reverse_link): "
+                "their frames end idle intervals and wake links as packets do (counted above), "
+                "but a credit delayed by a wake holds back a sender only when its buffer is "
+                "full, which the penalty bound does not count.\n"
+            )
         paired = int(df["paired"].iloc[0])
         if paired and bool(df["pairs_exact"].all()):
             sys.stdout.write(
