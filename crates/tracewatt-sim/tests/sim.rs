@@ -407,12 +407,25 @@ fn routed_machines() -> Vec<(&'static str, &'static str, &'static str, u32)> {
 
 /// One-packet input buffers: the tightest back-pressure the fabric allows.
 fn tight(topology: &str, algo: &str, nodes: u32, workload: &str) -> Config {
+    tight_with(topology, algo, nodes, workload, "out_of_band", "")
+}
+
+/// [`tight`] with the machine's credit path and `[power]` tables (empty: the defaults).
+fn tight_with(
+    topology: &str,
+    algo: &str,
+    nodes: u32,
+    workload: &str,
+    credits: &str,
+    power: &str,
+) -> Config {
     let text = format!(
         r#"
 seed = 3
 [machine]
 packet_bytes = 256
 buffer_bytes = 256
+credits = "{credits}"
 [machine.topology]
 {topology}
 [machine.routing]
@@ -423,6 +436,7 @@ bandwidth_gbps = 10.0
 ranks = {nodes}
 [jobs.workload]
 {workload}
+{power}
 "#
     );
     Config::parse(&text, Format::Toml, "tight.toml").unwrap_or_else(|e| panic!("{e}"))
@@ -430,27 +444,36 @@ ranks = {nodes}
 
 #[test]
 fn all_to_all_with_one_packet_buffers_completes_on_every_topology_and_routing() {
-    for (name, topo, algo, nodes) in routed_machines() {
-        // Every rank posts all its sends at once (the scattered algorithm): maximum contention.
-        let c = tight(
-            topo,
-            algo,
-            nodes,
-            "kind = \"a2a\"\nbytes = 2000\nalgo = \"scattered\"",
-        );
-        let r = simulate(&c, "tight.toml", &mut |_| true)
-            .unwrap_or_else(|e| panic!("{name} / {algo}: {e}"));
-        let pairs = (nodes * (nodes - 1)) as u64;
-        assert_eq!(
-            r.summary["messages"]["count"].as_u64(),
-            Some(pairs),
-            "{name} / {algo}"
-        );
-        assert_eq!(
-            r.summary["messages"]["bytes"].as_u64(),
-            Some(pairs * 2000),
-            "{name} / {algo}"
-        );
+    // Also with every credit a frame on a reverse link that sleeps as soon as it is idle and
+    // takes 1 us to wake: credits then wait for wakes while every buffer is full.
+    let on_off = "[power]\ncontrol = \"independent\"\n[power.links]\nidle_timeout_us = 0.0\n\
+                  sleep_time_us = 0.0\nwake_time_us = 1.0";
+    for (credits, power) in [("out_of_band", ""), ("reverse_link", on_off)] {
+        for (name, topo, algo, nodes) in routed_machines() {
+            // Every rank posts all its sends at once (the scattered algorithm): maximum
+            // contention.
+            let c = tight_with(
+                topo,
+                algo,
+                nodes,
+                "kind = \"a2a\"\nbytes = 2000\nalgo = \"scattered\"",
+                credits,
+                power,
+            );
+            let r = simulate(&c, "tight.toml", &mut |_| true)
+                .unwrap_or_else(|e| panic!("{name} / {algo} / {credits}: {e}"));
+            let pairs = (nodes * (nodes - 1)) as u64;
+            assert_eq!(
+                r.summary["messages"]["count"].as_u64(),
+                Some(pairs),
+                "{name} / {algo} / {credits}"
+            );
+            assert_eq!(
+                r.summary["messages"]["bytes"].as_u64(),
+                Some(pairs * 2000),
+                "{name} / {algo} / {credits}"
+            );
+        }
     }
 }
 
