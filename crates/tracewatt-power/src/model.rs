@@ -15,7 +15,8 @@ use tracewatt_net::ChannelId;
 /// The signals a model observes (it is called for these only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Signals {
-    /// `link_ready` and `on_transmit`: every packet on every link direction.
+    /// `link_ready`, `on_transmit` and `on_control`: every packet (and credit frame) on every
+    /// link direction.
     pub links: bool,
     /// `on_rank`: ranks changing activity.
     pub ranks: bool,
