@@ -8,14 +8,14 @@
 //! The native format checks its own bytes (CRC-32s, since version 4): every flip of it must be
 //! refused. In the other formats two classes of flips read as valid traces of another run and
 //! cannot be told from true ones;
-//! they do not meet the bar and are only counted (printed with `--nocapture`;
-//! docs/replaying-traces.md gives the counts and why):
+//! they are accepted as the documented residue, printed with `--nocapture` and, in the seeded
+//! tests, bounded by the counts below (docs/replaying-traces.md gives the counts and why):
 //! - *timing*: the only effect is on compute times (every other op of every rank unchanged),
 //!   i.e. a timestamp or clock definition moved while time still runs forward;
 //! - *communicators*: the trace defines other communicators (a comm_split color or key, a
 //!   defined communicator's members) that its calls use consistently.
 //!
-//! Counts of the seeded flips today, timing (communicators): stencil4d 5, pipit ping-pong 2,
+//! Most seeded flips accepted, timing (communicators): stencil4d 5, pipit ping-pong 2,
 //! sst-macro-10ranks 2, sst-dumpi-testtrace 3, DUMPI FT 1 (1), every other trace 0. Before the
 //! cross-rank clock check and OTF2's event-order and measurement checks stencil4d had 78, pipit
 //! 13, sst-macro-10ranks 12; before OTF2's span and definition checks 7, 5 and 4.
@@ -430,11 +430,23 @@ fn assert_met(failures: Vec<String>) {
     );
 }
 
-fn seeded(traces: Vec<Fuzz>) {
+/// The seeded flips of each trace; `residue_at_most` is, per trace in order, the most flips of
+/// the two undetectable classes (timing, communicators) accepted: the counts documented in
+/// docs/replaying-traces.md, so a check that weakens fails here.
+fn seeded(traces: Vec<Fuzz>, residue_at_most: &[(usize, usize)]) {
+    assert_eq!(traces.len(), residue_at_most.len());
     let mut all = Vec::new();
-    for (i, f) in traces.iter().enumerate() {
+    for (i, (f, &(timing, comms))) in traces.iter().zip(residue_at_most).enumerate() {
         all.extend(f.check(f.seeded(18 + i as u64, SEEDED_FLIPS).into_iter()));
         f.report(SEEDED_FLIPS);
+        if f.timing_only.get() > timing || f.comms_changed.get() > comms {
+            all.push(format!(
+                "{}: residue grew to {} timing, {} communicators (at most {timing}, {comms})",
+                f.open.display(),
+                f.timing_only.get(),
+                f.comms_changed.get()
+            ));
+        }
     }
     assert_met(all);
 }
@@ -505,22 +517,24 @@ fn native_traces() -> Vec<Fuzz> {
 
 #[test]
 fn dumpi_seeded_flips_are_refused_with_a_location_or_harmless() {
-    seeded(dumpi_traces());
+    // sst-dumpi-testtrace, sst-macro-testbgp, FT, CG.
+    seeded(dumpi_traces(), &[(3, 0), (0, 0), (1, 1), (0, 0)]);
 }
 
 #[test]
 fn otf2_seeded_flips_are_refused_with_a_location_or_harmless() {
-    seeded(otf2_traces());
+    // pipit ping-pong, sst-macro-10ranks, stencil4d.
+    seeded(otf2_traces(), &[(2, 0), (2, 0), (5, 0)]);
 }
 
 #[test]
 fn simgrid_seeded_flips_are_refused_with_a_location_or_harmless() {
-    seeded(simgrid_traces());
+    seeded(simgrid_traces(), &[(0, 0), (0, 0)]);
 }
 
 #[test]
 fn native_seeded_flips_are_refused_with_a_location_or_harmless() {
-    seeded(native_traces());
+    seeded(native_traces(), &[(0, 0), (0, 0)]);
 }
 
 // Every position, per format (each its own test, so they run in parallel).
