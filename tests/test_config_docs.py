@@ -5,7 +5,6 @@ are not checked here; fields the resolution leaves out are listed with why."""
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tracewatt import _tracewatt
+from tracewatt import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_MD = ROOT / "docs" / "config.md"
@@ -132,9 +131,7 @@ def config(row: Row) -> dict[str, Any]:
 
 
 def resolved(cfg: dict[str, Any]) -> dict[str, Any]:
-    text = json.dumps(cfg)
-    out: dict[str, Any] = json.loads(_tracewatt.resolve_config(text, "json", "<test>"))
-    return out
+    return Config.from_dict(cfg).resolved()
 
 
 MISSING = object()
