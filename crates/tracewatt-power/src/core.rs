@@ -167,6 +167,8 @@ struct Times {
     transition: Ps,
     /// Copying intra-node messages in while waiting (active power).
     copy: Ps,
+    /// Processing the message that ended a wait, after it came (active power).
+    recv: Ps,
     idle: Ps,
 }
 
@@ -176,8 +178,10 @@ struct Core {
     since: Ps,
     /// The rank had a send pending when its current wait began.
     sends_pending: bool,
-    /// When the current wait's messages came (`wake_at` was asked), if they have.
+    /// When the current wait's messages came (`wake_at` was asked), if they have, and the work
+    /// in MPI that follows (the last receive's processing).
     woken_at: Option<Ps>,
+    recv_work: Ps,
     times: Times,
     /// The current wait's C-state, should it reach low power.
     cstate: usize,
@@ -213,6 +217,7 @@ impl CorePower {
             since: 0,
             sends_pending: false,
             woken_at: None,
+            recv_work: 0,
             times: Times::default(),
             cstate: 0,
             history: IdleHistory::default(),
@@ -296,9 +301,10 @@ impl CorePower {
             }
             Activity::Wait { .. } => {
                 let woken = c.woken_at.unwrap_or(at).min(at);
+                let recv = c.recv_work.min(at - woken);
                 // (spin, low power, entering/leaving) and where the low-power part lies.
                 let (spin, low, transition, low_at) = match self.wait_course(&c, woken) {
-                    None => (span, 0, 0, at),
+                    None => (span - recv, 0, 0, at),
                     Some((low_start, _)) => {
                         if woken > low_start {
                             self.cores[r].low_waits[c.cstate] += 1;
@@ -307,7 +313,7 @@ impl CorePower {
                         }
                         let spin = p.threshold_ps.min(span);
                         let low = woken.max(low_start).min(at).saturating_sub(low_start);
-                        (spin, low, span.saturating_sub(spin + low), low_start)
+                        (spin, low, span.saturating_sub(spin + low + recv), low_start)
                     }
                 };
                 // Copying a message in, the core works instead of spinning or sleeping.
@@ -319,9 +325,10 @@ impl CorePower {
                 t.low[c.cstate] += low;
                 t.transition += transition;
                 t.copy += copying;
+                t.recv += recv;
                 p.spin_w * to_seconds(spin)
                     + p.states[c.cstate].power_w * to_seconds(low)
-                    + p.compute_w * to_seconds(transition + copying)
+                    + p.compute_w * to_seconds(transition + copying + recv)
             }
         };
         // Copies that ended by now are accounted (or fell outside any wait).
@@ -337,9 +344,11 @@ impl CorePower {
 
 impl PowerModel for CorePower {
     fn signals(&self) -> Signals {
+        // Every policy needs `wake_at`: it says when a wait's messages came, which ends the
+        // spinning (or low power) and starts the receive's processing.
         Signals {
             ranks: true,
-            wakes: self.params.policy != WaitPolicy::Spin,
+            wakes: true,
             ..Signals::default()
         }
     }
@@ -360,6 +369,7 @@ impl PowerModel for CorePower {
         c.activity = activity;
         c.since = at;
         c.woken_at = None;
+        c.recv_work = 0;
         c.sends_pending = matches!(
             activity,
             Activity::Wait {
@@ -378,16 +388,21 @@ impl PowerModel for CorePower {
         self.copies[rank as usize].push((start, end));
     }
 
-    fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
+    fn wake_at(&mut self, rank: u32, ready: Ps, now: Ps) -> Ps {
         let r = rank as usize;
         let c = self.cores[r];
         if !matches!(c.activity, Activity::Wait { .. }) {
             return now;
         }
-        self.cores[r].woken_at = Some(now);
-        match self.wait_course(&c, now) {
+        // A request done before the wait began is found at its start.
+        let ready = ready.clamp(c.since, now);
+        self.cores[r].woken_at = Some(ready);
+        self.cores[r].recv_work = now - ready;
+        match self.wait_course(&c, ready) {
             None => now,
-            Some((_, go_on)) => {
+            Some((_, awake)) => {
+                // The core wakes, then processes what came.
+                let go_on = awake + (now - ready);
                 self.cores[r].wake_delay_ps += go_on - now;
                 go_on
             }
@@ -400,7 +415,7 @@ impl PowerModel for CorePower {
         }
         let p = self.params;
         let energy = |t: &Times| {
-            p.compute_w * to_seconds(t.compute + t.mpi + t.transition + t.copy)
+            p.compute_w * to_seconds(t.compute + t.mpi + t.transition + t.copy + t.recv)
                 + p.spin_w * to_seconds(t.spin)
                 + (0..C_STATES)
                     .map(|s| p.states[s].power_w * to_seconds(t.low[s]))
@@ -416,6 +431,7 @@ impl PowerModel for CorePower {
                 ("spin_s", t.spin),
                 ("transition_s", t.transition),
                 ("copy_s", t.copy),
+                ("recv_s", t.recv),
                 ("idle_s", t.idle),
             ];
             match p.policy {
@@ -477,6 +493,7 @@ impl PowerModel for CorePower {
             ("mwait_s", low_s(WaitPolicy::Mwait)),
             ("transition_s", secs(|t| t.transition)),
             ("copy_s", secs(|t| t.copy)),
+            ("recv_s", secs(|t| t.recv)),
             ("idle_s", secs(|t| t.idle)),
             (
                 "low_power_waits",

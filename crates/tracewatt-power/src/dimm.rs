@@ -285,7 +285,7 @@ impl PowerModel for DimmPower {
         (ps as f64 * (1.0 + p.bandwidth_slowdown * off)).round() as Ps
     }
 
-    fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
+    fn wake_at(&mut self, rank: u32, _ready: Ps, now: Ps) -> Ps {
         let (node, k) = self.rank_at[rank as usize];
         let n = &mut self.nodes[node as usize];
         match n.online_ps {

@@ -111,11 +111,12 @@ impl Power {
         t
     }
 
-    /// Rank `rank` is about to continue at `now`: when does it go on?
-    pub fn wake_at(&mut self, rank: u32, now: Ps) -> Ps {
+    /// Rank `rank` is about to continue at `now` (after a wait: it had what it waited for at
+    /// `ready` and worked in MPI since): when does it go on?
+    pub fn wake_at(&mut self, rank: u32, ready: Ps, now: Ps) -> Ps {
         let mut t = now;
         for &i in &self.wakes {
-            t = t.max(self.models[i].wake_at(rank, now));
+            t = t.max(self.models[i].wake_at(rank, ready, now));
         }
         t
     }

@@ -165,8 +165,10 @@ pub trait PowerModel: std::fmt::Debug + Send {
     }
 
     /// Rank `rank` is about to continue at `now` (its compute is done, or its wait is over):
-    /// when does it go on (>= `now`)?
-    fn wake_at(&mut self, _rank: u32, now: Ps) -> Ps {
+    /// when does it go on (>= `now`)? After a wait, the rank had what it waited for at `ready`
+    /// (<= `now`: its last message arrived, its last send completed) and worked in MPI from then
+    /// to `now` (the receive's processing).
+    fn wake_at(&mut self, _rank: u32, _ready: Ps, now: Ps) -> Ps {
         now
     }
 

@@ -131,6 +131,9 @@ struct RankRt {
     waiting: Vec<u32>,
     wait_remaining: u32,
     resume_ps: Ps,
+    /// When the wait's last request came (a receive's message arrived, a send completed), or
+    /// the wait's start if earlier: a receive completes `recv_ps` of processing after that.
+    ready_ps: Ps,
     blocked_since: Ps,
     finish_ps: Ps,
     compute_ps: Ps,
@@ -170,6 +173,18 @@ struct Req {
 }
 
 const _: () = assert!(std::mem::size_of::<Req>() == 32);
+
+impl Req {
+    /// When a completed request's rank had it: a receive `recv_ps` before it completes (its
+    /// message was there; the rest is the receive's processing), a send when it completes.
+    fn ready_ps(&self, recv_ps: Ps) -> Ps {
+        if self.send {
+            self.done_ps
+        } else {
+            self.done_ps.saturating_sub(recv_ps)
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MsgKind {
@@ -415,6 +430,7 @@ impl<'a> Engine<'a> {
                 waiting: Vec::new(),
                 wait_remaining: 0,
                 resume_ps: 0,
+                ready_ps: 0,
                 blocked_since: 0,
                 finish_ps: 0,
                 compute_ps: 0,
@@ -1011,10 +1027,11 @@ impl<'a> Engine<'a> {
         if !r.waited {
             return Ok(());
         }
-        let rank = r.rank;
+        let (rank, ready) = (r.rank, r.ready_ps(self.costs.recv_ps));
         let rr = &mut self.ranks[rank as usize];
         rr.wait_remaining -= 1;
         rr.resume_ps = rr.resume_ps.max(t);
+        rr.ready_ps = rr.ready_ps.max(ready);
         if rr.wait_remaining == 0 {
             debug_assert_eq!(rr.state, RankState::Blocked);
             let now = self.q.now();
@@ -1032,7 +1049,8 @@ impl<'a> Engine<'a> {
     fn resume(&mut self, rank: u32, now: Ps) -> Result<(), SimError> {
         let state = self.ranks[rank as usize].state;
         if !matches!(state, RankState::Waking { .. }) && self.links.power.delays_wakes() {
-            let go_on = self.links.power.wake_at(rank, now);
+            let ready = self.ranks[rank as usize].ready_ps.min(now);
+            let go_on = self.links.power.wake_at(rank, ready, now);
             if go_on > now {
                 let blocked = state == RankState::Blocked;
                 self.ranks[rank as usize].state = RankState::Waking { blocked };
@@ -1059,7 +1077,7 @@ impl<'a> Engine<'a> {
         let mut waiting = std::mem::take(&mut self.ranks[rank as usize].waiting);
         waiting.clear();
         let mut remaining = 0;
-        let mut resume_ps = now;
+        let (mut resume_ps, mut ready_ps) = (now, now);
         for id in ids {
             // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
             // it returns at once.
@@ -1069,6 +1087,7 @@ impl<'a> Engine<'a> {
             let r = &mut self.reqs[slot];
             if r.done {
                 resume_ps = resume_ps.max(r.done_ps);
+                ready_ps = ready_ps.max(r.ready_ps(self.costs.recv_ps));
                 self.reqs.remove(slot);
             } else {
                 r.waited = true;
@@ -1083,6 +1102,7 @@ impl<'a> Engine<'a> {
         }
         rr.wait_remaining = remaining;
         rr.resume_ps = resume_ps;
+        rr.ready_ps = ready_ps;
         rr.state = RankState::Blocked;
         rr.blocked_since = now;
         rr.blocked_in = what;

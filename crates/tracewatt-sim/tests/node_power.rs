@@ -14,7 +14,15 @@ use script::{recv, send, Script};
 
 /// Two nodes on one switch, links always on, no MPI overheads; `power` is appended.
 fn config(power: &str) -> Config {
-    let text = format!(
+    parse(&config_text(power))
+}
+
+fn parse(text: &str) -> Config {
+    Config::parse(text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn config_text(power: &str) -> String {
+    format!(
         r#"
 [machine]
 packet_bytes = 1500
@@ -35,8 +43,7 @@ kind = "pingpong"
 policy = "always_on"
 {power}
 "#
-    );
-    Config::parse(&text, Format::Toml, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+    )
 }
 
 fn run(config: &Config, programs: Vec<Vec<Op>>, extra: Vec<Box<dyn PowerModel>>) -> Results {
@@ -358,6 +365,62 @@ fn a_wait_shorter_than_the_threshold_or_with_a_send_pending_spins() {
     let r = run(&config(short), programs(false), Vec::new());
     let spin = run(&config(""), programs(false), Vec::new());
     assert_eq!(makespan_ps(&r), makespan_ps(&spin) + 3 * US);
+}
+
+/// [`config`] with 50 us of receive processing per message and `wait` as `[mpi.wait]`.
+fn slow_receive_config(wait: &str) -> Config {
+    parse(&config_text("").replace(
+        "recv_overhead_ns = 0",
+        &format!("recv_overhead_ns = 50000\n[mpi.wait]\n{wait}"),
+    ))
+}
+
+#[test]
+fn a_wait_ends_when_its_message_comes_and_the_receive_is_worked_after_any_wake() {
+    // Rank 1's message arrives at some a in (100, 120) us (100 us of compute, then 1,000 B
+    // over two 1 Gb/s hops); its receive takes 50 us of processing after that.
+    let spin = run(&slow_receive_config(""), late_message(), Vec::new());
+    let end = makespan_ps(&spin);
+    let a = end - 50 * US;
+    assert!((100 * US..120 * US).contains(&a), "{a}");
+    let f = |r: &Results, name: &str| match column(r, "cores", name) {
+        tracewatt_sim::Column::F64(v) => v[1],
+        other => panic!("{other:?}"),
+    };
+    let secs = |ps: Ps| ps as f64 * 1e-12;
+    assert!((f(&spin, "spin_s") - secs(a)).abs() < 1e-15);
+    assert!((f(&spin, "recv_s") - 50e-6).abs() < 1e-15);
+    // A 130 us threshold: the message comes while the core still polls (a < 130 us), so it
+    // never sleeps, though the receive completes after the threshold (a + 50 us > 130 us).
+    let fixed = "policy = \"block\"\ngovernor = \"fixed\"\nenter_overhead_us = 5.0\n\
+                 wake_overhead_us = 10.0";
+    let polled = run(
+        &slow_receive_config(&format!("{fixed}\nspin_threshold_us = 130.0")),
+        late_message(),
+        Vec::new(),
+    );
+    assert_eq!(makespan_ps(&polled), end);
+    assert_eq!(u64s(&polled, "cores", "low_power_waits"), [0, 0]);
+    assert!((f(&polled, "spin_s") - secs(a)).abs() < 1e-15);
+    // A 50 us threshold: 50 us polling, 5 us entering, C3 until a, 10 us + C3's 20 us exit
+    // waking, then the 50 us of processing, at 20 W but in C3 (2 W).
+    let slept = run(
+        &slow_receive_config(&format!("{fixed}\nspin_threshold_us = 50.0")),
+        late_message(),
+        Vec::new(),
+    );
+    assert_eq!(makespan_ps(&slept), end + 30 * US);
+    assert_eq!(u64s(&slept, "cores", "c3_waits"), [0, 1]);
+    assert!((f(&slept, "spin_s") - 50e-6).abs() < 1e-15);
+    assert!((f(&slept, "block_s") - secs(a - 55 * US)).abs() < 1e-15);
+    assert!((f(&slept, "transition_s") - 35e-6).abs() < 1e-15);
+    assert!((f(&slept, "recv_s") - 50e-6).abs() < 1e-15);
+    let want = 20.0 * (50e-6 + 35e-6 + 50e-6) + 2.0 * secs(a - 55 * US);
+    assert!(
+        (core_j(&slept, 1) - want).abs() < 1e-12,
+        "{}",
+        core_j(&slept, 1)
+    );
 }
 
 /// Two ranks on one node (their messages go through memory: 1 us latency, 1,000 B in 1 us at
