@@ -353,6 +353,19 @@ def test_trace_info_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) 
     assert r.code == 3 and "not a trace" in r.err
     r = trace_cli("trace", "info", DATA / "dumpi" / "npb-cg.S-4ranks", "--flops-per-s", "0")
     assert r.code == 2
+    cg = DATA / "dumpi" / "npb-cg.S-4ranks"
+    bad_options = [
+        ("--compute-scale", "inf", "--compute-scale: expected a finite number >= 0, got inf"),
+        ("--compute-scale", "nan", "--compute-scale: expected a finite number >= 0, got nan"),
+        ("--compute-scale", "-1", "--compute-scale: expected a finite number >= 0, got -1.0"),
+        ("--flops-per-s", "inf", "--flops-per-s: expected a finite number > 0, got inf"),
+        ("--flops-per-s", "0", "--flops-per-s: expected a finite number > 0, got 0.0"),
+    ]
+    for option, value, message in bad_options:
+        for command in (["info", cg], ["convert", cg, "-o", tmp_path / "out"]):
+            r = trace_cli("trace", *command, option, value)
+            assert (r.code, r.err) == (2, f"tracewatt: error: {message}\n"), (command, option)
+            assert not (tmp_path / "out").exists()
     with pytest.raises(SystemExit) as e:
         trace_cli("trace", "bogus")
     assert e.value.code == 2
@@ -385,6 +398,86 @@ def test_convert_then_run_same_makespan(
     a = tracewatt.simulate(_config(src, si["ranks"])).summary["makespan_s"]
     b = tracewatt.simulate(_config(out, si["ranks"])).summary["makespan_s"]
     assert a == b
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(d.iterdir())}
+
+
+def test_convert_refuses_an_output_overlapping_its_input(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    nat = tmp_path / "nat"
+    assert trace_cli("trace", "convert", DATA / "dumpi" / "npb-cg.S-4ranks", "-o", nat).code == 0
+    before = _files(nat)
+    # The output is the input, lies inside it, or holds it (a native trace named by its index).
+    for src, out in [(nat, nat), (nat, nat / "sub"), (nat / "trace.twi", nat)]:
+        r = trace_cli("trace", "convert", src, "-o", out)
+        assert (r.code, r.err) == (
+            2,
+            f"tracewatt: error: -o {out}: the output overlaps the input trace {src}; give a "
+            "directory outside it\n",
+        )
+        assert _files(nat) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nat"]
+
+
+def test_failed_convert_leaves_the_output_as_it_was(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """The conversion is written beside OUT and moved in only when complete: a trace that fails
+    on its last rank, after the others were written, leaves no file of it in OUT."""
+    out = tmp_path / "out"
+    assert trace_cli("trace", "convert", DATA / "otf2" / "pipit-ping-pong", "-o", out).code == 0
+    (out / "notes.txt").write_text("kept\n")
+    before = _files(out)
+    bad = tmp_path / "bad"
+    assert trace_cli("trace", "convert", DATA / "dumpi" / "npb-cg.S-4ranks", "-o", bad).code == 0
+    with (bad / "rank-3.twr").open("r+b") as f:
+        f.truncate(100)
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    for target in (out, tmp_path / "new"):
+        r = trace_cli("trace", "convert", bad, "-o", target)
+        assert r.code == 3 and "rank-3.twr" in r.err, r.err
+        # No temporary directory is left beside it, and a new OUT is not created.
+        assert sorted(p.name for p in tmp_path.iterdir()) == listing
+    assert _files(out) == before
+
+
+def test_convert_replaces_the_trace_in_an_existing_output(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """A 2-rank trace over a 4-rank one: the old rank files go, other files stay."""
+    out = tmp_path / "out"
+    assert trace_cli("trace", "convert", DATA / "dumpi" / "npb-cg.S-4ranks", "-o", out).code == 0
+    (out / "notes.txt").write_text("kept\n")
+    src = DATA / "otf2" / "pipit-ping-pong"
+    r = trace_cli("trace", "convert", "--json", src, "-o", out)
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["path"] == str(out)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "notes.txt",
+        "rank-0.twr",
+        "rank-1.twr",
+        "trace.twi",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert _info(out)["calls"] == _info(src)["calls"]
+
+
+def test_convert_to_an_unwritable_output_is_a_usage_error(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "out"
+    r = trace_cli("trace", "convert", DATA / "otf2" / "pipit-ping-pong", "-o", out)
+    assert (r.code, r.err) == (
+        2,
+        f"tracewatt: error: {out}: cannot write the converted trace there: {out.parent} is a "
+        "file\n",
+    )
+    r = trace_cli("trace", "convert", DATA / "otf2" / "pipit-ping-pong", "-o", "/proc/tw-out")
+    assert r.code == 2 and "/proc/tw-out: cannot write the converted trace there" in r.err
 
 
 # --------------------------------------------------------------------------- record

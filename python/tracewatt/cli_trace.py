@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +29,21 @@ TRACE_DIR_ENV = "TRACEWATT_TRACE_DIR"
 #: Environment variable that may name a prebuilt tracer library (overrides the build).
 TRACER_LIB_ENV = "TRACEWATT_TRACER_LIB"
 _LIB_NAME = "libtwtrace.so"
+#: A native trace's index (docs/native-trace-format.md); its rank files are `rank-<N>.twr`.
+_NATIVE_INDEX = "trace.twi"
 
 
 # --------------------------------------------------------------------------- helpers
 
 
 def _read_args(args: argparse.Namespace) -> dict[str, Any]:
-    if not (args.compute_scale >= 0.0):
-        raise UsageError(f"--compute-scale must be a non-negative number, got {args.compute_scale}")
-    if not (args.flops_per_s > 0.0):
-        raise UsageError(f"--flops-per-s must be a positive number, got {args.flops_per_s}")
+    # The `[jobs.trace]` fields' rules (docs/config.md): finite, compute_scale >= 0, rate > 0.
+    if not (math.isfinite(args.compute_scale) and args.compute_scale >= 0.0):
+        raise UsageError(
+            f"--compute-scale: expected a finite number >= 0, got {args.compute_scale}"
+        )
+    if not (math.isfinite(args.flops_per_s) and args.flops_per_s > 0.0):
+        raise UsageError(f"--flops-per-s: expected a finite number > 0, got {args.flops_per_s}")
     return {
         "compute_scale": args.compute_scale,
         "flops_per_s": args.flops_per_s,
@@ -134,14 +141,61 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_convert_paths(path: Path, out: Path) -> None:
+    """Refuses an output that is the input, holds it or lies inside it: the writer would
+    truncate the files it reads, or mix its files with the input's."""
+    src, dst = path.resolve(), out.resolve()
+    if dst == src or dst in src.parents or src in dst.parents:
+        raise UsageError(
+            f"-o {out}: the output overlaps the input trace {path}; give a directory outside it"
+        )
+
+
+def _replace_trace(tmp: Path, out: Path) -> None:
+    """Puts the converted trace in ``tmp`` in place as ``out``. Into an existing ``out``, its
+    old trace's index goes first and the new one comes last, so ``out`` never looks like a
+    trace while it mixes the two."""
+    if not out.exists():
+        tmp.rename(out)
+        return
+    (out / _NATIVE_INDEX).unlink(missing_ok=True)
+    for f in out.glob("rank-*.twr"):
+        f.unlink()
+    for f in tmp.glob("rank-*.twr"):
+        f.rename(out / f.name)
+    (tmp / _NATIVE_INDEX).rename(out / _NATIVE_INDEX)
+    tmp.rmdir()
+
+
 def cmd_trace_convert(args: argparse.Namespace) -> int:
     opts = _read_args(args)
-    if not Path(args.path).exists():
+    path = Path(args.path)
+    if not path.exists():
         raise UsageError(f"{args.path}: no such file or directory")
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{args.output}: exists and is not a directory")
-    info: dict[str, Any] = json.loads(_tracewatt.trace_convert(str(args.path), str(out), **opts))
+    _check_convert_paths(path, out)
+    # Converted beside OUT and moved in only once complete: a failure leaves OUT as it was.
+    dst = out.resolve()
+    blocked = next((a for a in dst.parents if a.exists() and not a.is_dir()), None)
+    if blocked is not None:
+        raise UsageError(f"{out}: cannot write the converted trace there: {blocked} is a file")
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        # mkdir, not mkdtemp: OUT gets the permissions the umask gives, not mkdtemp's 0700.
+        tmp = dst.parent / f".{dst.name}.{uuid.uuid4().hex[:12]}.tmp"
+        tmp.mkdir()
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write the converted trace there: {e.strerror or e}") from e
+    try:
+        text = _tracewatt.trace_convert(str(path), str(tmp), **opts)
+        _replace_trace(tmp, dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    info: dict[str, Any] = json.loads(text)
+    # The info was read from the temporary directory: name the trace where it now is.
+    info["path"] = str(args.output)
     if args.json:
         _print_info(info, True)
     elif not args.quiet:
@@ -231,7 +285,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     out = Path(args.output).resolve()
     if out.exists() and not out.is_dir():
         raise UsageError(f"{args.output}: exists and is not a directory")
-    old = [*out.glob("rank-*.twr"), *out.glob("trace.twi")] if out.is_dir() else []
+    old = [*out.glob("rank-*.twr"), *out.glob(_NATIVE_INDEX)] if out.is_dir() else []
     if old:
         if not args.force:
             raise UsageError(
@@ -250,9 +304,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     rc = subprocess.run(launch, env=env, check=False).returncode
     if rc != 0:
         _error(f"record: the command exited with status {rc}")
-        if not (out / "trace.twi").is_file():
+        if not (out / _NATIVE_INDEX).is_file():
             return EXIT_RUN
-    if not (out / "trace.twi").is_file():
+    if not (out / _NATIVE_INDEX).is_file():
         raise TraceError(
             f"{out}: the command wrote no trace (no trace.twi): did it run an MPI program "
             "launched by this mpirun, and does it call MPI_Init?"
