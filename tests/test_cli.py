@@ -428,6 +428,34 @@ def test_compare_force_clears_stale_results(
     assert (empty / "summary.json").is_file()
 
 
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_force_keeps_the_previous_results_when_the_run_fails(
+    command: str, run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    """`--force` empties DIR only once there are results to replace it with: a configuration
+    the parser refuses, one the workload's construction refuses (both exit 2) and a run that
+    cannot complete (exit 3) leave the previous results as they were."""
+    out = tmp_path / "res"
+    assert run_cli(command, pingpong_toml, "-o", out, "-q").code == 0
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    # Two ranks that each wait for the other's message first.
+    stuck = tmp_path / "stuck.txt"
+    stuck.write_text("0 init\n0 recv 1 100\n1 init\n1 recv 0 100\n0 finalize\n1 finalize\n")
+    stuck_toml = write_toml(
+        tmp_path / "stuck.toml",
+        PINGPONG_TOML.split("[jobs.workload]")[0] + f"[jobs.trace]\npath = '{stuck}'\n",
+    )
+    failures = [
+        (pingpong_toml, ["--set", "machine.links.bandwidth_gbps=0"], 2, "bandwidth_gbps: must"),
+        (pingpong_toml, ["--set", "jobs[0].workload={kind='a2a', algo='ring'}"], 2, "workload.algo: `ring`"),
+        (stuck_toml, [], 3, "expected recv: a send matching this receive"),
+    ]
+    for cfg, overrides, code, message in failures:
+        r = run_cli(command, cfg, "-o", out, "-q", "--force", *overrides)
+        assert r.code == code and message in r.err, r.err
+        assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+
+
 # --------------------------------------------------------------------------- Ctrl-C
 
 

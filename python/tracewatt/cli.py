@@ -128,23 +128,19 @@ def _load_config(args: argparse.Namespace) -> Config:
 def _output_dir(args: argparse.Namespace) -> Path | None:
     """Checks ``-o DIR`` before anything is simulated, so a long run's results are not lost to a
     typo: DIR is created if missing and must be writable; an existing non-empty DIR is refused
-    unless ``--force``, which empties it (no stale results, e.g. a ``baseline/``, stay beside
-    the new ones). Returns DIR as an absolute path, which errors name."""
+    unless ``--force``. Returns DIR as an absolute path, which errors name. A forced DIR is
+    emptied only by :func:`_empty_output`, once the results are there to replace it: a run
+    that fails (a bad configuration, a deadlock, Ctrl-C) leaves the previous results as they
+    were."""
     if args.output is None:
         return None
     out = Path(args.output).absolute()
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory; give a directory for -o")
-    if out.is_dir() and any(out.iterdir()):
-        if not args.force:
-            raise UsageError(
-                f"{out}: the output directory is not empty; use --force to replace its contents"
-            )
-        for child in out.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise UsageError(
+            f"{out}: the output directory is not empty; use --force to replace its contents"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
@@ -152,6 +148,16 @@ def _output_dir(args: argparse.Namespace) -> Path | None:
     except OSError as e:
         raise UsageError(f"{out}: cannot write the results there: {e.strerror or e}") from e
     return out
+
+
+def _empty_output(out: Path) -> None:
+    """Empties an ``-o DIR`` that ``--force`` let through (no stale results, e.g. a
+    ``baseline/``, stay beside the new ones)."""
+    for child in out.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 # --------------------------------------------------------------------------- run
@@ -190,6 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for w in res.summary.get("trace_warnings", []):
             _warn(f"warning: {w}")
     if out is not None:
+        _empty_output(out)
         res.write(out)
         _write_timing(out, timing)
     if args.json:
@@ -463,6 +470,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     wall_s = c.policy_wall_s
     timing = run_timing(c.policy.summary, wall_s) if wall_s is not None else None
     if out is not None:
+        _empty_output(out)
         c.baseline.write(out / "baseline")
         c.policy.write(out)
         # The policy's summary, extended with the baseline and the savings, replaces its own.
@@ -710,6 +718,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from tracewatt import __version__
 
         record = {"tracewatt_version": __version__, "checks": [c.record() for c in checks]}
+        _empty_output(out)
         (out / "validate.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         if not args.quiet:
             _warn(f"checks' data written to {out / 'validate.json'} (`tracewatt report {out}`)")
