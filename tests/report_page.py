@@ -135,6 +135,8 @@ def assert_offline_and_drawn(page: Page, path: Path, expected: list[str]) -> Non
         assert page.sizes[name][1] >= 600, name
         assert pixels.shape[:2] == page.sizes[name], name
         assert pixels.std() > 20.0, f"{name} is blank"
-        # Coloured pixels (bars, lines; not the black, grey and white of axes and text).
+        # Coloured pixels (bars, lines; not the black, grey and white of axes and text). One
+        # curve alone (the idle CDF of a machine with one link class) colours 0.5 % of them;
+        # axes without data none.
         coloured = (pixels.max(axis=2) - pixels.min(axis=2)) > 60.0
-        assert coloured.mean() > 0.005, f"{name} draws nothing in colour"
+        assert coloured.mean() > 0.002, f"{name} draws nothing in colour"

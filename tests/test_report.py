@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import PINGPONG, CliResult
+from conftest import EXAMPLES, PINGPONG, CliResult
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
 from test_study import SMALL_STUDY
 from tracewatt import cli, report
@@ -73,6 +73,25 @@ def study_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "small.toml").write_text(STUDY, encoding="utf-8")
     assert cli.main(["sweep", str(d / "small.toml"), "-q", "-o", str(d / "out")]) == 0
     return d / "out"
+
+
+@pytest.fixture(scope="module")
+def unnamed_compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compare of the ping-pong whose job has no `name` (the summary calls it `job0`)."""
+    out = tmp_path_factory.mktemp("unnamed")
+    cfg = _eee_pingpong()
+    del cfg["jobs"][0]["name"]
+    (out / "unnamed.json").write_text(json.dumps(cfg), encoding="utf-8")
+    assert cli.main(["compare", "-q", "-o", str(out / "res"), str(out / "unnamed.json")]) == 0
+    return out / "res"
+
+
+@pytest.fixture(scope="module")
+def trace_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped trace example's results: a job with `[jobs.trace]` and no workload."""
+    out = tmp_path_factory.mktemp("trace") / "res"
+    assert cli.main(["run", "-q", "-o", str(out), str(EXAMPLES / "trace-npb-cg.toml")]) == 0
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +194,19 @@ def test_report_of_a_run_draws_no_baseline(run_cli: Any, run_dir: Path) -> None:
     assert len(results.plot.energy_breakdown().axes[0].containers) == 1
 
 
+def test_header_names_unnamed_jobs_and_trace_jobs(
+    run_cli: Any, unnamed_compare_dir: Path, trace_run_dir: Path
+) -> None:
+    _report(run_cli, [unnamed_compare_dir, "-q"])
+    text = (unnamed_compare_dir / "report.html").read_text(encoding="utf-8")
+    assert "<tr><td>job job0</td><td>pingpong, 2 ranks</td></tr>" in text
+    _report(run_cli, [trace_run_dir, "-q"])
+    text = (trace_run_dir / "report.html").read_text(encoding="utf-8")
+    # The trace's path as the configuration gives it (relative to the configuration).
+    row = "<tr><td>job npb-cg</td><td>trace ../tests/data/dumpi/npb-cg.S-4ranks/, 4 ranks</td></tr>"
+    assert row in text
+
+
 def _summary(directory: Path, run: dict[str, Any]) -> dict[str, Any]:
     summary: dict[str, Any] = json.loads((directory / run["dir"] / "summary.json").read_text())
     return summary
@@ -252,7 +284,13 @@ def test_figures_only_where_there_is_data(compared: tuple[Results, Results]) -> 
 @needs_browser
 @pytest.mark.parametrize(
     ("results", "expected"),
-    [("run_dir", FIGURES), ("compare_dir", FIGURES), ("study_dir", ("sweep_bars",))],
+    [
+        ("run_dir", FIGURES),
+        ("compare_dir", FIGURES),
+        ("unnamed_compare_dir", FIGURES),
+        ("trace_run_dir", FIGURES),
+        ("study_dir", ("sweep_bars",)),
+    ],
 )
 def test_report_renders_in_headless_chromium(
     run_cli: Any,

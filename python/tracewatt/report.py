@@ -314,12 +314,19 @@ def _header(results: Results) -> list[tuple[str, str]]:
             f" {info.get('links', '?')} links",
         )
     ]
-    rows += [
-        (f"job {j['name']}", f"{j['workload'].get('kind', '?')}, {j['ranks']} ranks")
-        for j in config.get("jobs", [])
-    ]
+    # The summary's jobs carry the resolved names (`job0` for a job without one), in the
+    # configuration's order.
+    for job, done in zip(config.get("jobs", []), results.summary.get("jobs", []), strict=True):
+        rows.append((f"job {done['name']}", f"{_job_source(job)}, {job['ranks']} ranks"))
     rows += [(what.strip(), how) for what, how in policies(config)]
     return rows
+
+
+def _job_source(job: dict[str, Any]) -> str:
+    """What a job runs: its workload's kind, or the trace it replays."""
+    if "trace" in job:
+        return f"trace {job['trace']['path']}"
+    return str(job["workload"]["kind"])
 
 
 def _summary_text(results: Results, baseline: Results | None) -> str:
