@@ -320,6 +320,66 @@ def test_groups_share_identical_runs(tmp_path: Path) -> None:
     assert df["energy_j"].iloc[1] == df["energy_j"].iloc[2]
 
 
+def _files(out: Path) -> dict[str, bytes]:
+    return {n: (out / n).read_bytes() for n in ("sweep.json", "sweep.parquet")}
+
+
+def test_a_directory_holding_another_sweep_is_refused(run_cli: Run, tmp_path: Path) -> None:
+    base = BASE.format(iterations=2)
+    first = spec_file(tmp_path, base + '[axes]\n"power.links.idle_timeout_us" = [1.0, 2.0]\n')
+    wider = spec_file(
+        tmp_path, base + '[axes]\n"power.links.idle_timeout_us" = [1.0, 2.0, 4.0]\n', "w.toml"
+    )
+    other = spec_file(tmp_path, base + '[axes]\n"power.links.idle_timeout_us" = [7.0]\n', "o.toml")
+    out = tmp_path / "out"
+    assert run_cli("sweep", first, "-o", out, "-j", "1", "-q").code == 0
+    # The same spec resumes (nothing left to run).
+    r = run_cli("sweep", first, "-o", out, "-j", "1")
+    assert r.code == 0 and "2 runs, 2 already done; nothing to run" in r.err, r.err
+    # Another spec is refused before anything runs, and the sweep there is left as it was.
+    before, runs = _files(out), mtimes(out)
+    r = run_cli("sweep", other, "-o", out, "-j", "1", "-q")
+    assert (r.code, r.err) == (
+        2,
+        f"tracewatt: error: {out}: holds another sweep (`t`: 2 of the 2 runs of its "
+        "sweep.parquet are not runs of this spec); give another directory, or replace that "
+        "sweep (--force)\n",
+    )
+    assert _files(out) == before and mtimes(out) == runs
+    # A spec that keeps every run of the dataset and adds one is the same sweep, grown.
+    r = run_cli("sweep", wider, "-o", out, "-j", "1")
+    assert r.code == 0 and "3 runs, 2 already done; 1 to run" in r.err, r.err
+    # Back to the two runs: the dataset of three would lose a row.
+    assert run_cli("sweep", first, "-o", out, "-j", "1", "-q").code == 2
+    # --force replaces the sweep; the runs already there stay (found by their configuration).
+    r = run_cli("sweep", other, "-o", out, "-j", "1", "-q", "--force")
+    assert r.code == 0, r.err
+    _, df = sweep.read_dataset(out)
+    assert list(df["power.links.idle_timeout_us"]) == [7.0]
+    assert len(list((out / "runs").iterdir())) == 4
+
+
+def test_a_sweep_written_by_another_version_is_the_same_sweep(tmp_path: Path) -> None:
+    """Runs are hashed with the tracewatt version: the dataset of an older version lists them
+    under the hashes that version gave, and the spec is still that sweep's."""
+    spec = sweep.SweepSpec.from_toml(
+        BASE.format(iterations=2) + '[axes]\n"power.links.idle_timeout_us" = [1.0, 2.0]\n', "s"
+    )
+    runs = spec.runs()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"name": "t", "tracewatt_version": "0.0.1"}))
+    old = [f"runs/{r.hash_under('0.0.1')}" for r in runs]
+    assert old != [f"runs/{r.hash}" for r in runs]
+    pd.DataFrame({"dir": old}).to_parquet(out / "sweep.parquet")
+    assert sweep.other_sweep(out, runs) is None
+    pd.DataFrame({"dir": [*old, "runs/0123456789abcdef"]}).to_parquet(out / "sweep.parquet")
+    assert sweep.other_sweep(out, runs) == (
+        f"{out}: holds another sweep (`t`: 1 of the 3 runs of its sweep.parquet are not runs of "
+        "this spec)"
+    )
+
+
 # --------------------------------------------------------------------------- local pool
 
 

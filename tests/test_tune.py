@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import tracewatt
-from conftest import EXAMPLES
-from tracewatt import cli
+from conftest import EXAMPLES, CliResult
+from test_cli import LONG_RUN
+from tracewatt import cli, sweep
 from tracewatt.analysis import screen_idle
 from tracewatt.compare import compare
 from tracewatt.config import parse_value
@@ -123,6 +126,51 @@ def test_tune_refuses_a_bad_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["tune", cfg, "--slowdown", "one"]) == 2
     assert "--slowdown 'one': expected a percentage" in capsys.readouterr().err
     assert cli.main(["tune", cfg, "--slowdown", "1", "--control", "sometimes"]) == 2
+
+
+def test_tune_checks_its_outputs_before_simulating(
+    tmp_path: Path, run_cli: Callable[..., CliResult], pingpong_toml: Path
+) -> None:
+    """Refused at once, before the screening run (of about a minute here), with exit 2: a file,
+    a run's results or another sweep given as --runs, and an -o that cannot be written."""
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(LONG_RUN)
+    (tmp_path / "file").write_text("")
+    results = tmp_path / "results"
+    assert run_cli("run", pingpong_toml, "-o", results, "-q").code == 0
+    other = tmp_path / "other"
+    spec = {"name": "other", "base": {"seed": 1}}
+    sweep.run(sweep.SweepSpec.from_dict(spec, "other.toml"), other, workers=1)
+    listing = sorted(p.name for p in results.iterdir())
+    cases = [
+        (
+            ["--runs", tmp_path / "file"],
+            f"{tmp_path / 'file'}: exists and is not a directory; give a directory for --runs",
+        ),
+        (
+            ["--runs", results],
+            f"{results}: not empty and not a sweep's directory (no sweep.json); give a new or "
+            "empty directory for --runs, or a sweep's to resume it",
+        ),
+        (
+            ["--runs", other],
+            f"{other}: holds another sweep (`other`), not the confirming sweep of a tune of "
+            f"{cfg}; give a new or empty directory for --runs",
+        ),
+        (["-o", tmp_path], f"{tmp_path}: is a directory; give a file for -o"),
+        (
+            ["-o", tmp_path / "missing" / "t.toml"],
+            f"{tmp_path / 'missing' / 't.toml'}: cannot write it: {tmp_path / 'missing'} is not "
+            "a directory",
+        ),
+    ]
+    for options, message in cases:
+        t0 = time.monotonic()
+        r = run_cli("tune", cfg, "--slowdown", "1", *options)
+        assert (r.code, r.err) == (2, f"tracewatt: error: {message}\n")
+        assert time.monotonic() - t0 < 5
+    assert sorted(p.name for p in results.iterdir()) == listing
+    assert not (tmp_path / "missing").exists()
 
 
 def test_wake_time_and_control_are_tuned_when_asked() -> None:

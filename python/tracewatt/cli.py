@@ -160,6 +160,19 @@ def _empty_output(out: Path) -> None:
             child.unlink()
 
 
+def _output_file(path: str) -> Path:
+    """Checks where an output file goes before anything is simulated: not a directory, in a
+    directory that exists and can be written. Returns it as an absolute path."""
+    out = Path(path).absolute()
+    if out.is_dir():
+        raise UsageError(f"{out}: is a directory; give a file for -o")
+    if not out.parent.is_dir():
+        raise UsageError(f"{out}: cannot write it: {out.parent} is not a directory")
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UsageError(f"{out}: cannot write it: permission denied")
+    return out
+
+
 # --------------------------------------------------------------------------- run
 
 
@@ -363,15 +376,9 @@ def _where(args: argparse.Namespace) -> str:
 
 def _sweep_dir(path: str) -> Path:
     """``-o DIR``: new, empty, or a sweep's (which is resumed)."""
-    out = Path(path).absolute()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out}: exists and is not a directory; give a directory for -o")
-    if out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").is_file():
-        raise UsageError(
-            f"{out}: not empty and not a sweep's directory (no sweep.json); give a new or empty "
-            "directory, or a sweep's to resume it"
-        )
-    return out
+    from tracewatt import sweep
+
+    return sweep.check_out_dir(path)
 
 
 def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
@@ -384,7 +391,7 @@ def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
         # A batch job's time limit ends the sweep with SIGTERM: stop as on Ctrl-C (workers
         # stopped, finished runs kept, their dataset written), not with workers left running.
         with sigterm_stops():
-            df = sweep.run(spec, out, progress=display, **target)
+            df = sweep.run(spec, out, progress=display, replace=args.force, **target)
     finally:
         display.close()
     if args.json:
@@ -503,6 +510,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from tracewatt.tuning import DEFAULT_TIMEOUTS_US, tune
 
     cfg = _load_config(args)
+    if args.output is not None:
+        _output_file(args.output)
     budget = _percent(args.slowdown)
     timeouts = _floats(args.timeouts) if args.timeouts else list(DEFAULT_TIMEOUTS_US)
     wakes = _floats(args.wake_time) if args.wake_time else None
@@ -882,6 +891,11 @@ def build_parser() -> argparse.ArgumentParser:
         jq.add_argument("--cores", type=int, metavar="N", help="cores per job (= worker processes)")
         jq.add_argument("--memory", metavar="SIZE", help="memory per job, e.g. 16GB")
         jq.add_argument("--jobs", type=int, metavar="N", help="jobs to submit (default 1)")
+        sp.add_argument(
+            "--force",
+            action="store_true",
+            help="replace the sweep DIR holds when it is another one (without it, it is refused)",
+        )
         sp.add_argument("--json", action="store_true", help="print the rows as JSON instead")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
 

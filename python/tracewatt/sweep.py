@@ -50,8 +50,10 @@ __all__ = [
     "Run",
     "SweepSpec",
     "Variant",
+    "check_out_dir",
     "jobqueue_cluster",
     "list_shipped",
+    "other_sweep",
     "read_dataset",
     "run",
     "shipped_spec_path",
@@ -153,6 +155,13 @@ class Run:
     config: Config
     hash: str
     error: str = ""
+    #: The canonical JSON the hash is taken of (with the tracewatt version): the resolved
+    #: configuration, or the configuration as given where it could not be resolved.
+    key: str = ""
+
+    def hash_under(self, version: str) -> str:
+        """The run's hash as tracewatt ``version`` names its directory."""
+        return _run_hash(self.key, version)
 
     @property
     def label(self) -> str:
@@ -265,8 +274,8 @@ class SweepSpec:
                         raise
                     resolved, error = dv, f"{type(e).__name__}: {e}"
                 text = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
-                digest = hashlib.sha256(f"{text}\n{__version__}".encode()).hexdigest()[:16]
-                out.append(Run(group, v.name, values, cfg, digest, error))
+                digest = _run_hash(text, __version__)
+                out.append(Run(group, v.name, values, cfg, digest, error, text))
         return out
 
     def description_json(self) -> dict[str, Any]:
@@ -286,6 +295,10 @@ class SweepSpec:
             "baseline": self.baseline,
             "tracewatt_version": __version__,
         }
+
+
+def _run_hash(key: str, version: str) -> str:
+    return hashlib.sha256(f"{key}\n{version}".encode()).hexdigest()[:16]
 
 
 def _known_keys(d: Mapping[str, Any], allowed: frozenset[str], source: str, where: str) -> None:
@@ -667,6 +680,51 @@ def _connect(
 # --------------------------------------------------------------------------- the sweep
 
 
+def check_out_dir(out_dir: str | os.PathLike[str], option: str = "-o") -> Path:
+    """Checks a sweep's directory (given as ``option``) before anything runs: new, empty, or a
+    sweep's (which is resumed). Returns it as an absolute path, which errors name; raises
+    :class:`ConfigError`."""
+    out = Path(out_dir).absolute()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out}: exists and is not a directory; give a directory for {option}")
+    if out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").is_file():
+        raise ConfigError(
+            f"{out}: not empty and not a sweep's directory (no sweep.json); give a new or empty "
+            f"directory for {option}, or a sweep's to resume it"
+        )
+    return out
+
+
+def other_sweep(out: Path, runs: Sequence[Run]) -> str | None:
+    """Why ``out`` holds another sweep than the one of ``runs``, or None where it holds none or
+    this one. The sweep there is this one when every run its dataset (``sweep.parquet``) lists
+    is a run of ``runs``: hashed as the version that wrote it (``sweep.json``) or this one
+    names them, so a sweep resumed by a newer tracewatt is still itself, and a spec that only
+    adds runs (an axis value more) still holds every row of the dataset it replaces."""
+    from tracewatt import __version__
+
+    meta_path, data_path = out / "sweep.json", out / "sweep.parquet"
+    if not meta_path.is_file() or not data_path.is_file():
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        listed = pq.read_table(data_path, columns=["dir"]).column("dir").to_pylist()
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        return f"{out}: cannot read the sweep there ({type(e).__name__}: {e})"
+    versions = {str(meta.get("tracewatt_version")), __version__}
+    mine = {f"runs/{r.hash_under(v)}" for r in runs for v in versions}
+    foreign = [d for d in listed if d and d not in mine]
+    if not foreign:
+        return None
+    return (
+        f"{out}: holds another sweep (`{meta.get('name')}`: {len(foreign)} of the {len(listed)} "
+        "runs of its sweep.parquet are not runs of this spec)"
+    )
+
+
 def run(
     spec: SweepSpec | str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -677,9 +735,13 @@ def run(
     cluster_options: Mapping[str, Any] | None = None,
     jobs: int = 1,
     progress: ProgressCallback | None = None,
+    replace: bool = False,
 ) -> pd.DataFrame:
     """Runs every run of ``spec`` not already finished in ``out_dir`` and writes
-    ``sweep.json`` and ``sweep.parquet``; returns the dataset.
+    ``sweep.json`` and ``sweep.parquet``; returns the dataset. An ``out_dir`` that holds
+    another sweep (:func:`other_sweep`) raises :class:`ConfigError` before anything runs,
+    unless ``replace``: its ``sweep.json`` and ``sweep.parquet`` are then this sweep's, and its
+    runs stay in ``runs/``.
 
     Runs go to a local pool of ``workers`` processes (default: one per core), or to Dask:
     ``scheduler`` (an address such as ``tcp://host:8786``), or ``cluster`` ``"local:N"`` (a
@@ -691,6 +753,9 @@ def run(
     s = spec if isinstance(spec, SweepSpec) else SweepSpec.load(spec)
     out = Path(out_dir)
     runs = s.runs()
+    why = None if replace else other_sweep(out, runs)
+    if why is not None:
+        raise ConfigError(f"{why}; give another directory, or replace that sweep (--force)")
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / "sweep.json", s.description_json())
     unique = {r.hash: r for r in runs}

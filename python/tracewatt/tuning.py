@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import json
 import math
 import re
 import tomllib
@@ -192,6 +193,32 @@ def _sets(settings: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
     return out
 
 
+def _sweep_description(config: Config) -> str:
+    return f"confirming tuned link settings of {config.source}"
+
+
+def _check_runs_dir(out_dir: str | Path, config: Config) -> Path:
+    """Checks the confirming sweep's directory before the screening run: new, empty, or the
+    confirming sweep of an earlier tune of the same configuration (resumed: its runs are found
+    again, and its dataset is replaced by this tune's candidates)."""
+    sweep = importlib.import_module("tracewatt.sweep")
+    out: Path = sweep.check_out_dir(out_dir, "--runs")
+    meta_path = out / "sweep.json"
+    if not meta_path.is_file():
+        return out
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{meta_path}: cannot read the sweep there: {e}") from e
+    if not isinstance(meta, dict) or meta.get("description") != _sweep_description(config):
+        name = meta.get("name") if isinstance(meta, dict) else None
+        raise ConfigError(
+            f"{out}: holds another sweep (`{name}`), not the confirming sweep of a tune of "
+            f"{config.source}; give a new or empty directory for --runs"
+        )
+    return out
+
+
 def sweep_spec(
     config: Config, kinds: Sequence[str], candidates: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -209,7 +236,7 @@ def sweep_spec(
         variants.append({"name": f"c{i}", "set": _sets(full)})
     return {
         "name": "tune",
-        "description": f"confirming tuned link settings of {config.source}",
+        "description": _sweep_description(config),
         "base": _padded_base(config, kinds),
         "baseline": "always_on",
         "variants": variants,
@@ -332,6 +359,7 @@ def tune(
     import tracewatt
 
     config = tracewatt.as_config(config)
+    out = _check_runs_dir(out_dir, config)
     run = tracewatt.simulate(_screening_config(config, timeouts_us))
     screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
     top = pick_candidates(screened, k)
@@ -342,7 +370,9 @@ def tune(
     spec = sweep.SweepSpec.from_dict(
         sweep_spec(config, kinds, list(top["settings"])), f"{config.source} (tune)"
     )
-    data = sweep.run(spec, out_dir, workers=workers).set_index("variant")
+    # Another tune's candidates replace its dataset: _check_runs_dir let only this
+    # configuration's confirming sweeps through.
+    data = sweep.run(spec, out, workers=workers, replace=True).set_index("variant")
     top["variant"] = [f"c{i}" for i in range(1, len(top) + 1)]
     top["saving_pct"] = [float(data.loc[v, "saving_pct"]) for v in top["variant"]]
     top["slowdown_pct"] = [float(data.loc[v, "slowdown_pct"]) for v in top["variant"]]
