@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import tracewatt
-from conftest import EXAMPLES
+from conftest import EXAMPLES, CliResult
 from tracewatt import cli
 from tracewatt.analysis import penalty_bound, screen_idle
 from tracewatt.compare import baseline_of, compare
@@ -191,6 +192,90 @@ def test_negative_or_nan_times_are_refused_naming_the_parameter(tmp_path: Path) 
         screen_idle(res, [600.0], [float("nan")])
     res.write(tmp_path / "r")
     assert cli.main(["analyze", "idle", str(tmp_path / "r"), "--timeouts", "-5", "-q"]) == 2
+
+
+def test_screening_a_run_without_messages(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """A run that kept its messages but sent none: every link direction idles the whole
+    millisecond (one trailing interval, which no packet ends): no wake, no bound, and LPI from
+    the timeout plus the sleep to the end."""
+    cfg = {
+        "machine": {
+            "topology": {"kind": "single_switch", "nodes": 2},
+            "links": {"bandwidth_gbps": 10.0},
+        },
+        "output": {"messages": True},
+        "jobs": [
+            {
+                "name": "a",
+                "ranks": 2,
+                "start_us": 1000.0,
+                "workload": {"kind": "uniform_random", "messages": 0},
+            }
+        ],
+    }
+    res = tracewatt.simulate(cfg)
+    assert res.summary["makespan_s"] == 1e-3 and len(res.messages) == 0
+    df = screen_idle(res, [10.0, 600.0], [17.0])
+    sleep_us = 2.88  # the default PHY's (docs/config.md, power.links)
+    assert list(df["wakes"]) == [0.0, 0.0] and list(df["chain_wakes"]) == [0.0, 0.0]
+    assert list(df["penalty_bound_s"]) == [0.0, 0.0]
+    assert list(df["bound"]) == ["critical_path", "critical_path"]
+    for row, timeout_us in zip(df.to_dict("records"), (10.0, 600.0), strict=True):
+        assert row["lpi_s"] == pytest.approx(4 * (1000.0 - timeout_us - sleep_us) * 1e-6)
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    assert run_cli("run", path, "-o", tmp_path / "res", "-q").code == 0
+    r = run_cli("analyze", "idle", tmp_path / "res", "--timeouts", "10,600", "--wakes", "17")
+    assert r.code == 0, r.err
+    # tune screens the same way: its one candidate is the 10 us timeout on the node links,
+    # with the screening's saving and no bound; no packet meets a wake, so no slowdown.
+    r = run_cli("tune", path, "--slowdown", "1", "--timeouts", "10", "-j", "1", "--json")
+    assert r.code == 0, r.err
+    (c,) = json.loads(r.out)
+    assert c["settings"] == {
+        "node": {"idle_timeout_us": 10.0, "wake_time_us": 17.0, "control": None}
+    }
+    assert c["link_saving_pct"] == pytest.approx(df["link_saving_pct"].iloc[0])
+    assert (c["penalty_bound_pct"], c["slowdown_pct"]) == (0.0, 0.0)
+
+
+def test_empty_or_bad_time_lists_are_usage_errors(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    res = tracewatt.simulate(EXAMPLES / "pingpong.toml")
+    with pytest.raises(ValueError, match="timeouts_us: expected at least one time"):
+        screen_idle(res, [], [17.0])
+    with pytest.raises(ValueError, match="sleeps_us: expected at least one time"):
+        screen_idle(res, [600.0], [17.0], sleeps_us=[])
+    res.write(tmp_path / "r")
+    cfg = EXAMPLES / "pingpong.toml"
+    cases = [
+        (["analyze", "idle", tmp_path / "r", "--timeouts", ""], "--timeouts '': expected at "),
+        (["analyze", "idle", tmp_path / "r", "--timeouts", ",,"], "--timeouts ',,': expected at "),
+        (["analyze", "idle", tmp_path / "r", "--sleeps", ""], "--sleeps '': expected at "),
+        (["tune", cfg, "--slowdown", "1", "--timeouts", ""], "--timeouts '': expected at "),
+        (["tune", cfg, "--slowdown", "1", "--wake-time", ""], "--wake-time '': expected at "),
+    ]
+    for args, message in cases:
+        r = run_cli(*args)
+        assert (r.code, r.err) == (2, f"tracewatt: error: {message}least one time, us\n")
+    # A bad time names the option it came from, not the field the screening run puts it in.
+    for args in (
+        ["tune", cfg, "--slowdown", "1", "--timeouts=-1,5"],
+        ["analyze", "idle", tmp_path / "r", "--timeouts=-1,5"],
+    ):
+        r = run_cli(*args)
+        assert (r.code, r.err) == (
+            2,
+            "tracewatt: error: --timeouts '-1,5': times must be finite numbers >= 0, got -1\n",
+        )
+    r = run_cli("analyze", "idle", tmp_path / "r", "--wakes", "inf,x")
+    assert (r.code, r.err) == (
+        2,
+        "tracewatt: error: --wakes 'inf,x': expected a comma-separated list of times, us\n",
+    )
 
 
 def test_the_links_table_says_which_directions_are_paired() -> None:

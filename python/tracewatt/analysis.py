@@ -219,7 +219,9 @@ class _Routes:
         remote = np.array([a != b for a, b in zip(s_node, d_node, strict=True)], dtype=bool)
 
         def pick(table: dict[str, int], nodes: list[str]) -> np.ndarray:
-            return np.where(remote, [table.get(n, -1) for n in nodes], -1)
+            # Typed, so a run without messages still gives integer (empty) link ids.
+            ids = np.array([table.get(n, -1) for n in nodes], dtype=np.int64)
+            return np.where(remote, ids, -1)
 
         self.up, self.down = pick(uplink, s_node), pick(downlink, d_node)
         self.rev_up, self.rev_down = pick(uplink, d_node), pick(downlink, s_node)
@@ -354,8 +356,12 @@ def screen_idle(
     for name, values in (
         ("timeouts_us", timeouts_us),
         ("wakes_us", wakes_us),
-        ("sleeps_us", sleeps_us or []),
+        ("sleeps_us", sleeps_us),
     ):
+        if values is None:
+            continue
+        if not len(values):
+            raise ValueError(f"{name}: expected at least one time")
         bad = [v for v in values if not (np.isfinite(v) and v >= 0)]
         if bad:
             raise ValueError(f"{name}: times must be non-negative numbers, got {bad}")

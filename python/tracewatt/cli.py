@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -513,9 +514,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.output is not None:
         _output_file(args.output)
     budget = _percent(args.slowdown)
-    timeouts = _floats(args.timeouts) if args.timeouts else list(DEFAULT_TIMEOUTS_US)
-    wakes = _floats(args.wake_time) if args.wake_time else None
-    controls = [c.strip() for c in args.control.split(",") if c.strip()] if args.control else None
+    timeouts = (
+        list(DEFAULT_TIMEOUTS_US) if args.timeouts is None else _times("--timeouts", args.timeouts)
+    )
+    wakes = None if args.wake_time is None else _times("--wake-time", args.wake_time)
+    controls = None
+    if args.control is not None:
+        controls = [c.strip() for c in args.control.split(",") if c.strip()]
+        if not controls:
+            raise UsageError(f"--control {args.control!r}: expected paired and/or independent")
     for c in controls or []:
         if c not in ("paired", "independent"):
             raise UsageError(f"--control {c!r}: expected paired and/or independent")
@@ -578,11 +585,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- analyze
 
 
-def _floats(text: str) -> list[float]:
+def _times(option: str, text: str) -> list[float]:
+    """The times (us) of a comma-separated option: at least one, each finite and >= 0."""
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError as e:
-        raise UsageError(f"{text!r}: expected a comma-separated list of numbers") from e
+        raise UsageError(f"{option} {text!r}: expected a comma-separated list of times, us") from e
+    if not values:
+        raise UsageError(f"{option} {text!r}: expected at least one time, us")
+    bad = [v for v in values if not (math.isfinite(v) and v >= 0)]
+    if bad:
+        raise UsageError(
+            f"{option} {text!r}: times must be finite numbers >= 0, got "
+            + ", ".join(f"{v:g}" for v in bad)
+        )
+    return values
 
 
 def cmd_analyze_idle(args: argparse.Namespace) -> int:
@@ -599,9 +616,9 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
     try:
         df = screen_idle(
             res,
-            _floats(args.timeouts),
-            _floats(args.wakes),
-            _floats(args.sleeps) if args.sleeps else None,
+            _times("--timeouts", args.timeouts),
+            _times("--wakes", args.wakes),
+            None if args.sleeps is None else _times("--sleeps", args.sleeps),
             [k.strip() for k in args.links.split(",") if k.strip()] or None,
             args.control,
         )
@@ -961,13 +978,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--slowdown", required=True, metavar="PCT", help="slowdown budget, percent (e.g. 1%%)"
     )
-    t.add_argument("--timeouts", default="", help="idle_timeout values to screen, us")
-    t.add_argument(
-        "--wake-time", default="", metavar="US,...", help="also tune wake_time over these, us"
-    )
-    t.add_argument(
-        "--control", default="", metavar="C,...", help="also tune control: paired,independent"
-    )
+    t.add_argument("--timeouts", help="idle_timeout values to screen, us")
+    t.add_argument("--wake-time", metavar="US,...", help="also tune wake_time over these, us")
+    t.add_argument("--control", metavar="C,...", help="also tune control: paired,independent")
     t.add_argument("-k", type=int, default=4, help="candidates confirmed by simulation")
     t.add_argument("-o", "--output", metavar="TOML", help="write the chosen setting there")
     t.add_argument(
@@ -995,7 +1008,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="idle_timeout values, us, comma-separated",
     )
     ai.add_argument("--wakes", default="5,10,17,170,850,1700", help="wake_time values, us")
-    ai.add_argument("--sleeps", default="", help="sleep_time values, us (default: the run's)")
+    ai.add_argument("--sleeps", help="sleep_time values, us (default: the run's)")
     ai.add_argument(
         "--links",
         default="",
