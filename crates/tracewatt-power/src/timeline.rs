@@ -1,11 +1,15 @@
 //! Power over time. Energy is added exactly (each interval split over the bins it overlaps); the
 //! bin width is fixed, or starts at 1 us and doubles (merging neighbours) whenever the run
-//! outgrows `max_bins`, so memory stays constant however long the run. An interval costs the
+//! outgrows `max_bins`, so memory stays constant however long the run. A fixed width doubles too
+//! once the run outgrows [`FIXED_MAX_BINS`], so no width can exhaust memory. An interval costs the
 //! same whatever its length: the bins it covers whole get its power as a step in a difference
 //! array, summed into energy only when bins merge or are read.
 
 use tracewatt_core::time::PS_PER_US;
 use tracewatt_core::Ps;
+
+/// The most bins a timeline of fixed width keeps (16 MiB per component).
+pub const FIXED_MAX_BINS: usize = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub struct Timeline {
@@ -57,7 +61,12 @@ impl Timeline {
 
     fn ensure(&mut self, end: Ps) {
         let mut need = end.div_ceil(self.width_ps) as usize;
-        while self.auto && need > self.max_bins {
+        let most = if self.auto {
+            self.max_bins
+        } else {
+            FIXED_MAX_BINS
+        };
+        while need > most {
             self.settle();
             let bins = self.energy_j.len() / self.components;
             let half = bins.div_ceil(2);

@@ -276,6 +276,10 @@ impl WindowSpec {
                     fields.1,
                     format!("give {} or {}, not both", fields.0, fields.1),
                 )),
+                (_, None) if occurrence != 1 => Err((
+                    fields.2,
+                    format!("counts calls of {}: give {} too", fields.1, fields.1),
+                )),
                 (Some(s), None) => Ok(WindowEdge::Time {
                     ns: (s * 1e9).round() as u64,
                 }),
@@ -581,12 +585,19 @@ impl Config {
                 m.packet_bytes,
             )?;
         }
+        self.check_link_classes(source)?;
         time_field(
             source,
             "mpi.send_overhead_ns",
             self.mpi.send_overhead_ns,
             NS,
         )?;
+        if self.mpi.control_bytes > MAX_MESSAGE_BYTES {
+            return err(
+                "mpi.control_bytes",
+                too_large_message(self.mpi.control_bytes),
+            );
+        }
         time_field(
             source,
             "mpi.recv_overhead_ns",
@@ -596,9 +607,60 @@ impl Config {
         if self.jobs.is_empty() {
             return err("jobs", "at least one [[jobs]] entry is required".into());
         }
+        let mut names = std::collections::BTreeSet::new();
         for (i, j) in self.jobs.iter().enumerate() {
             if j.ranks == 0 {
                 return err(&format!("jobs[{i}].ranks"), "must be at least 1".into());
+            }
+            if let Some(name) = &j.name {
+                if name.is_empty() {
+                    return err(&format!("jobs[{i}].name"), "must not be empty".into());
+                }
+                if !names.insert(name.as_str()) {
+                    return err(
+                        &format!("jobs[{i}].name"),
+                        format!("{name:?} names an earlier job too: job names must differ"),
+                    );
+                }
+            }
+            if let Some(w) = &j.workload {
+                // Sizes beyond any MPI message would only make a run that never ends.
+                let fields = serde_json::to_value(w).unwrap_or_default();
+                for (k, v) in fields.as_object().into_iter().flatten() {
+                    if let Some(b) = v.as_u64().filter(|_| k.ends_with("bytes")) {
+                        if b > MAX_MESSAGE_BYTES {
+                            return err(&format!("jobs[{i}].workload.{k}"), too_large_message(b));
+                        }
+                    }
+                }
+            }
+            let installed = f64::from(self.power.dimms.channels)
+                * f64::from(self.power.dimms.dimms_per_channel)
+                * self.power.dimms.dimm_gib;
+            let most = j
+                .memory_profile()
+                .into_iter()
+                .map(|p| p.1)
+                .fold(0.0, f64::max);
+            if most > installed {
+                return err(
+                    &format!("jobs[{i}].memory_gib"),
+                    format!(
+                        "{most} GiB in use is more than the node's {installed} GiB of DIMMs \
+                         (power.dimms: channels x dimms_per_channel x dimm_gib)"
+                    ),
+                );
+            }
+            if let (Some(n), Allocation::List) = (j.nodes, j.allocation) {
+                if n as usize != j.node_list.len() {
+                    return err(
+                        &format!("jobs[{i}].nodes"),
+                        format!(
+                            "{n}, but node_list names {} nodes (give one of them, or both alike)",
+                            j.node_list.len()
+                        ),
+                    );
+                }
             }
             time_field(source, &format!("jobs[{i}].start_us"), j.start_us, US)?;
             if j.memory_gib.is_some() && !j.memory.is_empty() {
@@ -689,8 +751,82 @@ impl Config {
         for (i, t) in self.output.idle_thresholds_us.iter().enumerate() {
             time_field(source, &format!("output.idle_thresholds_us[{i}]"), *t, US)?;
         }
-        if self.output.idle_bins_per_decade == 0 {
-            return err("output.idle_bins_per_decade", "must be at least 1".into());
+        if !(1..=MAX_BINS_PER_DECADE).contains(&self.output.idle_bins_per_decade) {
+            return err(
+                "output.idle_bins_per_decade",
+                format!(
+                    "must be from 1 to {MAX_BINS_PER_DECADE}, got {}",
+                    self.output.idle_bins_per_decade
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Link overrides (`machine.links.*`, `power.*`) only for link classes the topology has: one
+    /// for a class it lacks would be ignored.
+    fn check_link_classes(&self, source: &str) -> Result<(), SimError> {
+        let (tree, torus, dragonfly) = match &self.machine.topology {
+            TopologySpec::FatTree { levels, .. } => (usize::from(*levels) - 1, 0, false),
+            TopologySpec::Torus { dims, .. } => (0, dims.len(), false),
+            TopologySpec::Dragonfly { .. } => (0, 0, true),
+            TopologySpec::SingleSwitch { .. } => (0, 0, false),
+        };
+        let l = &self.machine.links;
+        let p = &self.power;
+        let kind = || match &self.machine.topology {
+            TopologySpec::FatTree { levels, .. } => format!("a {levels}-level fat-tree"),
+            TopologySpec::Torus { dims, .. } => format!("a {}-dimensional torus", dims.len()),
+            TopologySpec::Dragonfly { .. } => "a dragonfly".into(),
+            TopologySpec::SingleSwitch { .. } => "a single switch".into(),
+        };
+        let checks = [
+            (
+                "machine.links.local",
+                l.local.is_some() && !dragonfly,
+                "no local links",
+            ),
+            (
+                "machine.links.global",
+                l.global.is_some() && !dragonfly,
+                "no global links",
+            ),
+            (
+                "power.local",
+                p.local.is_some() && !dragonfly,
+                "no local links",
+            ),
+            (
+                "power.global",
+                p.global.is_some() && !dragonfly,
+                "no global links",
+            ),
+            (
+                "machine.links.tree",
+                l.tree.len() > tree,
+                "fewer link levels",
+            ),
+            ("power.tree", p.tree.len() > tree, "fewer link levels"),
+            (
+                "machine.links.torus",
+                l.torus.len() > torus,
+                "fewer dimensions",
+            ),
+            ("power.torus", p.torus.len() > torus, "fewer dimensions"),
+        ];
+        for (field, unused, why) in checks {
+            if unused {
+                return Err(SimError::config(
+                    source,
+                    field,
+                    format!(
+                        "the machine ({}) has {why}: the override would apply to nothing \
+                         (fat-tree: {tree} tree level(s); torus: one entry per dimension)",
+                        kind()
+                    ),
+                    None,
+                ));
+            }
         }
         Ok(())
     }
@@ -824,6 +960,18 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The largest message a workload may ask for, bytes (1 TiB): beyond any MPI message, and a run
+/// moving it packet by packet would not end.
+const MAX_MESSAGE_BYTES: u64 = 1 << 40;
+/// The finest idle-interval histogram (bins per decade of interval length).
+const MAX_BINS_PER_DECADE: u32 = 1000;
+/// The fastest link, Gb/s (1 Pb/s; its bits per second still fit the output's 64-bit integers).
+const MAX_BANDWIDTH_GBPS: f64 = 1e6;
+
+fn too_large_message(bytes: u64) -> String {
+    format!("must be at most {MAX_MESSAGE_BYTES} bytes (1 TiB), got {bytes}")
+}
+
 /// Checks a bandwidth: at least 1 bit/s (bandwidths are whole bits per second, and a zero one
 /// would never send), and fast enough that a packet of `packet_bytes` takes at most the longest
 /// duration.
@@ -842,8 +990,15 @@ fn bandwidth(source: &str, field: &str, gbps: f64, packet_bytes: u32) -> Result<
     } else {
         (BIT_PER_S_GBPS, "1 bit/s".to_string())
     };
-    if gbps.is_finite() && gbps >= min {
+    if gbps.is_finite() && gbps >= min && gbps <= MAX_BANDWIDTH_GBPS {
         Ok(())
+    } else if gbps > MAX_BANDWIDTH_GBPS {
+        Err(SimError::config(
+            source,
+            field,
+            format!("must be at most {MAX_BANDWIDTH_GBPS:e} (1 Pb/s), got {gbps}"),
+            None,
+        ))
     } else {
         Err(SimError::config(
             source,

@@ -195,7 +195,8 @@ fn build_workloads_warned(config: &Config, source: &str) -> Result<WarnedWorkloa
 /// Runs one simulation. `progress` is called periodically; returning `false` interrupts the run.
 /// A run that would not fit in the memory available is refused before anything is built. What
 /// the jobs' traces warn about (e.g. ranks that shared cores while traced) is the summary's
-/// `trace_warnings` list, present only when there is something to say.
+/// `trace_warnings` list, and what the run itself warns about (a timeline bin too fine for the
+/// run) its `warnings` list; each present only when there is something to say.
 pub fn simulate(
     config: &Config,
     source: &str,
@@ -223,7 +224,33 @@ pub fn simulate(
     if !warnings.is_empty() {
         results.summary["trace_warnings"] = json!(warnings);
     }
+    if let Some(w) = timeline_coarsened(config, &results) {
+        results.summary["warnings"] = json!([w]);
+    }
     Ok(results)
+}
+
+/// A fixed timeline bin the run outgrew (the timeline doubles it past
+/// [`FIXED_MAX_BINS`](tracewatt_power::timeline::FIXED_MAX_BINS) bins): what was used instead.
+fn timeline_coarsened(config: &Config, results: &Results) -> Option<String> {
+    let asked_us = config.power.timeline_bin_us;
+    let Some(Column::F64(starts)) = results
+        .table("timeline")?
+        .columns
+        .iter()
+        .find(|c| c.0 == "t_start_s")
+        .map(|c| &c.1)
+    else {
+        return None;
+    };
+    let used_us = (starts.get(1)? - starts.first()?) * 1e6;
+    (asked_us > 0.0 && (used_us - asked_us).abs() > 1e-9 * asked_us).then(|| {
+        format!(
+            "power.timeline_bin_us = {asked_us} us would need more than {} bins for this run; \
+             the timeline's bins are {used_us} us wide",
+            tracewatt_power::timeline::FIXED_MAX_BINS
+        )
+    })
 }
 
 /// A trace's window: the replay up to the last rank's exit from it, and again (the same

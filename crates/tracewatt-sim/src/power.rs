@@ -16,6 +16,13 @@ use tracewatt_power::{
 
 /// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
 const TIMELINE_MAX_BINS: usize = 2048;
+/// The most any power figure may be, W (or W per Mb/s, J per interrupt): a megawatt per
+/// component is beyond any part of a machine, and energies stay finite.
+const MAX_POWER_W: f64 = 1e6;
+/// The most memory channels per node, and DIMMs per channel.
+const MAX_DIMMS_PER_LEVEL: u32 = 256;
+/// The most compute may slow per share of channels off.
+const MAX_BANDWIDTH_SLOWDOWN: f64 = 1000.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -458,8 +465,24 @@ impl PowerSpec {
             ),
         ] {
             let v = v.unwrap_or(0.0);
-            if !(v.is_finite() && v >= 0.0) {
-                return err(field, format!("must be a non-negative number, got {v}"));
+            if !(v.is_finite() && (0.0..=MAX_POWER_W).contains(&v)) {
+                return err(
+                    field,
+                    format!("must be a non-negative number of at most {MAX_POWER_W:e}, got {v}"),
+                );
+            }
+        }
+        for (table, active, lpi) in [
+            ("switch", self.switch.port_active_w, self.switch.port_lpi_w),
+            ("nic", self.nic.port_active_w, self.nic.port_lpi_w),
+        ] {
+            if let (Some(a), Some(l)) = (active, lpi) {
+                if l > a {
+                    return err(
+                        &format!("power.{table}.port_lpi_w"),
+                        format!("{l} W in LPI is more than port_active_w = {a} W"),
+                    );
+                }
             }
         }
         let c = &self.cores;
@@ -472,8 +495,17 @@ impl PowerSpec {
             ("power.cores.c6_w", c.c6_w),
             ("power.cores.idle_w", c.idle_w),
             ("power.nodes.base_w", self.nodes.base_w),
-            ("power.dimms.dimm_gib", self.dimms.dimm_gib),
             ("power.dimms.dimm_standby_w", self.dimms.dimm_standby_w),
+        ] {
+            if !(v.is_finite() && (0.0..=MAX_POWER_W).contains(&v)) {
+                return err(
+                    field,
+                    format!("must be a non-negative number of at most {MAX_POWER_W:e}, got {v}"),
+                );
+            }
+        }
+        for (field, v) in [
+            ("power.dimms.dimm_gib", self.dimms.dimm_gib),
             (
                 "power.dimms.online_threshold_gib",
                 self.dimms.online_threshold_gib,
@@ -499,6 +531,31 @@ impl PowerSpec {
             return err(
                 "power.dimms",
                 "channels, dimms_per_channel and dimm_gib must be positive".into(),
+            );
+        }
+        for (field, v) in [
+            ("power.dimms.channels", self.dimms.channels),
+            (
+                "power.dimms.dimms_per_channel",
+                self.dimms.dimms_per_channel,
+            ),
+        ] {
+            if v > MAX_DIMMS_PER_LEVEL {
+                return err(
+                    field,
+                    format!("must be at most {MAX_DIMMS_PER_LEVEL}, got {v}"),
+                );
+            }
+        }
+        if self.dimms.bandwidth_slowdown > MAX_BANDWIDTH_SLOWDOWN {
+            return err(
+                "power.dimms.bandwidth_slowdown",
+                format!(
+                    "must be at most {MAX_BANDWIDTH_SLOWDOWN} (compute {}x as long with every \
+                     channel but one off), got {}",
+                    MAX_BANDWIDTH_SLOWDOWN + 1.0,
+                    self.dimms.bandwidth_slowdown
+                ),
             );
         }
         time_field(source, "power.timeline_bin_us", self.timeline_bin_us, US)?;

@@ -298,3 +298,158 @@ fn a_run_larger_than_memory_is_refused_before_allocating() {
     let small = parse(&text("4, 4", 2)).unwrap();
     assert!(simulate(&small, "t.toml", &mut |_| true).is_ok());
 }
+
+/// Values a simulation could hold but that would make it run without end, overflow an energy
+/// or an output column, or be ignored: each an error naming its field and what is allowed.
+#[test]
+fn values_that_would_not_end_overflow_or_be_ignored_are_refused() {
+    let torus = |extra: &str| {
+        pingpong("", "", "", extra).replace(
+            "kind = \"single_switch\"\nnodes = 2",
+            "kind = \"torus\"\ndims = [2]",
+        )
+    };
+    let cases: Vec<(String, &str, &str)> = vec![
+        // A message of 2^40 + 1 bytes, and the largest size, in a workload and as MPI control.
+        (
+            pingpong("", "", ", bytes = 1099511627777", ""),
+            "jobs[0].workload.bytes",
+            "at most 1099511627776 bytes",
+        ),
+        (
+            pingpong("", "", "", "[mpi]\ncontrol_bytes = 9223372036854775807"),
+            "mpi.control_bytes",
+            "at most 1099511627776 bytes",
+        ),
+        (
+            pingpong("", "", "", "[output]\nidle_bins_per_decade = 4294967295"),
+            "output.idle_bins_per_decade",
+            "from 1 to 1000",
+        ),
+        (
+            pingpong("", "bandwidth_gbps = 1e10", "", "").replace("bandwidth_gbps = 10.0\n", ""),
+            "machine.links.bandwidth_gbps",
+            "at most 1e6",
+        ),
+        (
+            pingpong("", "", "", "[power.nodes]\nbase_w = 1e308"),
+            "power.nodes.base_w",
+            "non-negative number of at most 1e6",
+        ),
+        (
+            pingpong("", "", "", "[power.switch]\nbackplane_w = 1e7"),
+            "power.switch.backplane_w",
+            "non-negative number of at most 1e6",
+        ),
+        (
+            pingpong("", "", "", "[power.switch]\nport_lpi_w = 5.0"),
+            "power.switch.port_lpi_w",
+            "more than port_active_w = 3.44 W",
+        ),
+        (
+            pingpong("", "", "", "[power.dimms]\nchannels = 4294967295"),
+            "power.dimms.channels",
+            "at most 256",
+        ),
+        (
+            pingpong("", "", "", "[power.dimms]\nbandwidth_slowdown = 1e300"),
+            "power.dimms.bandwidth_slowdown",
+            "at most 1000",
+        ),
+        // 4 channels x 2 DIMMs x 4 GiB = 32 GiB installed by default.
+        (
+            pingpong("", "", "", "").replace("ranks = 2", "ranks = 2\nmemory_gib = 33.0"),
+            "jobs[0].memory_gib",
+            "more than the node's 32 GiB",
+        ),
+        (
+            pingpong(
+                "",
+                "",
+                "",
+                "[[jobs]]\nname = \"a\"\nranks = 1\nworkload = { kind = \"pingpong\" }",
+            )
+            .replace("ranks = 2", "name = \"a\"\nranks = 2"),
+            "jobs[1].name",
+            "names an earlier job too",
+        ),
+        (
+            pingpong("", "", "", "").replace("ranks = 2", "name = \"\"\nranks = 2"),
+            "jobs[0].name",
+            "must not be empty",
+        ),
+        (
+            pingpong("", "", "", "").replace(
+                "ranks = 2",
+                "ranks = 2\nnodes = 2\nallocation = \"list\"\nnode_list = [0, 1, 2]",
+            ),
+            "jobs[0].nodes",
+            "node_list names 3 nodes",
+        ),
+        (
+            pingpong("", "", "", "[machine.links.global]\nbandwidth_gbps = 1.0"),
+            "machine.links.global",
+            "(a single switch) has no global links",
+        ),
+        (
+            pingpong("", "", "", "[power.local]\nidle_timeout_us = 5.0"),
+            "power.local",
+            "no local links",
+        ),
+        (
+            torus("[[machine.links.torus]]\n[[machine.links.torus]]"),
+            "machine.links.torus",
+            "(a 1-dimensional torus) has fewer dimensions",
+        ),
+        (
+            pingpong("", "", "", "[[power.tree]]\nidle_timeout_us = 5.0"),
+            "power.tree",
+            "fewer link levels",
+        ),
+    ];
+    for (text, field, says) in cases {
+        let (f, m) = config_error(&text);
+        assert_eq!(f, field, "{m}");
+        assert!(m.contains(says), "{field}: {m}");
+    }
+}
+
+/// A fixed timeline bin too fine for the run doubles until the run fits in `FIXED_MAX_BINS`
+/// bins, and the summary says so: 1 ps bins over a run of E ps become the smallest power of two
+/// w with ceil(E / w) <= 2^20.
+#[test]
+fn a_timeline_bin_too_fine_for_the_run_is_widened_and_said() {
+    let text = pingpong(
+        "",
+        "",
+        ", interval_us = 10.0",
+        "[power]\ntimeline_bin_us = 1e-6",
+    );
+    let c = parse(&text).expect("config");
+    let r = simulate(&c, "t.toml", &mut |_| true).expect("run");
+    let end = (r.summary["makespan_s"].as_f64().unwrap() * 1e12).round() as u64;
+    let mut w = 1u64;
+    while end.div_ceil(w) > 1 << 20 {
+        w *= 2;
+    }
+    assert!(w > 1, "the run must outgrow 2^20 bins of 1 ps: {end} ps");
+    let Some(Column::F64(starts)) = r
+        .table("timeline")
+        .and_then(|t| t.columns.iter().find(|c| c.0 == "t_start_s"))
+        .map(|c| &c.1)
+    else {
+        panic!("no timeline")
+    };
+    assert_eq!(starts.len() as u64, end.div_ceil(w));
+    assert_eq!(((starts[1] - starts[0]) * 1e12).round() as u64, w);
+    let warned = r.summary["warnings"][0].as_str().expect("a warning");
+    assert!(
+        warned.contains("power.timeline_bin_us = 0.000001 us")
+            && warned.contains(&format!("{} us wide", w as f64 * 1e-6)),
+        "{warned}"
+    );
+    // A bin the run fits in is kept, with nothing to say.
+    let fits = parse(&text.replace("1e-6", "1.0")).expect("config");
+    let r = simulate(&fits, "t.toml", &mut |_| true).expect("run");
+    assert!(r.summary.get("warnings").is_none());
+}
