@@ -179,6 +179,41 @@ def test_toml_syntax_error_has_line(run_cli: Run, tmp_path: Path) -> None:
     assert f"{path}:2:" in r.err
 
 
+def test_files_that_are_not_utf8_name_the_file_and_the_byte(
+    run_cli: Run, tmp_path: Path, pingpong_toml: Path
+) -> None:
+    """TOML and JSON are UTF-8: a Latin-1 `é` (0xe9) in a comment on line 2, at byte 14 (after
+    `seed = 1`, its newline and `# caf`), is a configuration error for every file a command
+    reads as one."""
+    bad = b"seed = 1\n# caf\xe9\n"
+    cfg = tmp_path / "latin1.toml"
+    cfg.write_bytes(bad + pingpong_toml.read_bytes().replace(b"seed = 1\n", b""))
+    spec = tmp_path / "spec.toml"
+    spec.write_bytes(bad)
+    settings = tmp_path / "joblog.toml"
+    settings.write_bytes(bad)
+    log = tmp_path / "log.swf"
+    log.write_text("; MaxNodes: 1\n1 0 0 10 1 -1 1024 1 10 -1 1 -1 -1 -1 -1 -1 -1 -1\n")
+    for args, path, what in [
+        (["run", cfg], cfg, "configuration"),
+        (["machine", cfg], cfg, "configuration"),
+        (["sweep", spec, "-o", tmp_path / "out"], spec, "sweep spec"),
+        (["analyze", "joblog", log, "--config", settings], settings, "settings file"),
+    ]:
+        r = run_cli(*args)
+        assert (r.code, r.err) == (
+            2,
+            f"tracewatt: error: {path}: byte offset 14 (line 2): not UTF-8 (byte 0xe9); save the "
+            f"{what} as UTF-8\n",
+        ), args
+    with pytest.raises(tracewatt.ConfigError, match=r"spec\.toml: byte offset 14 \(line 2\)"):
+        tracewatt.sweep.SweepSpec.from_dict({"base": "spec.toml"}, "s.toml", tmp_path)
+    from tracewatt.tuning import apply_fragment
+
+    with pytest.raises(tracewatt.ConfigError, match="save the tuned fragment as UTF-8"):
+        apply_fragment(tracewatt.Config.load(pingpong_toml), spec)
+
+
 def test_toml_unknown_field_in_machine_names_it(run_cli: Run, tmp_path: Path) -> None:
     path = tmp_path / "typo.toml"
     path.write_text(

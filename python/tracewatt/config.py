@@ -22,7 +22,7 @@ from typing import Any, Literal
 from tracewatt import _tracewatt
 from tracewatt._tracewatt import ConfigError
 
-__all__ = ["Config", "Format", "parse_value", "set_path"]
+__all__ = ["Config", "Format", "parse_value", "read_text", "set_path"]
 
 Format = Literal["toml", "json"]
 
@@ -52,10 +52,7 @@ class Config:
     def load(cls, path: str | os.PathLike[str]) -> Config:
         """Reads a configuration file: ``.json`` is JSON, anything else TOML."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"{p}: cannot read the configuration: {e.strerror or e}") from e
+        text = read_text(p, "configuration")
         fmt: Format = "json" if p.suffix.lower() == ".json" else "toml"
         return cls(text, fmt, str(path))
 
@@ -117,6 +114,24 @@ class Config:
         for path, value in items.items():
             set_path(d, path, value, source=self.source)
         return Config.from_dict(d, source=self.source)
+
+
+def read_text(path: Path, what: str) -> str:
+    """The text of a configuration-like file (``what``: "configuration", "sweep spec", ...),
+    which TOML and JSON require to be UTF-8. Raises :class:`ConfigError` naming the file, and
+    for bytes that are not UTF-8 their offset and line."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the {what}: {e.strerror or e}") from e
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(
+            f"{path}: byte offset {e.start} (line {line}): not UTF-8 (byte 0x{data[e.start]:02x}"
+            f"); save the {what} as UTF-8"
+        ) from None
 
 
 def _split_path(path: str) -> list[str | int]:

@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from tracewatt import _format
-from tracewatt.errors import TracewattError
+from tracewatt.config import read_text
+from tracewatt.errors import ConfigError, TracewattError
 
 __all__ = [
     "JOBLOG_OPTIONS",
@@ -122,10 +123,10 @@ def _check_setting(name: str, value: object, where: str) -> int | float:
 def _read_settings_file(path: str | os.PathLike[str]) -> dict[str, int | float]:
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise JoblogError(f"{p}: cannot read the settings file: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        doc = tomllib.loads(read_text(p, "settings file"))
+    except ConfigError as e:
+        raise JoblogError(str(e)) from None
+    except tomllib.TOMLDecodeError as e:
         raise JoblogError(f"{p}: {e}") from None
     for key in doc:
         if key != "joblog":

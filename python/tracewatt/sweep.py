@@ -35,7 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracewatt.config import Config, set_path
+from tracewatt.config import Config, read_text, set_path
 from tracewatt.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -192,11 +192,7 @@ class SweepSpec:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SweepSpec:
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"{p}: cannot read the sweep spec: {e.strerror or e}") from e
-        return cls.from_toml(text, str(p), p.parent)
+        return cls.from_toml(read_text(p, "sweep spec"), str(p), p.parent)
 
     @classmethod
     def from_toml(cls, text: str, source: str, directory: Path | None = None) -> SweepSpec:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from tracewatt.analysis import screen_idle
 from tracewatt.compare import baseline_of
-from tracewatt.config import Config
+from tracewatt.config import Config, read_text
 from tracewatt.errors import ConfigError
 from tracewatt.results import Results
 
@@ -318,8 +318,8 @@ def apply_fragment(config: Config, path: str | Path) -> Config:
     its arrays of tables entry by entry."""
     p = Path(path)
     try:
-        fragment = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        fragment = tomllib.loads(read_text(p, "tuned fragment"))
+    except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: cannot read the tuned fragment: {e}") from e
     d = config.to_dict()
     # Arrays of tables the fragment reaches into get empty entries up to its length.
