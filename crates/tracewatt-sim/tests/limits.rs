@@ -407,6 +407,27 @@ fn values_that_would_not_end_overflow_or_be_ignored_are_refused() {
             "fewer link levels",
         ),
     ];
+    let trace = format!(
+        "{}/../../tests/data/dumpi/npb-ft.S-4ranks",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let windowed = |window: &str| {
+        pingpong("", "", "", "").replace(
+            "ranks = 2\nworkload = { kind = \"pingpong\", iterations = 2 }",
+            &format!("trace = {{ path = {trace:?}, window = {{ {window} }} }}"),
+        )
+    };
+    let mut cases = cases;
+    let (from, to) = (
+        windowed("from_occurrence = 2"),
+        windowed("start_s = 0.001, to_occurrence = 3"),
+    );
+    cases.push((
+        from,
+        "jobs[0].trace.window.from_occurrence",
+        "give from too",
+    ));
+    cases.push((to, "jobs[0].trace.window.to_occurrence", "give to too"));
     for (text, field, says) in cases {
         let (f, m) = config_error(&text);
         assert_eq!(f, field, "{m}");
