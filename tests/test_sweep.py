@@ -174,6 +174,34 @@ def test_base_file_relative_to_the_spec(tmp_path: Path) -> None:
             '[axes]\n[[variants]]\nname = "v"\nset = { "power.link.policy" = "always_on" }\n',
             "power.link: unknown field `link`",
         ),
+        (
+            'mode = "random"\nsamples = 9223372036854775807\n[axes]\nseed = [1, 2]\n',
+            "spec.toml: the spec makes 9,223,372,036,854,775,807 cells x 1 variant(s) = "
+            "9,223,372,036,854,775,807 runs, more than the 100,000 a sweep may have",
+        ),
+        (
+            # Just over the limit: 1 x 50,001 cells, each run by 2 variants.
+            '[axes]\n"jobs[0].ranks" = [16]\nseed = '
+            + str(list(range(50001)))
+            + '\n[[variants]]\nname = "a"\n[[variants]]\nname = "b"\n',
+            "spec.toml: the spec makes 50,001 cells x 2 variant(s) = 100,002 runs, more than the "
+            "100,000 a sweep may have",
+        ),
+        (
+            'mode = "random"\nsamples = 2\n[axes]\n'
+            '"power.links.idle_timeout_us" = { min = 0, max = 1, step = 2 }\n',
+            "spec.toml: axes.power.links.idle_timeout_us.step: unknown field; expected one of "
+            "integer, log, max, min",
+        ),
+        (
+            '[axes]\n[[variants]]\nname = ""\n',
+            "spec.toml: variants[0]: expected a table with a non-empty string `name`",
+        ),
+        (
+            '[axes]\nseed = [1]\n[[groups]]\nname = "g"\naxes = { seed = [2] }\n',
+            "spec.toml: groups[0].axes.seed: also a top-level axis (the top-level axes are "
+            "crossed with each group's); give it in one place",
+        ),
     ],
 )
 def test_spec_errors_exit_2(run_cli: Run, tmp_path: Path, tail: str, message: str) -> None:
@@ -184,6 +212,17 @@ def test_spec_errors_exit_2(run_cli: Run, tmp_path: Path, tail: str, message: st
     assert r.code == 2, r.err
     assert r.err.startswith("tracewatt: error: ") and message in r.err, r.err
     assert not (tmp_path / "out" / "runs").exists()  # nothing ran
+
+
+def test_a_spec_without_base_is_a_spec_error(run_cli: Run, tmp_path: Path) -> None:
+    spec = spec_file(tmp_path, 'name = "x"\n[axes]\nseed = [1, 2]\n')
+    r = run_cli("sweep", spec, "-o", tmp_path / "out", "-q")
+    assert (r.code, r.err) == (
+        2,
+        f"tracewatt: error: {spec}: base: missing; expected the configuration every run starts "
+        "from (a file relative to the spec, or a [base] table)\n",
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:

@@ -64,6 +64,10 @@ MODES = ("grid", "zip", "random")
 DEFAULT_VARIANT = "run"
 #: A worker process that dies this many times while running one run fails that run.
 MAX_ATTEMPTS = 3
+#: The most runs a spec may make (cells x variants, over every group; docs/cli.md): each run's
+#: configuration is resolved before the first starts, so a typo in ``samples`` or a grid of too
+#: many axes would otherwise hold the sweep for hours before anything runs.
+MAX_RUNS = 100_000
 
 _SPEC_KEYS = frozenset(
     {
@@ -211,7 +215,12 @@ class SweepSpec:
         name = _typed(doc, "name", str, source, "", "sweep")
         description = _typed(doc, "description", str, source, "", "")
         seed = _typed(doc, "seed", int, source, "", 1)
-        base = _base(doc.get("base", {}), source, directory or Path.cwd())
+        if "base" not in doc:
+            raise ConfigError(
+                f"{source}: base: missing; expected the configuration every run starts from (a "
+                "file relative to the spec, or a [base] table)"
+            )
+        base = _base(doc["base"], source, directory or Path.cwd())
         mode, samples = _mode(doc, source, "")
         axes = _axes(doc.get("axes", {}), mode, source, "axes")
         variants = _variants(doc.get("variants", []), source)
@@ -222,6 +231,22 @@ class SweepSpec:
                 f"{', '.join(v.name for v in variants)}"
             )
         groups = _groups(doc.get("groups", []), source)
+        top = {a.path for a in axes}
+        for i, g in enumerate(groups):
+            both = [a.path for a in g.axes if a.path in top]
+            if both:
+                raise ConfigError(
+                    f"{source}: groups[{i}].axes.{both[0]}: also a top-level axis (the top-level "
+                    "axes are crossed with each group's); give it in one place"
+                )
+        cells = _count(axes, mode, samples) * sum(
+            _count(g.axes, g.mode, g.samples) for g in groups or (Group("", ()),)
+        )
+        if cells * len(variants) > MAX_RUNS:
+            raise ConfigError(
+                f"{source}: the spec makes {cells:,} cells x {len(variants)} variant(s) = "
+                f"{cells * len(variants):,} runs, more than the {MAX_RUNS:,} a sweep may have"
+            )
         return cls(
             name, description, source, seed, base, axes, mode, samples, variants, baseline, groups
         )
@@ -347,7 +372,10 @@ def _axes(raw: Any, mode: str, source: str, where: str) -> tuple[Axis, ...]:
             if not values:
                 raise ConfigError(f"{at}: expected at least one value")
             axes.append(Axis(path, tuple(values)))
-        elif isinstance(values, dict) and values and set(values) <= _RANGE_KEYS:
+        elif isinstance(values, dict) and ("min" in values or "max" in values):
+            # A table with min or max is a range (so `step` or a typo is named, not taken as
+            # a labelled axis whose labels happen to be min and max).
+            _known_keys(values, _RANGE_KEYS, source, f"{where}.{path}.")
             axes.append(Axis(path, _range(values, mode, at)))
         elif isinstance(values, dict) and values:
             axes.append(Axis(path, tuple(values.values()), tuple(values)))
@@ -387,8 +415,10 @@ def _variants(raw: Any, source: str) -> tuple[Variant, ...]:
         raise ConfigError(f"{source}: variants: expected [[variants]] tables")
     out = []
     for i, v in enumerate(raw):
-        if not isinstance(v, dict) or not isinstance(v.get("name"), str):
-            raise ConfigError(f"{source}: variants[{i}]: expected a table with a string `name`")
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
+            raise ConfigError(
+                f"{source}: variants[{i}]: expected a table with a non-empty string `name`"
+            )
         _known_keys(v, _VARIANT_KEYS, source, f"variants[{i}].")
         overrides = v.get("set", {})
         if not isinstance(overrides, dict):
@@ -427,6 +457,15 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]
             yield from _flatten(v, path)
         else:
             yield path, v
+
+
+def _count(axes: Sequence[Axis], mode: str, samples: int) -> int:
+    """How many cells :func:`_combine` makes of ``axes``, without making them."""
+    if mode == "random":
+        return samples
+    if mode == "zip":
+        return len(axes[0].points()) if axes else 1
+    return math.prod(len(a.points()) for a in axes)
 
 
 def _combine(
