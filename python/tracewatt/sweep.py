@@ -788,9 +788,12 @@ def run(
     s = spec if isinstance(spec, SweepSpec) else SweepSpec.load(spec)
     out = Path(out_dir)
     runs = s.runs()
-    why = None if replace else other_sweep(out, runs)
-    if why is not None:
+    why = other_sweep(out, runs)
+    if why is not None and not replace:
         raise ConfigError(f"{why}; give another directory, or replace that sweep (--force)")
+    if why is not None:
+        # The other sweep's dataset goes first: never beside this sweep's sweep.json.
+        (out / "sweep.parquet").unlink()
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / "sweep.json", s.description_json())
     unique = {r.hash: r for r in runs}
