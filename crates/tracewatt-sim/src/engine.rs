@@ -497,6 +497,7 @@ impl<'a> Engine<'a> {
             // Past this, sums of times could overflow (docs/config.md, Limits).
             if now > MAX_SIMULATED_PS {
                 return Err(SimError::TimeLimit {
+                    source_name: self.source.clone(),
                     time_s: to_seconds(now),
                     limit_s: to_seconds(MAX_SIMULATED_PS),
                 });

@@ -69,10 +69,15 @@ pub enum SimError {
     /// The run went past the longest simulated time,
     /// [`MAX_SIMULATED_PS`](tracewatt_core::time::MAX_SIMULATED_PS).
     #[error(
-        "the simulation reached t = {time_s} s, past the longest simulated time of {limit_s:e} s \
-         (about 93 days: simulated time is 64-bit picoseconds, with headroom for sums)"
+        "{source_name}: the simulation reached t = {time_s} s, past the longest simulated time \
+         of {limit_s:e} s (about 93 days: simulated time is 64-bit picoseconds, with headroom \
+         for sums); the jobs' workloads take longer than that"
     )]
-    TimeLimit { time_s: f64, limit_s: f64 },
+    TimeLimit {
+        source_name: String,
+        time_s: f64,
+        limit_s: f64,
+    },
     /// The caller asked the run to stop (e.g. Ctrl-C).
     #[error("the simulation was interrupted at t = {time_s} s")]
     Interrupted { time_s: f64 },

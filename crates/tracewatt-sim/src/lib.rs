@@ -136,8 +136,13 @@ fn build_workloads_warned(config: &Config, source: &str) -> Result<WarnedWorkloa
                         source,
                         &format!("jobs[{i}].trace.compute_clock"),
                         format!(
-                            "\"wall\": the trace {} ({format:?}) records no CPU times",
-                            path.display()
+                            "\"cpu\" needs CPU times, and the trace {} ({}) records none: \
+                             use \"wall\"",
+                            path.display(),
+                            serde_json::to_value(format)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_string))
+                                .unwrap_or_default()
                         ),
                         None,
                     ));

@@ -828,12 +828,31 @@ impl WaitSpec {
         if self.spin_threshold_us.is_none() {
             let iterations = self.spin_threshold_iterations.unwrap_or(0.0);
             let ns = self.spin_iteration_ns.unwrap_or(0.0);
+            // The threshold is their product: say which two values make it too long.
             time_field(
                 source,
                 "mpi.wait.spin_threshold_iterations",
                 iterations * ns / 1e3,
                 US,
-            )?;
+            )
+            .map_err(|e| match e {
+                SimError::Config {
+                    source_name,
+                    field,
+                    message,
+                    line_col,
+                } => SimError::Config {
+                    source_name,
+                    field,
+                    line_col,
+                    message: format!(
+                        "with spin_iteration_ns = {ns}, {iterations} iterations are a threshold \
+                         of {} us: {message}",
+                        iterations * ns / 1e3
+                    ),
+                },
+                other => other,
+            })?;
         }
         Ok(())
     }

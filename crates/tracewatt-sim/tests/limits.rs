@@ -208,7 +208,9 @@ fn a_run_longer_than_the_simulated_time_limit_stops() {
         Err(e @ SimError::TimeLimit { .. }) => {
             assert!(
                 e.to_string()
-                    .contains("past the longest simulated time of 8e6 s"),
+                    .starts_with("t.toml: the simulation reached t = ")
+                    && e.to_string()
+                        .contains("past the longest simulated time of 8e6 s"),
                 "{e}"
             );
         }
@@ -320,6 +322,11 @@ fn values_that_would_not_end_overflow_or_be_ignored_are_refused() {
             pingpong("", "", "", "[mpi]\ncontrol_bytes = 9223372036854775807"),
             "mpi.control_bytes",
             "at most 1099511627776 bytes",
+        ),
+        (
+            pingpong("", "", "", "[mpi.wait]\nspin_iteration_ns = 1e30"),
+            "mpi.wait.spin_threshold_iterations",
+            "with spin_iteration_ns = 1000000000000000000000000000000, 1000000 iterations",
         ),
         (
             pingpong("", "", "", "[output]\nidle_bins_per_decade = 4294967295"),

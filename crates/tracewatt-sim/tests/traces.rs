@@ -347,7 +347,13 @@ fn compute_clock_cpu_replays_cpu_time_and_wall_warns_about_shared_cores() {
     let config = Config::parse(&text, Format::Toml, "<test>").unwrap();
     let err = simulate(&config, "<test>", &mut |_| true).unwrap_err();
     assert!(
-        matches!(err, SimError::Config { .. }) && err.to_string().contains("compute_clock"),
+        matches!(err, SimError::Config { .. })
+            && err
+                .to_string()
+                .contains("jobs[0].trace.compute_clock: \"cpu\" needs CPU times, and the trace")
+            && err
+                .to_string()
+                .contains("(otf2) records none: use \"wall\""),
         "{err}"
     );
 }

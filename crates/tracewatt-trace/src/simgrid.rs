@@ -348,7 +348,8 @@ impl TiCalls {
         Ok(v as i64)
     }
     fn cnt(&self, t: &[&str], i: usize, what: &str) -> Result<u64, TraceError> {
-        Ok(self.int(t, i, what)?.max(0) as u64)
+        let v = self.int(t, i, what)?;
+        u64::try_from(v).map_err(|_| self.err(format!("{what}: a count >= 0, got {v}")))
     }
     fn dt(&self, t: &[&str], i: usize) -> Result<u64, TraceError> {
         match t.get(i) {

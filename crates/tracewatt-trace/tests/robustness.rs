@@ -158,6 +158,13 @@ fn bad_simgrid_lines_name_the_line() {
     let e = open_trace(&f, &ReadOptions::default()).unwrap_err();
     assert!(matches!(e, TraceError::Format { .. }));
     assert!(e.to_string().contains("line 2"), "{e}");
+    // A negative size is no size: before, it was read as 0 bytes.
+    std::fs::write(&f, "0 init\n0 send 0 -5\n0 finalize\n").unwrap();
+    let e = open_trace(&f, &ReadOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("line 2") && e.to_string().contains("a count >= 0, got -5"),
+        "{e}"
+    );
 }
 
 proptest! {
