@@ -34,6 +34,25 @@ from tracewatt import Results, cli
 Run = Callable[..., CliResult]
 
 
+def test_run_and_compare_warn_of_a_timeline_bin_the_run_outgrew(
+    run_cli: Run, pingpong_toml: Path
+) -> None:
+    """1 ps bins over a one-round ping-pong of some 15 us would be more than 2^20 bins: the run
+    keeps fewer, wider ones and says so (the width itself is checked in the Rust limits test)."""
+    short = ["--set", "jobs[0].workload.iterations=1", "--set", "jobs[0].workload.interval_us=10"]
+    for cmd in ("run", "compare"):
+        r = run_cli(cmd, pingpong_toml, *short, "--set", "power.timeline_bin_us=1e-6")
+        assert r.code == 0, r.err
+        assert re.search(
+            r"^tracewatt: warning: power.timeline_bin_us = 0.000001 us would need more than "
+            r"1048576 bins for this run; the timeline's bins are 0.0000\d+ us wide$",
+            r.err,
+            re.M,
+        ), r.err
+        r = run_cli(cmd, pingpong_toml, *short, "--set", "power.timeline_bin_us=1")
+        assert r.code == 0 and "warning" not in r.err, r.err
+
+
 def test_run_prints_summary_table(run_cli: Run, pingpong_toml: Path) -> None:
     r = run_cli("run", pingpong_toml)
     assert r.code == 0, r.err

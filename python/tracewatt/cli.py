@@ -207,8 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             bar.clear()
     timing = run_timing(res.summary, time.monotonic() - start)
     if not args.quiet:
-        for w in res.summary.get("trace_warnings", []):
-            _warn(f"warning: {w}")
+        _warn_summary(res.summary)
     if out is not None:
         _empty_output(out)
         res.write(out)
@@ -464,6 +463,12 @@ def cmd_study(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- compare
 
 
+def _warn_summary(summary: dict[str, Any]) -> None:
+    """What a run's summary warns about (its traces, the run itself), on stderr."""
+    for w in [*summary.get("trace_warnings", []), *summary.get("warnings", [])]:
+        _warn(f"warning: {w}")
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from tracewatt.compare import compare, comparison_json
 
@@ -477,6 +482,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             bar.clear()
     wall_s = c.policy_wall_s
     timing = run_timing(c.policy.summary, wall_s) if wall_s is not None else None
+    if not args.quiet:
+        _warn_summary(c.policy.summary)
     if out is not None:
         _empty_output(out)
         c.baseline.write(out / "baseline")
