@@ -489,7 +489,8 @@ impl Config {
                     SimError::config(source, "", e.message().to_string(), at)
                 })?,
             Format::Json => {
-                let j: serde_json::Value = serde_json::from_str(text)
+                let j: serde_json::Value = serde_json::from_str::<UniqueKeys>(text)
+                    .and_then(|_| serde_json::from_str(text))
                     .map_err(|e| SimError::config(source, "", e.to_string(), None))?;
                 json_to_toml(&j, "")
                     .map_err(|(path, msg)| SimError::config(source, &path, msg, None))?
@@ -1058,6 +1059,58 @@ fn strip_nulls(v: &mut serde_json::Value) {
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(strip_nulls),
         _ => {}
+    }
+}
+
+/// A JSON document read only to refuse a key given twice in one object, as TOML does (a JSON
+/// reader keeps the last, so the first would be silently dropped).
+struct UniqueKeys;
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeys)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeys {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Self, A::Error> {
+        while a.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Self, A::Error> {
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(k) = a.next_key::<String>()? {
+            if !seen.insert(k.clone()) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{k}` is given twice in one object"
+                )));
+            }
+            a.next_value::<UniqueKeys>()?;
+        }
+        Ok(self)
     }
 }
 

@@ -481,3 +481,18 @@ fn a_timeline_bin_too_fine_for_the_run_is_widened_and_said() {
     let r = simulate(&fits, "t.toml", &mut |_| true).expect("run");
     assert!(r.summary.get("warnings").is_none());
 }
+
+/// A key given twice in one JSON object is an error with its place, as in TOML (a JSON reader
+/// would keep the second and drop the first without a word).
+#[test]
+fn a_json_key_given_twice_is_refused_with_its_place() {
+    let text = "{\"machine\": {\"ranks_per_node\": 1,\n \"ranks_per_node\": 2}}";
+    match Config::parse(text, Format::Json, "t.json") {
+        Err(e @ SimError::Config { .. }) => assert!(
+            e.to_string()
+                .contains("the key `ranks_per_node` is given twice in one object at line 2"),
+            "{e}"
+        ),
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
+}
