@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,21 @@ def test_compare_reports_saving_and_slowdown(
         c.saving_pct
     )
     assert (out / "baseline" / "summary.json").is_file()
+
+
+def test_a_policy_that_is_the_baseline_saves_exactly_zero_not_minus_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Links always on and MPI spinning: the policy run is the baseline run, so every saving is
+    +0.0 (a -0.0 printed as "-0.000 %" reads as a loss)."""
+    c = compare(tracewatt.Config.from_dict(_pingpong(1000.0, "always_on")))
+    savings = [c.saving_pct, c.link_saving_pct, *c.summary()["saving_by_component_pct"].values()]
+    assert savings == [0.0] * len(savings)
+    assert all(math.copysign(1.0, v) == 1.0 for v in savings), savings
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(_pingpong(1000.0, "always_on")))
+    assert cli.main(["compare", str(path)]) == 0
+    assert "-0.0" not in capsys.readouterr().out
 
 
 def test_analyze_idle_cli_prints_and_writes_the_table(

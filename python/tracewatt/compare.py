@@ -31,6 +31,11 @@ def pct_change(new: float, old: float) -> float:
     return 0.0 if old == 0 else 100.0 * (new - old) / old
 
 
+def pct_saved(new: float, old: float) -> float:
+    """``(old - new) / old`` in percent; 0 when ``old`` is 0 (never -0: nothing saved is 0)."""
+    return 0.0 if old == 0 else 100.0 * (old - new) / old
+
+
 @dataclass(frozen=True)
 class Comparison:
     """The policy's results, the baseline's, and the savings summary."""
@@ -53,7 +58,7 @@ class Comparison:
     def saving_pct(self) -> float:
         """Energy saved over every component priced (:attr:`components`), % of the
         baseline's."""
-        return -pct_change(
+        return pct_saved(
             self.policy.summary["energy_j"]["total"], self.baseline.summary["energy_j"]["total"]
         )
 
@@ -62,7 +67,7 @@ class Comparison:
         """Energy of the link ports (switch and NIC) saved, % of the baseline's."""
         p = self.policy.summary["energy_j"]
         b = self.baseline.summary["energy_j"]
-        return -pct_change(p["switch_ports"] + p["nic_ports"], b["switch_ports"] + b["nic_ports"])
+        return pct_saved(p["switch_ports"] + p["nic_ports"], b["switch_ports"] + b["nic_ports"])
 
     @property
     def slowdown_pct(self) -> float:
@@ -84,7 +89,7 @@ class Comparison:
         s["saving_pct"] = self.saving_pct
         s["saving_covers"] = self.components
         s["saving_by_component_pct"] = {
-            k: -pct_change(
+            k: pct_saved(
                 self.policy.summary["energy_j"].get(k, 0.0),
                 self.baseline.summary["energy_j"].get(k, 0.0),
             )

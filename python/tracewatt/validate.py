@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tracewatt.analysis import penalty_bound, screen_idle
-from tracewatt.compare import baseline_of, pct_change
+from tracewatt.compare import baseline_of, pct_change, pct_saved
 from tracewatt.config import Config
 from tracewatt.results import Results
 
@@ -1020,7 +1020,7 @@ def wait_sweeps(jobs: dict[str, dict[str, Any]]) -> list[WaitSweep]:
         def against_spin(r: Results, policy: str, base: Results = base) -> WaitRun:
             return WaitRun(
                 pct_change(r.makespan_s, base.makespan_s),
-                -pct_change(_node_j(r), _node_j(base)),
+                pct_saved(_node_j(r), _node_j(base)),
                 int(r.cores["low_power_waits"].sum()),
                 float(r.cores[f"{policy}_s"].sum()),
                 tuple(int(r.cores[f"{s}_waits"].sum()) for s in C_STATES),
