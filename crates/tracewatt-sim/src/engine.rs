@@ -138,6 +138,8 @@ struct RankRt {
     finish_ps: Ps,
     compute_ps: Ps,
     wait_ps: Ps,
+    /// Held by a power model outside a wait (a DIMM onlining stall after a compute phase).
+    held_ps: Ps,
     sends: u64,
     bytes_sent: u64,
     /// The operation the rank is blocked in, for deadlock reports.
@@ -263,6 +265,7 @@ pub(crate) struct RankSummary {
     pub finish_ps: Ps,
     pub compute_ps: Ps,
     pub wait_ps: Ps,
+    pub held_ps: Ps,
     pub sends: u64,
     pub bytes_sent: u64,
 }
@@ -435,6 +438,7 @@ impl<'a> Engine<'a> {
                 finish_ps: 0,
                 compute_ps: 0,
                 wait_ps: 0,
+                held_ps: 0,
                 sends: 0,
                 bytes_sent: 0,
                 blocked_in: "",
@@ -562,6 +566,7 @@ impl<'a> Engine<'a> {
                 finish_ps: r.finish_ps,
                 compute_ps: r.compute_ps,
                 wait_ps: r.wait_ps,
+                held_ps: r.held_ps,
                 sends: r.sends,
                 bytes_sent: r.bytes_sent,
             })
@@ -1054,7 +1059,12 @@ impl<'a> Engine<'a> {
             let go_on = self.links.power.wake_at(rank, ready, now);
             if go_on > now {
                 let blocked = state == RankState::Blocked;
-                self.ranks[rank as usize].state = RankState::Waking { blocked };
+                let rr = &mut self.ranks[rank as usize];
+                rr.state = RankState::Waking { blocked };
+                // A wait's hold is part of the wait (`wait_ps`, counted at its end).
+                if !blocked {
+                    rr.held_ps += go_on - now;
+                }
                 self.q.push(go_on, Ev::Wake { rank });
                 return Ok(());
             }

@@ -260,6 +260,10 @@ pub(crate) fn build(
                 "wait_s",
                 Column::F64(r.iter().map(|x| secs(x.wait_ps)).collect()),
             ),
+            (
+                "held_s",
+                Column::F64(r.iter().map(|x| secs(x.held_ps)).collect()),
+            ),
             ("sends", Column::U64(r.iter().map(|x| x.sends).collect())),
             (
                 "bytes_sent",

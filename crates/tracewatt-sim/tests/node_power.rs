@@ -758,6 +758,14 @@ fn the_other_dimms_come_on_at_the_online_threshold_and_cost_their_transition() {
         panic!()
     };
     assert_eq!(transitions[0], 1);
+    // The rank computed 100 us and was held 10 us after; its core was busy (computing) for both.
+    let f = |table: &str, name: &str| match column(&bp, table, name) {
+        tracewatt_sim::Column::F64(v) => v[0],
+        other => panic!("{other:?}"),
+    };
+    assert!((f("ranks", "compute_s") - 100e-6).abs() < 1e-15);
+    assert!((f("ranks", "held_s") - 10e-6).abs() < 1e-15);
+    assert!((f("cores", "compute_s") - 110e-6).abs() < 1e-15);
     // Ideal: ceil(6 / 4) = 2 DIMMs, then ceil(13 / 4) = 4: two channels lost for 50 us.
     let ideal = dimm_run(memory, "policy = \"ideal\"");
     let e = dimm_column(&ideal, "energy_j");
