@@ -767,20 +767,25 @@ impl Config {
     /// Link overrides (`machine.links.*`, `power.*`) only for link classes the topology has: one
     /// for a class it lacks would be ignored.
     fn check_link_classes(&self, source: &str) -> Result<(), SimError> {
-        let (tree, torus, dragonfly) = match &self.machine.topology {
-            TopologySpec::FatTree { levels, .. } => (usize::from(*levels) - 1, 0, false),
-            TopologySpec::Torus { dims, .. } => (0, dims.len(), false),
-            TopologySpec::Dragonfly { .. } => (0, 0, true),
-            TopologySpec::SingleSwitch { .. } => (0, 0, false),
+        // Tree link levels, torus dimensions, whether it has local and global links.
+        let (tree, torus, dragonfly, kind) = match &self.machine.topology {
+            TopologySpec::FatTree { levels, .. } => (
+                usize::from(*levels) - 1,
+                0,
+                false,
+                format!("a {levels}-level fat-tree"),
+            ),
+            TopologySpec::Torus { dims, .. } => (
+                0,
+                dims.len(),
+                false,
+                format!("a {}-dimensional torus", dims.len()),
+            ),
+            TopologySpec::Dragonfly { .. } => (0, 0, true, "a dragonfly".into()),
+            TopologySpec::SingleSwitch { .. } => (0, 0, false, "a single switch".into()),
         };
         let l = &self.machine.links;
         let p = &self.power;
-        let kind = || match &self.machine.topology {
-            TopologySpec::FatTree { levels, .. } => format!("a {levels}-level fat-tree"),
-            TopologySpec::Torus { dims, .. } => format!("a {}-dimensional torus", dims.len()),
-            TopologySpec::Dragonfly { .. } => "a dragonfly".into(),
-            TopologySpec::SingleSwitch { .. } => "a single switch".into(),
-        };
         let checks = [
             (
                 "machine.links.local",
@@ -821,9 +826,8 @@ impl Config {
                     source,
                     field,
                     format!(
-                        "the machine ({}) has {why}: the override would apply to nothing \
-                         (fat-tree: {tree} tree level(s); torus: one entry per dimension)",
-                        kind()
+                        "the machine ({kind}) has {why}: the override would apply to nothing \
+                         (fat-tree: {tree} tree level(s); torus: one entry per dimension)"
                     ),
                     None,
                 ));
