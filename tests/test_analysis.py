@@ -16,6 +16,7 @@ from conftest import EXAMPLES, CliResult
 from tracewatt import cli
 from tracewatt.analysis import penalty_bound, screen_idle
 from tracewatt.compare import baseline_of, compare
+from tracewatt.plots import lpi_share_by_kind
 
 TIMEOUT_US, WAKE_US = 600.0, 17.0
 
@@ -460,3 +461,25 @@ def test_credit_frames_are_idle_intervals_the_screening_sees(
     assert cli.main(["run", str(path), "-o", str(res), "-q"]) == 0
     assert cli.main(["analyze", "idle", str(res), "--timeouts", "600", "--wakes", "17"]) == 0
     assert "caveat: credits travel on the reverse link" in capsys.readouterr().out
+
+
+def test_a_windowed_run_is_screened_over_the_time_its_tables_cover() -> None:
+    """With a trace window the summary's makespan is the window's length, but the links table
+    covers the replay from 0 to the window's end: the screen's LPI share and the heatmap's are
+    over that span (before, over the window: an LPI share of 2.8)."""
+    cfg = tracewatt.Config.load(EXAMPLES / "trace-npb-cg.toml").with_overrides(
+        {"jobs[0].trace.window": {"start_s": 0.05}}
+    )
+    res = tracewatt.simulate(cfg)
+    end_s = res.summary["window"]["end_s"]
+    assert res.makespan_s < end_s
+    links = res.links
+    # Screened at a 1 us timeout, most of the replay is in LPI: over the window alone the share
+    # would pass 1.
+    row = screen_idle(res, [1.0], [17.0]).iloc[0]
+    assert row["lpi_s"] > res.makespan_s * len(links)
+    assert row["lpi_fraction"] == pytest.approx(row["lpi_s"] / (end_s * len(links)), rel=1e-12)
+    assert row["lpi_fraction"] < 1.0
+    share = lpi_share_by_kind(res)["node"]
+    want = 100.0 * links.sort_values("link_id")["lpi_s"].to_numpy() / end_s
+    assert share.tolist() == pytest.approx(want.tolist(), rel=1e-12)

@@ -334,6 +334,14 @@ def port_power(results: Results) -> tuple[np.ndarray, np.ndarray]:
     return links["port_active_w"].to_numpy(), links["port_lpi_w"].to_numpy()
 
 
+def tables_span_s(results: Results) -> float:
+    """The time a run's tables cover, from 0: the whole replay. With a trace window that is up
+    to the window's end (``summary["window"]["end_s"]``), while the summary's makespan and
+    energy are the window's own; the link and idle tables hold every interval from 0."""
+    window = results.summary.get("window")
+    return float(window["end_s"]) if window else results.makespan_s
+
+
 def screen_idle(
     results: Results,
     timeouts_us: Sequence[float],
@@ -382,7 +390,7 @@ def screen_idle(
     paired = _paired_mask(results, control)
     messages = results.tables.get("messages")
     routes = _Routes(results, messages) if messages is not None else None
-    run_s = results.makespan_s
+    run_s = tables_span_s(results)
     active_w, lpi_w = port_power(results)
     active_w, lpi_w = active_w[mask], lpi_w[mask]
     always_on_j = float(active_w.sum() * run_s)

@@ -19,6 +19,8 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from tracewatt.analysis import tables_span_s
+
 if TYPE_CHECKING:
     from tracewatt.results import Results
 
@@ -166,9 +168,10 @@ def idle_cdf(results: Results) -> Figure:
 
 
 def lpi_share_by_kind(results: Results) -> dict[str, np.ndarray]:
-    """Per link kind, each link direction's time in LPI as % of the run, by link id."""
+    """Per link kind, each link direction's time in LPI as % of the run (of the replay up to a
+    trace window's end: the time the links table covers), by link id."""
     links = results.links.sort_values("link_id")
-    makespan_s = results.makespan_s
+    makespan_s = tables_span_s(results)
     out: dict[str, np.ndarray] = {}
     for kind, rows in links.groupby("kind", sort=True):
         lpi_s = rows["lpi_s"].to_numpy(dtype=float)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tracewatt.analysis import screen_idle
+from tracewatt.analysis import screen_idle, tables_span_s
 from tracewatt.compare import baseline_of
 from tracewatt.config import Config, read_text
 from tracewatt.errors import ConfigError
@@ -94,12 +94,13 @@ def screen_candidates(
     (``penalty_bound_pct <= slowdown_pct``). ``wakes_us``: None keeps each class's configured
     wake time; ``controls``: None keeps the run's."""
     links = run.links.sort_values("link_id")
-    always_on_j = float((links["port_active_w"] * run.makespan_s).sum())
+    span_s = tables_span_s(run)
+    always_on_j = float((links["port_active_w"] * span_s).sum())
     options: list[list[tuple[str, dict[str, Any] | None, float, float, float]]] = []
     for kind in sorted(set(links["kind"])):
         of_kind = links[links["kind"] == kind]
         wakes = wakes_us or sorted(set(np.round(of_kind["wake_time_s"] * 1e6, 6)))
-        kind_j = float((of_kind["port_active_w"] * run.makespan_s).sum())
+        kind_j = float((of_kind["port_active_w"] * span_s).sum())
         rows: list[tuple[str, dict[str, Any] | None, float, float, float]] = [
             (kind, None, 0.0, 0.0, 0.0)
         ]
