@@ -292,3 +292,26 @@ def test_version() -> None:
 def test_bad_argument_type() -> None:
     with pytest.raises(TypeError):
         tracewatt.simulate(42)  # type: ignore[arg-type]
+
+
+def test_write_over_another_run_leaves_only_this_runs_tables(
+    pingpong: dict[str, Any], tmp_path: Path
+) -> None:
+    cfg = Config.from_dict(pingpong)
+    more = tracewatt.simulate(
+        cfg.with_overrides({"output.messages": True, "output.pair_idle": True})
+    )
+    out = more.write(tmp_path / "out")
+    extra = {"messages", "message_wake_hops", "pair_idle_thresholds"}
+    assert extra <= {p.stem for p in out.glob("*.parquet")}
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    res = tracewatt.simulate(cfg)
+    res.write(out)
+    alone = res.write(tmp_path / "alone")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["notes.txt", *(p.name for p in alone.iterdir())]
+    )
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    back = Results.read(out)
+    assert not extra & set(back.tables)
+    assert back == res

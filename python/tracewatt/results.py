@@ -306,10 +306,15 @@ class Results:
 
     def write(self, directory: str | os.PathLike[str]) -> Path:
         """Writes ``summary.json`` and ``<table>.parquet`` files into ``directory`` (created if
-        needed); returns its path. Same results give byte-identical files."""
+        needed); returns its path. Same results give byte-identical files. A table file of
+        :data:`TABLES` these results do not have is removed (another run's, which :meth:`read`
+        would take for theirs); other files are left alone."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "summary.json").unlink(missing_ok=True)
+        for name in TABLES:
+            if name not in self.tables:
+                (d / f"{name}.parquet").unlink(missing_ok=True)
         for name in self._ordered_names():
             _atomic_write_parquet(d / f"{name}.parquet", _frame_to_arrow(self.tables[name]))
         _atomic_write_bytes(d / "summary.json", summary_json(self.summary).encode("utf-8"))
