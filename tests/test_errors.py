@@ -232,6 +232,7 @@ def test_exception_hierarchy() -> None:
     assert issubclass(tracewatt.WorkloadError, tracewatt.TracewattError)
     assert issubclass(tracewatt.DeadlockError, tracewatt.TracewattError)
     assert issubclass(tracewatt.InterruptedError, tracewatt.TracewattError)
+    assert issubclass(tracewatt.ResultsError, tracewatt.TracewattError)
     assert issubclass(tracewatt.TracewattError, Exception)
 
 

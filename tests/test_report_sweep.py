@@ -224,6 +224,24 @@ def test_a_broken_sweep_json_is_a_usage_error(
     assert f"{tmp_path / 'sweep.json'}: not JSON" in r.err
 
 
+def test_a_sweep_json_without_a_sweeps_description_is_a_usage_error(
+    run_cli: Any, sweep_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "sweep.parquet").write_bytes((sweep_dir / "sweep.parquet").read_bytes())
+    expected = "expected a sweep's description (name, axes, variants, ...)"
+    for meta, problem in [
+        ({}, "`name` is missing"),
+        ([META], "the file is an array, not an object"),
+        ({**META, "axes": "power.links.idle_timeout_us"}, "`axes` is a string, not an array"),
+        ({**META, "groups": [{"axes": []}]}, "`groups[0].name` is missing"),
+        ({**META, "baseline": 1}, "`baseline` is a number, not a string or null"),
+    ]:
+        (tmp_path / "sweep.json").write_text(json.dumps(meta), encoding="utf-8")
+        r = run_cli("report", tmp_path)
+        assert (r.code, r.out) == (2, "")
+        assert r.err == f"tracewatt: error: {tmp_path / 'sweep.json'}: {expected}; {problem}\n"
+
+
 # ------------------------------------------------------------------ a real sweep
 
 # Two workloads on a 4-node switch, EEE against always-on: a group over the control mode (bars)

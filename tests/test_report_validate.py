@@ -147,6 +147,31 @@ def test_a_validate_json_without_checks_is_a_usage_error(run_cli: Any, tmp_path:
     assert f"{tmp_path / 'validate.json'}: expected an object with a list `checks`" in r.err
 
 
+def test_a_check_without_its_fields_is_a_usage_error(
+    run_cli: Any, checks: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    path = tmp_path / "validate.json"
+    panel = checks["1"]["panels"][0]
+    for data, problem in [
+        ({"checks": [{"id": "x"}]}, "`checks[0].name` is missing"),
+        (
+            {"checks": [{**checks["3"], "passed": "yes"}]},
+            "`checks[0].passed` is a string, not true or false",
+        ),
+        (
+            {"checks": [{**checks["1"], "panels": [{**panel, "series": [{"label": "a"}]}]}]},
+            "`checks[0].panels[0].series[0].y` is missing",
+        ),
+    ]:
+        path.write_text(json.dumps(data), encoding="utf-8")
+        r = run_cli("report", tmp_path)
+        assert (r.code, r.out) == (2, "")
+        assert r.err == (
+            f"tracewatt: error: {path}: expected an object with a list `checks`; {problem}\n"
+        )
+        assert not (tmp_path / "report.html").exists()
+
+
 def test_validate_o_refuses_a_non_empty_directory(run_cli: Any, tmp_path: Path) -> None:
     (tmp_path / "old.txt").write_text("x", encoding="utf-8")
     r = run_cli("validate", "--check", "3", "-o", tmp_path)

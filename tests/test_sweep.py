@@ -417,6 +417,12 @@ def test_a_sweep_written_by_another_version_is_the_same_sweep(tmp_path: Path) ->
         f"{out}: holds another sweep (`t`: 1 of the 3 runs of its sweep.parquet are not runs of "
         "this spec)"
     )
+    # One it cannot read is another sweep, which --force replaces.
+    (out / "sweep.json").write_text("[1]")
+    assert sweep.other_sweep(out, runs) == (
+        f"{out}: cannot read the sweep there ({out / 'sweep.json'}: expected a sweep's description "
+        "(name, axes, variants, ...); the file is an array, not an object)"
+    )
 
 
 # --------------------------------------------------------------------------- local pool

@@ -17,6 +17,7 @@ from tracewatt.errors import (
     ConfigError,
     DeadlockError,
     InterruptedError,
+    ResultsError,
     TracewattError,
     WorkloadError,
 )
@@ -65,7 +66,7 @@ def exit_code(e: BaseException) -> int:
         return EXIT_TERMINATED
     if isinstance(e, KeyboardInterrupt | InterruptedError):
         return EXIT_INTERRUPTED
-    if isinstance(e, ConfigError | UsageError):
+    if isinstance(e, ConfigError | ResultsError | UsageError):
         return EXIT_USAGE
     if isinstance(e, WorkloadError | DeadlockError | TracewattError):
         return EXIT_RUN

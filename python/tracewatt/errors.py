@@ -9,7 +9,10 @@
     ├── WorkloadError              a workload, generator or trace is invalid
     │   └── TraceError             a trace cannot be read (names file, rank, byte offset or line)
     ├── DeadlockError              the workload cannot finish (names the waiting ranks)
-    └── InterruptedError           the run was interrupted (Ctrl-C)
+    ├── InterruptedError           the run was interrupted (Ctrl-C)
+    ├── ResultsError               a results folder's file cannot be read (names it and what
+    │                              was expected)
+    └── JoblogError                a job log or its settings cannot be used (tracewatt.joblog)
 
 Note that ``tracewatt.errors.InterruptedError`` is not the built-in ``InterruptedError``.
 """
@@ -25,11 +28,19 @@ from tracewatt._tracewatt import (
     WorkloadError,
 )
 
+
+class ResultsError(TracewattError):
+    """A file of a results folder (``summary.json``, a table, ``sweep.json``,
+    ``validate.json``, ...) is not what tracewatt wrote: not JSON, not Parquet, or without a
+    field its readers need. The message names the file and what was expected."""
+
+
 __all__ = [
     "ConfigError",
     "DeadlockError",
     "InterruptedError",
     "MemoryLimitError",
+    "ResultsError",
     "TopologyError",
     "TraceError",
     "TracewattError",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -25,7 +24,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tracewatt import plots
-from tracewatt.results import Results
+from tracewatt.errors import ResultsError
+from tracewatt.results import NUMBER, Results, read_json
 
 __all__ = [
     "FORMATS",
@@ -68,8 +68,13 @@ def load(directory: str | os.PathLike[str]) -> tuple[Results, Results | None]:
     """The results in ``directory`` and, for a ``compare`` output, its baseline's."""
     d = Path(directory)
     results = Results.read(d)
-    baseline = Results.read(d / "baseline") if "baseline" in results.summary else None
-    return results, baseline
+    if "baseline" not in results.summary:
+        return results, None
+    if not (d / "baseline" / "summary.json").is_file():
+        raise ResultsError(
+            f"{d / 'baseline'}: a compare output's baseline results are missing (no summary.json)"
+        )
+    return results, Results.read(d / "baseline")
 
 
 def _has(results: Results, table: str) -> bool:
@@ -148,17 +153,10 @@ def load_sweep(directory: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[st
     from tracewatt.sweep import read_dataset
 
     d = Path(directory)
-    try:
-        meta, frame = read_dataset(d)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{d / 'sweep.json'}: not JSON ({e})") from e
-    except ValueError as e:  # pyarrow's errors of a file that is not Parquet
-        raise ValueError(f"{d / 'sweep.parquet'}: not a Parquet table ({e})") from e
-    if not isinstance(meta, dict):
-        raise ValueError(f"{d / 'sweep.json'}: expected a JSON object (name, axes, variants, ...)")
+    meta, frame = read_dataset(d)
     missing = [c for c in _SWEEP_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{d / 'sweep.parquet'}: no column {', '.join(missing)}")
+        raise ResultsError(f"{d / 'sweep.parquet'}: no column {', '.join(missing)}")
     return frame, meta
 
 
@@ -244,14 +242,34 @@ def render_sweep_html(frame: pd.DataFrame, meta: dict[str, Any], title: str = ""
 
 def load_validation(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """A ``validate -o`` directory's ``validate.json``: ``{tracewatt_version, checks}``."""
-    path = Path(directory) / "validate.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from e
-    if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
-        raise ValueError(f"{path}: expected an object with a list `checks`")
+    data: dict[str, Any] = read_json(
+        Path(directory) / "validate.json", "an object with a list `checks`", _VALIDATION
+    )
     return data
+
+
+# What the report reads of validate.json (validate.Check.record).
+_SERIES = {"label": str, "y": [(*NUMBER, type(None))], "target": bool}
+_PANEL = {
+    "title": str,
+    "x_label": str,
+    "y_label": str,
+    "x": [(*NUMBER, str)],
+    "series": [_SERIES],
+    "x_log": bool,
+}
+_VALIDATION = {
+    "checks": [
+        {
+            "id": str,
+            "name": str,
+            "target": str,
+            "simulated": str,
+            "passed": bool,
+            "panels?": [_PANEL],
+        }
+    ]
+}
 
 
 def validation_figures(validation: dict[str, Any]) -> list[ReportFigure]:

@@ -18,10 +18,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tracewatt.errors import ResultsError
+
 if TYPE_CHECKING:
     from tracewatt.plots import Plotter
 
-__all__ = ["TABLES", "Results", "summary_json"]
+__all__ = ["TABLES", "Results", "expect_shape", "read_json", "read_parquet", "summary_json"]
 
 #: The tables of a run, in the order they are written.
 TABLES: tuple[str, ...] = (
@@ -100,6 +102,126 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 def summary_json(summary: Mapping[str, Any]) -> str:
     """The canonical text of ``summary.json`` (also what ``tracewatt run --json`` prints)."""
     return json.dumps(summary, indent=2, sort_keys=True) + "\n"
+
+
+# ----------------------------------------------------------------------------- reading files
+
+#: What a JSON value must be (:func:`expect_shape`): a type or a tuple of types; ``[shape]``,
+#: an array of that shape; or a dict of keys and their shapes, where a key ending in ``?`` is
+#: optional and ``*`` gives the shape of every other key.
+Shape = Any
+
+NUMBER = (int, float)
+
+_JSON_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "true or false"),
+    (dict, "an object"),
+    (list, "an array"),
+    (str, "a string"),
+    (int, "a number"),
+    (float, "a number"),
+    (type(None), "null"),
+)
+
+# The keys every reader of a run's summary uses (the report, analyze idle, compare).
+_RUN_SUMMARY: Shape = {
+    "makespan_s": NUMBER,
+    "energy_j": {"total": NUMBER, "*": NUMBER},
+    "avg_power_w": {"*": NUMBER},
+    "config": {},
+    "jobs": [{}],
+}
+# A compare output's summary (``tracewatt compare -o``): the policy's, with its baseline's.
+_COMPARE_SUMMARY: Shape = {
+    **_RUN_SUMMARY,
+    "baseline": {
+        "makespan_s": NUMBER,
+        "energy_j": {"total": NUMBER, "*": NUMBER},
+        "avg_power_w": {"*": NUMBER},
+    },
+    "saving_pct": NUMBER,
+    "slowdown_pct": NUMBER,
+}
+_SUMMARY_WHAT = "a run's summary as tracewatt run -o or compare -o writes it"
+
+
+def _json_kind(value: Any) -> str:
+    return next((name for t, name in _JSON_KINDS if isinstance(value, t)), type(value).__name__)
+
+
+def _kinds_text(kinds: tuple[type, ...]) -> str:
+    names = [name for t, name in _JSON_KINDS if t in kinds]
+    return " or ".join(dict.fromkeys(names))
+
+
+def _shape_problem(value: Any, shape: Shape, where: str) -> str | None:
+    """Why ``value`` (at ``where``, "" for the whole document) is not of ``shape``, or None."""
+    named = f"`{where}`" if where else "the file"
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{named} is {_json_kind(value)}, not an object"
+        for key, sub in shape.items():
+            name = key.removesuffix("?")
+            if key == "*" or (name not in value and key.endswith("?")):
+                continue
+            inner = f"{where}.{name}" if where else name
+            if name not in value:
+                return f"`{inner}` is missing"
+            problem = _shape_problem(value[name], sub, inner)
+            if problem is not None:
+                return problem
+        if "*" in shape:
+            for k, v in value.items():
+                if k not in shape and f"{k}?" not in shape:
+                    problem = _shape_problem(v, shape["*"], f"{where}.{k}" if where else k)
+                    if problem is not None:
+                        return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{named} is {_json_kind(value)}, not an array"
+        for i, v in enumerate(value):
+            problem = _shape_problem(v, shape[0], f"{where}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    kinds = shape if isinstance(shape, tuple) else (shape,)
+    # JSON's true and false are Python ints: only where a boolean is expected are they one.
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        return f"{named} is {_json_kind(value)}, not {_kinds_text(kinds)}"
+    return None
+
+
+def expect_shape(path: Path, value: Any, shape: Shape, what: str) -> None:
+    """Raises :class:`ResultsError` naming ``path`` where ``value`` (its JSON) is not of
+    ``shape``; ``what`` is what the file should hold."""
+    problem = _shape_problem(value, shape, "")
+    if problem is not None:
+        raise ResultsError(f"{path}: expected {what}; {problem}")
+
+
+def read_json(path: Path, what: str, shape: Shape | None = None) -> Any:
+    """The JSON document in ``path``, of ``shape`` where one is given; raises
+    :class:`ResultsError` naming the file and ``what`` it should hold."""
+    try:
+        value = json.loads(path.read_bytes())
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read it: {e.strerror or e}") from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ResultsError(f"{path}: not JSON ({e}); expected {what}") from e
+    if shape is not None:
+        expect_shape(path, value, shape, what)
+    return value
+
+
+def read_parquet(path: Path) -> pa.Table:
+    """The Parquet table in ``path``; raises :class:`ResultsError` naming it where it is none."""
+    try:
+        return pq.read_table(path)
+    except pa.ArrowInvalid as e:
+        raise ResultsError(f"{path}: not a Parquet table ({e})") from e
+    except (pa.ArrowException, OSError) as e:
+        raise ResultsError(f"{path}: cannot read the Parquet table ({e})") from e
 
 
 def _arrow_type(name: str, values: Sequence[Any]) -> pa.DataType:
@@ -322,20 +444,27 @@ class Results:
 
     @classmethod
     def read(cls, directory: str | os.PathLike[str]) -> Results:
-        """Reads a directory written by :meth:`write` (or ``tracewatt run -o``)."""
+        """Reads a directory written by :meth:`write` (or ``tracewatt run -o``). Raises
+        :class:`FileNotFoundError` where it has no ``summary.json``, and
+        :class:`~tracewatt.errors.ResultsError` naming the file where one is not what tracewatt
+        writes."""
         d = Path(directory)
         summary_path = d / "summary.json"
         if not summary_path.is_file():
             raise FileNotFoundError(
                 f"{d}: no summary.json (not a results directory, or incomplete)"
             )
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary = read_json(summary_path, _SUMMARY_WHAT)
+        is_compare = isinstance(summary, dict) and "baseline" in summary
+        expect_shape(
+            summary_path, summary, _COMPARE_SUMMARY if is_compare else _RUN_SUMMARY, _SUMMARY_WHAT
+        )
         tables: dict[str, pd.DataFrame] = {}
         names = [n for n in TABLES if (d / f"{n}.parquet").is_file()]
         extra = [p.stem for p in d.glob("*.parquet") if not p.name.startswith(".")]
         names += sorted(s for s in extra if s not in TABLES)
         for name in names:
-            tables[name] = _to_pandas(pq.read_table(d / f"{name}.parquet"))
+            tables[name] = _to_pandas(read_parquet(d / f"{name}.parquet"))
         return cls(summary, tables)
 
     def _ordered_names(self) -> list[str]:

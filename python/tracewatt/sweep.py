@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracewatt.config import Config, read_text, set_path
-from tracewatt.errors import ConfigError
+from tracewatt.errors import ConfigError, ResultsError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -741,14 +741,17 @@ def other_sweep(out: Path, runs: Sequence[Run]) -> str | None:
     meta_path, data_path = out / "sweep.json", out / "sweep.parquet"
     if not meta_path.is_file() or not data_path.is_file():
         return None
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from tracewatt.results import read_json, read_parquet
 
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        listed = pq.read_table(data_path, columns=["dir"]).column("dir").to_pylist()
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        return f"{out}: cannot read the sweep there ({type(e).__name__}: {e})"
+        # Only what tells the sweeps apart: any sweep.json object, sweep.parquet's `dir`.
+        meta = read_json(meta_path, "a sweep's description (name, axes, variants, ...)", {})
+        table = read_parquet(data_path)
+    except ResultsError as e:
+        return f"{out}: cannot read the sweep there ({e})"
+    if "dir" not in table.column_names:
+        return f"{out}: cannot read the sweep there ({data_path}: no column dir)"
+    listed = table.column("dir").to_pylist()
     versions = {str(meta.get("tracewatt_version")), __version__}
     mine = {f"runs/{r.hash_under(v)}" for r in runs for v in versions}
     foreign = [d for d in listed if d and d not in mine]
@@ -929,12 +932,24 @@ def write_dataset(df: pd.DataFrame, out: Path) -> None:
 
 
 def read_dataset(directory: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
-    """``sweep.json`` and ``sweep.parquet`` of a sweep's directory."""
-    import pandas as pd
+    """``sweep.json`` and ``sweep.parquet`` of a sweep's directory. Raises
+    :class:`~tracewatt.errors.ResultsError` naming the file that is not what a sweep writes."""
+    from tracewatt.results import read_json, read_parquet
 
     d = Path(directory)
-    meta = json.loads((d / "sweep.json").read_text(encoding="utf-8"))
-    return meta, pd.read_parquet(d / "sweep.parquet")
+    meta = read_json(d / "sweep.json", "a sweep's description (name, axes, variants, ...)", _META)
+    return meta, read_parquet(d / "sweep.parquet").to_pandas()
+
+
+# What readers of sweep.json use (SweepSpec.description_json writes more).
+_META = {
+    "name": str,
+    "axes": [str],
+    "variants": [str],
+    "baseline?": (str, type(None)),
+    "mode?": str,
+    "groups?": [{"name": str}],
+}
 
 
 class _CallableModule(types.ModuleType):
