@@ -273,12 +273,15 @@ def test_settings_file_then_options(tmp_path: Path) -> None:
     s = joblog.resolve_settings(cfg, {"dimm_standby_w": 0.5, "nodes": None})
     assert s == joblog.JoblogSettings(**SMALL)
     cfg.write_text("[joblog]\nchannels = 0\n")
-    with pytest.raises(joblog.JoblogError, match=r"node\.toml: joblog\.channels: .*positive int"):
+    with pytest.raises(
+        joblog.JoblogError,
+        match=r"node\.toml: joblog\.channels: expected an integer from 1 to 1024",
+    ):
         joblog.resolve_settings(cfg)
     cfg.write_text("[joblog]\nchanels = 2\n")
     with pytest.raises(joblog.JoblogError, match=r"node\.toml: joblog\.chanels: unknown field"):
         joblog.resolve_settings(cfg)
-    with pytest.raises(joblog.JoblogError, match=r"dimm_gib: expected a positive number"):
+    with pytest.raises(joblog.JoblogError, match=r"dimm_gib: expected a number from 2\^-20"):
         joblog.resolve_settings(None, {"dimm_gib": 0.0})
 
 
@@ -323,12 +326,111 @@ def test_cli_errors_exit_2_naming_the_place(run_cli: Run, tmp_path: Path) -> Non
     assert f"{path}:9: expected 18 whitespace-separated fields" in r.err
     r = run_cli("analyze", "joblog", _write(tmp_path, HAND_SWF), "--dimm-gib=-1")
     assert r.code == 2
-    assert "--dimm-gib: expected a positive number, got -1.0" in r.err
+    assert "--dimm-gib: expected a number from 2^-20 (1 KiB) to 2^20 (1 PiB), got -1.0" in r.err
     cfg = tmp_path / "node.toml"
     cfg.write_text("[joblog]\nchannels = 2.5\n")
     r = run_cli("analyze", "joblog", path, "--config", cfg)
     assert r.code == 2
-    assert "node.toml: joblog.channels: expected a positive integer, got 2.5" in r.err
+    assert "node.toml: joblog.channels: expected an integer from 1 to 1024, got 2.5" in r.err
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "3 10 90 100 99999999999999999999 -1 1048576 8 -1 -1 1 1 1 1 1 1 -1 -1",
+            "field 5 (allocated processors): expected at most 1,000,000,000 (negative: unknown), "
+            "got '99999999999999999999'",
+        ),
+        (
+            "3 10 90 100 1e300 -1 1048576 8 -1 -1 1 1 1 1 1 1 -1 -1",
+            "field 5 (allocated processors): expected at most 1,000,000,000 (negative: unknown), "
+            "got '1e300'",
+        ),
+        (
+            "3 10 90 100 -1 -1 1048576 2e9 -1 -1 1 1 1 1 1 1 -1 -1",
+            "field 8 (requested processors): expected at most 1,000,000,000 (negative: unknown), "
+            "got '2e9'",
+        ),
+        (
+            "3 10 90 1e13 8 -1 1048576 8 -1 -1 1 1 1 1 1 1 -1 -1",
+            "field 4 (run time): expected at most 1,000,000,000,000 s (negative: unknown), "
+            "got '1e13'",
+        ),
+        # Two finite times whose sum is infinite.
+        (
+            "3 1e308 1e308 100 8 -1 1048576 8 -1 -1 1 1 1 1 1 1 -1 -1",
+            "field 2 (submit time): expected at most 1,000,000,000,000 s (negative: unknown), "
+            "got '1e308'",
+        ),
+        (
+            "3 10 90 100 8 -1 1e308 8 -1 -1 1 1 1 1 1 1 -1 -1",
+            "field 7 (used memory): expected at most 2^40 KB (1 PiB) per processor (negative: "
+            "unknown), got '1e308'",
+        ),
+    ],
+)
+def test_log_values_beyond_the_limits_name_the_line_and_the_limit(
+    run_cli: Run, tmp_path: Path, line: str, message: str
+) -> None:
+    path = _write(tmp_path, HAND_SWF + line + "\n")
+    lineno = len(HAND_SWF.splitlines()) + 1
+    r = run_cli("analyze", "joblog", path, *_small_options())
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"tracewatt: error: {path}:{lineno}: {message}\n"
+
+
+def test_huge_negative_times_are_unknown_not_an_overflow(tmp_path: Path) -> None:
+    # Their sum is -inf; each is a negative (unknown) time: the job is skipped.
+    line = "3 -1e308 -1e308 100 8 -1 1048576 8 -1 -1 1 1 1 1 1 1 -1 -1\n"
+    r = joblog.analyze(_write(tmp_path, HAND_SWF + line), joblog.JoblogSettings(**SMALL))
+    assert r.jobs_skipped["start_time"] == 2
+
+
+def test_a_header_beyond_the_limit(run_cli: Run, tmp_path: Path) -> None:
+    for raw in ("99999999999999999999", "\u00b2"):
+        path = tmp_path / "h.swf"
+        path.write_bytes(HAND_SWF.replace(";MaxNodes: 4", f";MaxNodes: {raw}").encode("latin-1"))
+        r = run_cli("analyze", "joblog", path)
+        assert (r.code, r.out) == (2, "")
+        assert r.err == (
+            f"tracewatt: error: {path}:2: header MaxNodes: expected an integer from 1 to "
+            f"1,000,000,000, got {raw!r}\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("--nodes", "99999999999999999999", "an integer from 1 to 1,000,000,000"),
+        ("--cores-per-node", "1000000001", "an integer from 1 to 1,000,000,000"),
+        ("--channels", "1025", "an integer from 1 to 1024"),
+        ("--idle-node-gib", "1e+308", "a number from 0 to 2^20 (1 PiB)"),
+        ("--assume-gib", "1e+308", "a number from 0 to 2^20 (1 PiB)"),
+        ("--dimm-gib", "1e-320", "a number from 2^-20 (1 KiB) to 2^20 (1 PiB)"),
+        ("--dimm-standby-w", "1e+308", "a number from 0.001 to 1000"),
+    ],
+)
+def test_settings_beyond_their_range_name_it(
+    run_cli: Run, tmp_path: Path, option: str, value: str, expected: str
+) -> None:
+    r = run_cli("analyze", "joblog", _write(tmp_path, HAND_SWF), f"{option}={value}")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"tracewatt: error: {option}: expected {expected}, got {value}\n"
+
+
+def test_a_settings_file_value_beyond_its_range(run_cli: Run, tmp_path: Path) -> None:
+    cfg = tmp_path / "node.toml"
+    cfg.write_text("[joblog]\ndimm_gib = 1e-320\n")
+    r = run_cli("analyze", "joblog", _write(tmp_path, HAND_SWF), "--config", cfg)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (
+        f"tracewatt: error: {cfg}: joblog.dimm_gib: expected a number from 2^-20 (1 KiB) to "
+        "2^20 (1 PiB), got 1e-320\n"
+    )
+    # Settings built directly are checked as well.
+    with pytest.raises(joblog.JoblogError, match=r"^settings\.nodes: expected an integer from 1"):
+        joblog.analyze(_write(tmp_path, HAND_SWF), joblog.JoblogSettings(nodes=10**20))
 
 
 # ----------------------------------------------------------------- the archive's logs (optional)

@@ -61,15 +61,21 @@ SKIP_REASONS = ("run_time", "processors", "start_time", "memory")
 SWF_FIELDS = 18
 KIB_PER_GIB = 1024 * 1024
 
-# The SWF fields read (1-based, as the format numbers them).
-_FIELD_NAMES = {
-    2: "submit time",
-    3: "wait time",
-    4: "run time",
-    5: "allocated processors",
-    7: "used memory",
-    8: "requested processors",
-    10: "requested memory",
+# Limits (docs/cli.md) far beyond any machine or log, and low enough that no product or sum
+# over a log overflows: to an infinite float, or past the int64 node counts of the sweep.
+MAX_PROCESSORS = 10**9
+MAX_SECONDS = 10**12
+MAX_MEMORY_KIB = 2**40
+
+# The SWF fields read (1-based, as the format numbers them): name, largest value, its text.
+_FIELDS: dict[int, tuple[str, float, str]] = {
+    2: ("submit time", MAX_SECONDS, f"{MAX_SECONDS:,} s"),
+    3: ("wait time", MAX_SECONDS, f"{MAX_SECONDS:,} s"),
+    4: ("run time", MAX_SECONDS, f"{MAX_SECONDS:,} s"),
+    5: ("allocated processors", MAX_PROCESSORS, f"{MAX_PROCESSORS:,}"),
+    7: ("used memory", MAX_MEMORY_KIB, "2^40 KB (1 PiB) per processor"),
+    8: ("requested processors", MAX_PROCESSORS, f"{MAX_PROCESSORS:,}"),
+    10: ("requested memory", MAX_MEMORY_KIB, "2^40 KB (1 PiB) per processor"),
 }
 
 _HEADER = re.compile(r";\s*(MaxNodes|MaxProcs)\s*:\s*(\S*)")
@@ -99,24 +105,27 @@ class JoblogSettings:
 #: The settings, as ``analyze joblog`` options and ``[joblog]`` fields.
 JOBLOG_OPTIONS = tuple(f.name for f in dataclasses.fields(JoblogSettings))
 _INT_OPTIONS = ("channels", "dimms_per_channel", "cores_per_node", "nodes")
-_POSITIVE_OPTIONS = ("dimm_gib", "dimm_standby_w")
+_MEMORY = (0.0, 2.0**20, "a number from 0 to 2^20 (1 PiB)")
+#: Each setting's range (inclusive) and how errors state it (docs/cli.md).
+SETTING_RANGES: dict[str, tuple[float, float, str]] = {
+    "channels": (1, 1024, "an integer from 1 to 1024"),
+    "dimms_per_channel": (1, 1024, "an integer from 1 to 1024"),
+    "dimm_gib": (2.0**-20, 2.0**20, "a number from 2^-20 (1 KiB) to 2^20 (1 PiB)"),
+    "dimm_standby_w": (0.001, 1000.0, "a number from 0.001 to 1000"),
+    "idle_node_gib": _MEMORY,
+    "cores_per_node": (1, MAX_PROCESSORS, f"an integer from 1 to {MAX_PROCESSORS:,}"),
+    "nodes": (1, MAX_PROCESSORS, f"an integer from 1 to {MAX_PROCESSORS:,}"),
+    "assume_gib": _MEMORY,
+}
 
 
 def _check_setting(name: str, value: object, where: str) -> int | float:
     """``value`` if it is valid for setting ``name``, else an error naming ``where``."""
-    if name in _INT_OPTIONS:
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value
-        raise JoblogError(f"{where}: expected a positive integer, got {value!r}")
-    positive = name in _POSITIVE_OPTIONS
-    if (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (value > 0 or (value == 0 and not positive))
-    ):
-        return float(value)
-    expected = "a positive number" if positive else "a number >= 0"
+    lo, hi, expected = SETTING_RANGES[name]
+    kinds = int if name in _INT_OPTIONS else int | float
+    # NaN fails the range test.
+    if isinstance(value, kinds) and not isinstance(value, bool) and lo <= value <= hi:
+        return value if name in _INT_OPTIONS else float(value)
     raise JoblogError(f"{where}: expected {expected}, got {value!r}")
 
 
@@ -199,8 +208,12 @@ def _header_int(path: str, header: Mapping[str, tuple[str, int]], key: str) -> i
     if key not in header:
         return None
     raw, line = header[key]
-    if not raw.isdigit() or int(raw) < 1:
-        raise JoblogError(f"{path}:{line}: header {key}: expected a positive integer, got {raw!r}")
+    # isascii: isdigit alone takes e.g. a latin-1 superscript two, which int() refuses.
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_PROCESSORS:
+        raise JoblogError(
+            f"{path}:{line}: header {key}: expected an integer from 1 to {MAX_PROCESSORS:,}, "
+            f"got {raw!r}"
+        )
     return int(raw)
 
 
@@ -242,15 +255,20 @@ def _bad_line(path: str, lineno: int, fields: list[str]) -> JoblogError:
             f"{path}:{lineno}: expected {SWF_FIELDS} whitespace-separated fields (SWF), "
             f"got {len(fields)}"
         )
-    for number, name in _FIELD_NAMES.items():
+    for number, (name, limit, limit_text) in _FIELDS.items():
         text = fields[number - 1]
         try:
-            ok = math.isfinite(float(text))
+            value = float(text)
         except ValueError:
-            ok = False
-        if not ok:
+            value = math.nan
+        if not math.isfinite(value):
             return JoblogError(
                 f"{path}:{lineno}: field {number} ({name}): expected a number, got {text!r}"
+            )
+        if value > limit:
+            return JoblogError(
+                f"{path}:{lineno}: field {number} ({name}): expected at most {limit_text} "
+                f"(negative: unknown), got {text!r}"
             )
     raise AssertionError("unreachable: a good line reported as bad")  # pragma: no cover
 
@@ -287,6 +305,9 @@ def _scan(
     dimms = node.dimms
     assume_kib = None if s.assume_gib is None else s.assume_gib * KIB_PER_GIB
     cores = 0
+    # Locals, as floats: this loop runs once per job of logs of millions.
+    ninf, max_s = -math.inf, float(MAX_SECONDS)
+    max_procs, max_kib = float(MAX_PROCESSORS), float(MAX_MEMORY_KIB)
     for lineno, line in enumerate(lines, 1):
         fields = line.split()
         if not fields:
@@ -312,9 +333,16 @@ def _scan(
             req_mem = float(fields[9])
         except ValueError:
             raise _bad_line(path, lineno, fields) from None
-        # One test for nan and infinities in any of them (x - x is nan only for those).
-        check = submit + wait + run + procs + used + req_procs + req_mem
-        if check - check != 0.0:
+        # NaN fails every comparison; negative values (unknown) have no bound but -inf.
+        if not (
+            ninf < submit <= max_s
+            and ninf < wait <= max_s
+            and ninf < run <= max_s
+            and ninf < procs <= max_procs
+            and ninf < req_procs <= max_procs
+            and ninf < used <= max_kib
+            and ninf < req_mem <= max_kib
+        ):
             raise _bad_line(path, lineno, fields)
         t.jobs += 1
         if used >= 0.0 or req_mem >= 0.0:
@@ -469,6 +497,11 @@ class JoblogResult:
 
 def analyze(path: str | os.PathLike[str], settings: JoblogSettings) -> JoblogResult:
     """Analyses the SWF log at ``path`` (plain text or gzip) with ``settings``."""
+    # Settings built directly, not by resolve_settings, are checked here.
+    for option in JOBLOG_OPTIONS:
+        value = getattr(settings, option)
+        if value is not None:
+            _check_setting(option, value, f"settings.{option}")
     p = Path(path)
     name = str(path)
     if not p.is_file():
