@@ -546,6 +546,58 @@ def test_record_usage_errors(trace_cli: Callable[..., CliResult], tmp_path: Path
     assert r.code == 2 and "not found" in r.err
 
 
+def test_record_checks_its_output_before_running_anything(
+    trace_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # Checked before the tracer (a library that is not there would be named first) and the
+    # command (which would leave its marker).
+    marker = tmp_path / "ran"
+    (tmp_path / "file").write_text("")
+    for out, why in [
+        (tmp_path / "file" / "x", "Not a directory"),
+        (Path("/proc/tw-record-out"), "No such file or directory"),
+    ]:
+        r = trace_cli(
+            "record", "-o", out, "--tracer-lib", tmp_path / "nope.so", "--", "touch", marker
+        )
+        assert (r.code, r.out) == (2, "")
+        assert r.err == f"tracewatt: error: {out}: cannot write the trace there: {why}\n"
+    assert not marker.exists()
+    r = trace_cli("record", "-o", tmp_path / "file", "--", "touch", marker)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (
+        f"tracewatt: error: {tmp_path / 'file'}: exists and is not a directory; give a directory "
+        "for -o\n"
+    )
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(shutil.which("mpicc") is None, reason="mpicc not found")
+def test_the_tracer_is_built_in_the_cache_where_the_checkout_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tdir = tmp_path / "tracer"
+    tdir.mkdir()
+    for name in ("build.sh", "twtrace.c", "funcs.h"):
+        shutil.copy(ROOT / "tracer" / name, tdir / name)
+    # A file where tracer/build/ would go: it cannot be written, as in a read-only checkout
+    # (which root, running the tests, could still write).
+    (tdir / "build").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lib = cli_trace._built_tracer(tdir, quiet=True)
+    cache = cli_trace.tracer_cache_dir(tdir)
+    assert cache.parent == tmp_path / "cache" / "tracewatt"
+    assert lib == cache / "libtwtrace.so" and lib.is_file()
+    # Found there again, not rebuilt.
+    built = lib.stat().st_mtime_ns
+    assert cli_trace._built_tracer(tdir, quiet=True) == lib
+    assert lib.stat().st_mtime_ns == built
+    # Other sources build elsewhere.
+    with (tdir / "twtrace.c").open("a") as f:
+        f.write("\n")
+    assert cli_trace.tracer_cache_dir(tdir) != cache
+
+
 # --------------------------------------------------------------------------- optional data
 
 # Per rank MPI calls of the NPB class B traces, as sst-dumpi's dumpi2ascii counts them

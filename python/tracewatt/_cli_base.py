@@ -7,10 +7,13 @@ them, without an import cycle.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 from tracewatt.errors import (
@@ -79,3 +82,19 @@ def _error(msg: str) -> None:
 
 def _warn(msg: str) -> None:
     print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+
+def writable_dir(path: str | os.PathLike[str], what: str) -> Path:
+    """``-o DIR`` as an absolute path (which errors name), created if missing and checked
+    writable (by writing a file there) before anything runs; ``what`` is what goes there.
+    Raises :class:`UsageError`."""
+    out = Path(path).absolute()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory; give a directory for -o")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write {what} there: {e.strerror or e}") from e
+    return out

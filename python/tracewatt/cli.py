@@ -32,6 +32,7 @@ from tracewatt._cli_base import (
     _warn,
     exit_code,
     sigterm_stops,
+    writable_dir,
 )
 from tracewatt.config import Config, parse_value
 from tracewatt.errors import TracewattError
@@ -136,19 +137,11 @@ def _output_dir(args: argparse.Namespace) -> Path | None:
     if args.output is None:
         return None
     out = Path(args.output).absolute()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out}: exists and is not a directory; give a directory for -o")
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise UsageError(
             f"{out}: the output directory is not empty; use --force to replace its contents"
         )
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        raise UsageError(f"{out}: cannot write the results there: {e.strerror or e}") from e
-    return out
+    return writable_dir(out, "the results")
 
 
 def _empty_output(out: Path) -> None:

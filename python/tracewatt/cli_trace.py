@@ -8,6 +8,7 @@ error (the trace cannot be read, or the recorded command failed).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -19,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tracewatt import _format, _tracewatt
-from tracewatt._cli_base import EXIT_OK, EXIT_RUN, UsageError, _error, _warn
+from tracewatt._cli_base import EXIT_OK, EXIT_RUN, UsageError, _error, _warn, writable_dir
 from tracewatt.errors import TraceError
 
-__all__ = ["find_tracer_dir", "info_text", "register", "tracer_library"]
+__all__ = ["find_tracer_dir", "info_text", "register", "tracer_cache_dir", "tracer_library"]
 
 #: Environment variable naming the tracer's output directory (tracer/README.md).
 TRACE_DIR_ENV = "TRACEWATT_TRACE_DIR"
@@ -216,10 +217,39 @@ def find_tracer_dir() -> Path | None:
     return d if (d / "build.sh").is_file() and (d / "twtrace.c").is_file() else None
 
 
+def tracer_cache_dir(tdir: Path) -> Path:
+    """Where the tracer of the sources in ``tdir`` is built when ``tdir/build`` cannot be
+    written (a read-only checkout): ``$XDG_CACHE_HOME/tracewatt`` (else
+    ``~/.cache/tracewatt``), in a folder named by a hash of the sources, so that checkouts of
+    other sources never share a build."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec: a relative path is invalid, and ignored.
+    cache = Path(base) if Path(base).is_absolute() else Path.home() / ".cache"
+    digest = hashlib.sha256()
+    for f in sorted([tdir / "build.sh", *tdir.glob("*.c"), *tdir.glob("*.h")]):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return cache / "tracewatt" / f"tracer-{digest.hexdigest()[:16]}"
+
+
+def _build_dir(tdir: Path) -> Path:
+    """``tdir/build`` where it can be written, else :func:`tracer_cache_dir`."""
+    try:
+        return writable_dir(tdir / "build", "the tracer")
+    except UsageError as repo:
+        try:
+            return writable_dir(tracer_cache_dir(tdir), "the tracer")
+        except UsageError as cache:
+            raise UsageError(
+                f"cannot build the tracer: {repo}; nor in the cache: {cache}; pass --tracer-lib"
+            ) from None
+
+
 def tracer_library(explicit: str | None = None, *, quiet: bool = False) -> Path:
     """The tracer library to preload: ``explicit`` (``--tracer-lib``), else
-    ``$TRACEWATT_TRACER_LIB``, else ``tracer/build/libtwtrace.so``, built with
-    ``tracer/build.sh`` if missing. Raises :class:`UsageError` when it cannot be had."""
+    ``$TRACEWATT_TRACER_LIB``, else ``tracer/build/libtwtrace.so`` or the one in
+    :func:`tracer_cache_dir`, built with ``tracer/build.sh`` if neither is there (into
+    ``tracer/build/`` where it can be written, else the cache). Raises :class:`UsageError`
+    when it cannot be had."""
     given = explicit or os.environ.get(TRACER_LIB_ENV)
     if given:
         lib = Path(given).resolve()
@@ -233,18 +263,28 @@ def tracer_library(explicit: str | None = None, *, quiet: bool = False) -> Path:
             "installation; build the tracer from a tracewatt checkout and pass "
             f"--tracer-lib PATH/{_LIB_NAME} (or set {TRACER_LIB_ENV})"
         )
+    return _built_tracer(tdir, quiet)
+
+
+def _built_tracer(tdir: Path, quiet: bool) -> Path:
+    """The tracer of the sources in ``tdir``: already built, else built now."""
     lib = tdir / "build" / _LIB_NAME
-    if lib.is_file():
-        return lib
+    for built in (lib, tracer_cache_dir(tdir) / _LIB_NAME):
+        if built.is_file():
+            return built
     if shutil.which("mpicc") is None:
         raise UsageError(
             f"{lib} is not built and mpicc is not on PATH: install an MPI with its compiler "
             "wrappers (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev), or pass "
             "--tracer-lib"
         )
+    out = _build_dir(tdir)
     if not quiet:
-        _warn(f"building the tracer: sh {tdir / 'build.sh'}")
-    p = subprocess.run(["sh", str(tdir / "build.sh")], capture_output=True, text=True, check=False)
+        _warn(f"building the tracer: sh {tdir / 'build.sh'} {out}")
+    p = subprocess.run(
+        ["sh", str(tdir / "build.sh"), str(out)], capture_output=True, text=True, check=False
+    )
+    lib = out / _LIB_NAME
     if p.returncode != 0 or not lib.is_file():
         detail = (p.stderr or p.stdout).strip()
         raise UsageError(f"building the tracer failed (tracer/build.sh):\n{detail}")
@@ -282,19 +322,14 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise UsageError("record: give the command to trace, e.g. -- mpirun -np 4 ./app")
     if shutil.which(command[0]) is None and not Path(command[0]).is_file():
         raise UsageError(f"record: {command[0]}: command not found")
-    out = Path(args.output).resolve()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{args.output}: exists and is not a directory")
+    out = Path(args.output).absolute()
     old = [*out.glob("rank-*.twr"), *out.glob(_NATIVE_INDEX)] if out.is_dir() else []
-    if old:
-        if not args.force:
-            raise UsageError(
-                f"{args.output} already holds a trace; remove it or pass --force to replace it"
-            )
-        for f in old:
-            f.unlink()
+    if old and not args.force:
+        raise UsageError(f"{out} already holds a trace; remove it or pass --force to replace it")
+    writable_dir(out, "the trace")
     lib = tracer_library(args.tracer_lib, quiet=args.quiet)
-    out.mkdir(parents=True, exist_ok=True)
+    for f in old:
+        f.unlink()
     env = dict(os.environ)
     env["LD_PRELOAD"] = f"{lib}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(lib)
     env[TRACE_DIR_ENV] = str(out)
@@ -393,7 +428,7 @@ def register(subparsers: Any) -> None:
         "--tracer-lib",
         metavar="PATH",
         help=f"a prebuilt {_LIB_NAME} (default: ${TRACER_LIB_ENV}, else tracer/build/, built "
-        "if missing)",
+        "if missing; where tracer/build/ cannot be written, ~/.cache/tracewatt/)",
     )
     r.add_argument("--force", action="store_true", help="replace a trace already in DIR")
     r.add_argument("--json", action="store_true", help="print the trace's info as JSON")
