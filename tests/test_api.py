@@ -315,3 +315,51 @@ def test_write_over_another_run_leaves_only_this_runs_tables(
     back = Results.read(out)
     assert not extra & set(back.tables)
     assert back == res
+
+
+def test_compare_takes_what_simulate_takes(pingpong: dict[str, Any], pingpong_toml: Path) -> None:
+    from tracewatt.compare import compare
+
+    by_path = compare(pingpong_toml).summary()
+    assert compare(str(pingpong_toml)).summary() == by_path
+    assert compare(Config.load(pingpong_toml)).summary() == by_path
+    assert compare(pingpong).summary() == compare(Config.from_dict(pingpong)).summary()
+    with pytest.raises(TypeError, match=r"^expected a Config, a dict or a file path, not int$"):
+        compare(5)  # type: ignore[arg-type]
+
+
+def test_wrong_types_are_refused_where_they_are_given(pingpong: dict[str, Any]) -> None:
+    from tracewatt.compare import compare
+
+    cfg = Config.from_dict(pingpong)
+    cases: list[tuple[Any, str]] = [
+        (
+            lambda: Config.from_dict([1]),
+            "Config.from_dict: expected a dict of the configuration's tables, not list",
+        ),
+        (
+            lambda: Config.from_dict("abc"),
+            "Config.from_dict: expected a dict of the configuration's tables, not str",
+        ),
+        (lambda: Config.from_toml(5), "Config text: expected a str, not int"),
+        (lambda: Config.from_json(b"{}"), "Config text: expected a str, not bytes"),
+        (lambda: Config("seed = 1", "toml", 5), "Config source: expected a str, not int"),
+        (
+            lambda: cfg.with_overrides({5: 3}),
+            'with_overrides: field paths are str (e.g. "machine.links.bandwidth_gbps"), got 5 '
+            "(int)",
+        ),
+        (
+            lambda: cfg.with_overrides([("seed", 3)]),
+            "with_overrides: expected a dict of field paths and values, not list",
+        ),
+        (
+            lambda: tracewatt.simulate(cfg, progress=5),
+            "progress: expected a callable (or None), not int",
+        ),
+        (lambda: compare(cfg, progress="x"), "progress: expected a callable (or None), not str"),
+    ]
+    for make, message in cases:
+        with pytest.raises(TypeError) as e:
+            make()
+        assert str(e.value) == message

@@ -107,6 +107,13 @@ def as_config(config: ConfigLike) -> Config:
     raise TypeError(f"expected a Config, a dict or a file path, not {type(config).__name__}")
 
 
+def _check_progress(progress: object) -> None:
+    """Raises :class:`TypeError` unless ``progress`` is None or callable: at once, not at the
+    first report a second into the run."""
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress: expected a callable (or None), not {type(progress).__name__}")
+
+
 def simulate(config: ConfigLike, *, progress: ProgressCallback | None = None) -> Results:
     """Runs one simulation (in Rust, with the GIL released) and returns its :class:`Results`.
 
@@ -115,6 +122,7 @@ def simulate(config: ConfigLike, *, progress: ProgressCallback | None = None) ->
     """
     from tracewatt.results import Results
 
+    _check_progress(progress)
     c = as_config(config)
     raw = _tracewatt.simulate(c.text, c.format, c.source, progress)
     return Results.from_raw(raw)

@@ -13,11 +13,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracewatt import _tracewatt
 from tracewatt.config import Config
 from tracewatt.results import Results
+
+if TYPE_CHECKING:
+    from tracewatt import ConfigLike, ProgressCallback
 
 
 def baseline_of(config: Config) -> Config:
@@ -112,11 +115,14 @@ class Comparison:
         return rows
 
 
-def compare(config: Config, *, progress: Any = None) -> Comparison:
-    """Runs ``config`` and its always-on baseline concurrently. If either run fails or the
-    caller is interrupted (Ctrl-C), the other run is stopped too before the error propagates."""
-    from tracewatt import simulate
+def compare(config: ConfigLike, *, progress: ProgressCallback | None = None) -> Comparison:
+    """Runs ``config`` (anything :func:`tracewatt.simulate` accepts) and its always-on baseline
+    concurrently. If either run fails or the caller is interrupted (Ctrl-C), the other run is
+    stopped too before the error propagates."""
+    from tracewatt import _check_progress, as_config, simulate
 
+    _check_progress(progress)
+    config = as_config(config)
     base = baseline_of(config)
     # The two runs together must fit in memory (each alone is checked as it starts).
     _tracewatt.check_memory(config.text, config.format, config.source, 2)

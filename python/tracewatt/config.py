@@ -43,6 +43,11 @@ class Config:
     source: str = "<string>"
 
     def __post_init__(self) -> None:
+        # Checked here, not where the text is first parsed, far from the mistake.
+        for name in ("text", "source"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"Config {name}: expected a str, not {type(value).__name__}")
         if self.format not in ("toml", "json"):
             raise ValueError(f"unknown configuration format {self.format!r}; expected toml or json")
 
@@ -67,6 +72,11 @@ class Config:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], source: str = "<dict>") -> Config:
         """A configuration from nested dicts/lists of plain values (the TOML document's shape)."""
+        if not isinstance(d, Mapping):
+            raise TypeError(
+                f"Config.from_dict: expected a dict of the configuration's tables, not "
+                f"{type(d).__name__}"
+            )
         _check_plain(d, [], source)
         return cls(json.dumps(d), "json", source)
 
@@ -108,8 +118,19 @@ class Config:
         preset, a partial table (e.g. ``machine.links``) still merges field by field over the
         preset. The source name is kept, so errors still name the original file.
         """
+        if overrides is not None and not isinstance(overrides, Mapping):
+            raise TypeError(
+                f"with_overrides: expected a dict of field paths and values, not "
+                f"{type(overrides).__name__}"
+            )
         items: dict[str, Any] = dict(overrides or {})
         items.update(kwargs)
+        for path in items:
+            if not isinstance(path, str):
+                raise TypeError(
+                    f'with_overrides: field paths are str (e.g. "machine.links.bandwidth_gbps"), '
+                    f"got {path!r} ({type(path).__name__})"
+                )
         d = copy.deepcopy(self.to_dict())
         for path, value in items.items():
             set_path(d, path, value, source=self.source)
