@@ -29,7 +29,7 @@ from conftest import (
     start_process,
     write_toml,
 )
-from tracewatt import Results, cli
+from tracewatt import Results, cli, simulate
 
 Run = Callable[..., CliResult]
 
@@ -538,3 +538,18 @@ seed = [1, 2]
     assert not [w for w in workers if alive(w)]
     # The dataset of what finished: nothing.
     assert len(pd.read_parquet(out / "sweep.parquet")) == 0
+
+
+def test_report_format_only_with_figures(
+    run_cli: Run, pingpong: dict[str, Any], tmp_path: Path
+) -> None:
+    d = simulate(pingpong).write(tmp_path / "r")
+    r = run_cli("report", d, "--format", "svg")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (
+        "tracewatt: error: --format svg: only with --figures DIR (the HTML embeds PNG)\n"
+    )
+    assert not (d / "report.html").exists()
+    r = run_cli("report", d, "--figures", tmp_path / "figs", "--format", "svg", "-q")
+    assert r.code == 0, r.err
+    assert sorted(p.suffix for p in (tmp_path / "figs").iterdir()) == [".svg"] * 4

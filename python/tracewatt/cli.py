@@ -429,6 +429,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.list:
         shipped = sweep.list_shipped()
+        if args.json:
+            listed = [{"name": name, "description": text} for name, text in shipped]
+            sys.stdout.write(json.dumps(listed, indent=2) + "\n")
+            return EXIT_OK
         width = max(len(name) for name, _ in shipped) + 2
         for name, description in shipped:
             sys.stdout.write(f"{name:<{width}}{description}\n")
@@ -777,6 +781,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tracewatt import report
 
     path = Path(args.results)
+    if args.format is not None and args.figures is None:
+        # The HTML embeds PNGs whatever --format says: silently ignoring it would mislead.
+        raise UsageError(f"--format {args.format}: only with --figures DIR (the HTML embeds PNG)")
     if (path / "sweep.json").is_file() and (path / "sweep.parquet").is_file():
         frame, meta = report.load_sweep(path)
         report_figures = report.sweep_figures(frame, meta)
@@ -797,7 +804,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             "-o DIR` or `tracewatt validate -o DIR`"
         )
     if args.figures is not None:
-        written = report.write_figures(report_figures, args.figures, args.format)
+        written = report.write_figures(report_figures, args.figures, args.format or "png")
         if not args.quiet:
             sys.stdout.write("".join(f"{p}\n" for p in written))
         if args.output is None:
@@ -922,7 +929,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument(
         "-o", "--output", metavar="DIR", help="the sweep's directory (runs/, sweep.parquet)"
     )
-    sw.add_argument("--list", action="store_true", help="list the shipped sweep specs")
+    sw.add_argument(
+        "--list", action="store_true", help="list the shipped sweep specs (--json: as JSON)"
+    )
     add_sweep_options(sw)
     sw.set_defaults(func=cmd_sweep)
 
@@ -1110,7 +1119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--figures", metavar="DIR", help="write each figure to DIR/<figure>.FORMAT")
     rp.add_argument(
-        "--format", choices=("png", "svg"), default="png", help="figure file format (png)"
+        "--format", choices=("png", "svg"), help="format of the --figures files (default png)"
     )
     rp.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     rp.set_defaults(func=cmd_report)
