@@ -358,6 +358,10 @@ def test_wrong_types_are_refused_where_they_are_given(pingpong: dict[str, Any]) 
             "progress: expected a callable (or None), not int",
         ),
         (lambda: compare(cfg, progress="x"), "progress: expected a callable (or None), not str"),
+        (
+            lambda: tracewatt.simulate(cfg).plot.power_timeline(baseline=5),
+            "baseline: expected Results or None, got int",
+        ),
     ]
     for make, message in cases:
         with pytest.raises(TypeError) as e:

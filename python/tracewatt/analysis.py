@@ -334,6 +334,10 @@ def port_power(results: Results) -> tuple[np.ndarray, np.ndarray]:
     return links["port_active_w"].to_numpy(), links["port_lpi_w"].to_numpy()
 
 
+#: The run's tables :func:`screen_idle` reads (every run writes them).
+SCREEN_TABLES = ("links", "idle_hist", "idle_thresholds", "ranks")
+
+
 def tables_span_s(results: Results) -> float:
     """The time a run's tables cover, from 0: the whole replay. With a trace window that is up
     to the window's end (``summary["window"]["end_s"]``), while the summary's makespan and

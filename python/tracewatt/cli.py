@@ -607,7 +607,7 @@ def _times(option: str, text: str) -> list[float]:
 
 
 def cmd_analyze_idle(args: argparse.Namespace) -> int:
-    from tracewatt.analysis import screen_idle
+    from tracewatt.analysis import SCREEN_TABLES, screen_idle
     from tracewatt.results import Results
 
     path = Path(args.results)
@@ -617,13 +617,11 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             "`tracewatt run CONFIG -o DIR`"
         )
     res = Results.read(path)
-    # The tables screen_idle reads (analysis.py); every run writes them.
-    needed = ("links", "idle_hist", "idle_thresholds", "ranks")
-    missing = [t for t in needed if t not in res.tables]
+    missing = [t for t in SCREEN_TABLES if t not in res.tables]
     if missing:
         raise UsageError(
             f"{path / (missing[0] + '.parquet')}: missing; analyze idle needs the run's "
-            f"{', '.join(needed)} tables (write the results again with tracewatt run -o)"
+            f"{', '.join(SCREEN_TABLES)} tables (write the results again with tracewatt run -o)"
         )
     try:
         df = screen_idle(

@@ -9,7 +9,7 @@ figure keeps the numbers it drew: an axis' bars and lines are the results' own v
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from tracewatt.analysis import tables_span_s
-
-if TYPE_CHECKING:
-    from tracewatt.results import Results
+from tracewatt.results import Results
 
 __all__ = [
     "SWEEP_ABSOLUTE_METRICS",
@@ -100,6 +98,8 @@ def _steps(timeline: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]
 def power_timeline(results: Results, baseline: Results | None = None) -> Figure:
     """Power over time per component (``timeline.parquet``, every ``*_w`` column), W against
     ms; the baseline's total dashed where ``baseline`` is given."""
+    if baseline is not None and not isinstance(baseline, Results):
+        raise TypeError(f"baseline: expected Results or None, got {type(baseline).__name__}")
     timeline = results.timeline
     fig = _figure()
     ax = fig.add_subplot()
