@@ -401,6 +401,26 @@ def test_a_directory_holding_another_sweep_is_refused(run_cli: Run, tmp_path: Pa
     assert len(list((out / "runs").iterdir())) == 4
 
 
+def test_a_resumed_sweep_names_a_run_file_it_cannot_read(run_cli: Run, tmp_path: Path) -> None:
+    """Resuming reads each finished run's done.json and summary.json: one that is not what the
+    sweep wrote is an error naming it (exit 2), not an internal error."""
+    spec = spec_file(
+        tmp_path, BASE.format(iterations=2) + '[axes]\n"power.links.idle_timeout_us" = [1.0]\n'
+    )
+    out = tmp_path / "out"
+    assert run_cli("sweep", spec, "-o", out, "-j", "1", "-q").code == 0
+    (run_dir,) = (out / "runs").iterdir()
+    for name, text, says in (
+        ("summary.json", '{"makespan_s": 1}', "`energy_j` is missing"),
+        ("done.json", "{", "not JSON"),
+    ):
+        good = (run_dir / name).read_text(encoding="utf-8")
+        (run_dir / name).write_text(text, encoding="utf-8")
+        r = run_cli("sweep", spec, "-o", out, "-j", "1", "-q")
+        assert r.code == 2 and f"{run_dir / name}: " in r.err and says in r.err, r.err
+        (run_dir / name).write_text(good, encoding="utf-8")
+
+
 def test_a_sweep_written_by_another_version_is_the_same_sweep(tmp_path: Path) -> None:
     """Runs are hashed with the tracewatt version: the dataset of an older version lists them
     under the hashes that version gave, and the spec is still that sweep's."""

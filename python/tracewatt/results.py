@@ -214,6 +214,15 @@ def read_json(path: Path, what: str, shape: Shape | None = None) -> Any:
     return value
 
 
+def read_summary(path: Path) -> dict[str, Any]:
+    """A run's (or a compare's) ``summary.json``; raises :class:`ResultsError` naming the file
+    where it is not one."""
+    summary = read_json(path, _SUMMARY_WHAT)
+    is_compare = isinstance(summary, dict) and "baseline" in summary
+    expect_shape(path, summary, _COMPARE_SUMMARY if is_compare else _RUN_SUMMARY, _SUMMARY_WHAT)
+    return dict(summary)
+
+
 def read_parquet(path: Path) -> pa.Table:
     """The Parquet table in ``path``; raises :class:`ResultsError` naming it where it is none."""
     try:
@@ -454,11 +463,7 @@ class Results:
             raise FileNotFoundError(
                 f"{d}: no summary.json (not a results directory, or incomplete)"
             )
-        summary = read_json(summary_path, _SUMMARY_WHAT)
-        is_compare = isinstance(summary, dict) and "baseline" in summary
-        expect_shape(
-            summary_path, summary, _COMPARE_SUMMARY if is_compare else _RUN_SUMMARY, _SUMMARY_WHAT
-        )
+        summary = read_summary(summary_path)
         tables: dict[str, pd.DataFrame] = {}
         names = [n for n in TABLES if (d / f"{n}.parquet").is_file()]
         extra = [p.stem for p in d.glob("*.parquet") if not p.name.startswith(".")]

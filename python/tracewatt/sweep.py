@@ -847,15 +847,20 @@ def _outcome(r: Run, out: Path) -> dict[str, Any] | None:
     """A run's outcome: finished (``done.json``), failed (its error), or None (not run)."""
     if r.error:
         return {"status": "failed", "error": r.error}
+    from tracewatt.results import read_json
+
     for name in ("done.json", "error.json"):
         if (out / r.dir / name).is_file():
-            return dict(json.loads((out / r.dir / name).read_text(encoding="utf-8")))
+            what = "a sweep run's outcome as the sweep writes it"
+            return dict(read_json(out / r.dir / name, what, {"status": str}))
     return None
 
 
 def dataset(spec: SweepSpec, runs: Sequence[Run], out: Path) -> pd.DataFrame:
     """A row per finished run, in spec order, with the columns of docs/cli.md."""
     import pandas as pd
+
+    from tracewatt.results import read_summary
 
     listed: list[tuple[Run, dict[str, Any]]] = []
     summaries: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -869,7 +874,7 @@ def dataset(spec: SweepSpec, runs: Sequence[Run], out: Path) -> pd.DataFrame:
         row.update(status=outcome["status"], error=outcome.get("error", ""))
         row["dir"] = "" if r.error else r.dir
         if ok:
-            summary = json.loads((out / r.dir / "summary.json").read_text(encoding="utf-8"))
+            summary = read_summary(out / r.dir / "summary.json")
             row.update(_metrics(summary))
             row.update(
                 run_wall_s=outcome.get("wall_s", math.nan), run_cpu_s=outcome.get("cpu_s", math.nan)
