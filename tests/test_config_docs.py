@@ -1,10 +1,12 @@
 """docs/config.md against the simulator: every default the reference gives as a value (in a
 table, per wait policy, or in a sentence) is the value the simulator resolves for a
-configuration that leaves the field unset. Defaults given as a rule ("the PHY's", `radix / 2`)
+configuration that leaves the field unset (for `analyze joblog`'s settings, the analysis's
+own defaults). Defaults given as a rule ("the PHY's", `radix / 2`)
 are not checked here; fields the resolution leaves out are listed with why."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from tracewatt import Config
+from tracewatt.joblog import JoblogSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_MD = ROOT / "docs" / "config.md"
@@ -37,7 +40,9 @@ PARAGRAPH_TABLE = re.compile(r"^`(\[[a-z_.]+\])`:")
 LINK_TABLE = "A **link power table** (`[power.links]`"
 KIND = re.compile(r'^\*\*`kind = ((?:"[a-z_0-9]+"(?: \| )?)+)`\*\*')
 # Sections after which no table documents the run configuration.
-END = ("## Presets", "## Overriding fields", "## Job-log analysis settings")
+END = ("## Presets", "## Overriding fields")
+# `analyze joblog`'s own settings file, not a run configuration.
+JOBLOG = "## Job-log analysis settings"
 
 
 def rows() -> Iterator[Row]:
@@ -47,6 +52,8 @@ def rows() -> Iterator[Row]:
     for n, line in enumerate(CONFIG_MD.read_text().splitlines(), start=1):
         if line.startswith(END):
             section = None
+        elif line.startswith(JOBLOG):
+            section, kinds = "joblog", [None]
         elif line == "## Top level":
             section, kinds = "", [None]
         elif m := HEADING.match(line) or PARAGRAPH_TABLE.match(line):
@@ -176,7 +183,8 @@ def test_the_reference_lists_the_fields_of_every_section() -> None:
 def checked(r: Row) -> bool:
     only = ONLY_FOR.get((r.section, r.field))
     return (
-        literal(r) is not None
+        r.section != "joblog"
+        and literal(r) is not None
         and (r.section, r.field) not in LEFT_OUT
         and (only is None or r.kind in only)
     )
@@ -216,3 +224,12 @@ def test_the_node_base_power_default_is_what_the_simulator_resolves() -> None:
     assert m is not None
     row = Row(0, "power.nodes", None, "base_w", m.group(1))
     assert lookup(resolved(config(row)), row) == float(m.group(1))
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in rows() if r.section == "joblog" and literal(r) is not None], ids=name
+)
+def test_a_joblog_default_is_what_the_analysis_uses(row: Row) -> None:
+    defaults = {f.name: f.default for f in dataclasses.fields(JoblogSettings)}
+    assert row.field in defaults, f"docs/config.md:{row.line}: no setting {row.field}"
+    assert defaults[row.field] == literal(row), f"docs/config.md:{row.line}: {row.field}"
