@@ -553,3 +553,32 @@ def test_report_format_only_with_figures(
     r = run_cli("report", d, "--figures", tmp_path / "figs", "--format", "svg", "-q")
     assert r.code == 0, r.err
     assert sorted(p.suffix for p in (tmp_path / "figs").iterdir()) == [".svg"] * 4
+
+
+def test_every_command_and_option_is_in_docs_cli_md() -> None:
+    """docs/cli.md is the reference: every subcommand and every option of the parser appears in
+    it (an option by one of its spellings, as written on a command line)."""
+    import argparse
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+
+    def walk(
+        p: argparse.ArgumentParser, path: tuple[str, ...]
+    ) -> list[tuple[tuple[str, ...], list[str]]]:
+        out: list[tuple[tuple[str, ...], list[str]]] = [(path, [])]
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    out += walk(sub, (*path, name))
+            elif a.option_strings and "--help" not in a.option_strings:
+                out.append((path, list(a.option_strings)))
+        return out
+
+    missing = []
+    for path, options in walk(cli.build_parser(), ()):
+        if not options:
+            if path and f"tracewatt {' '.join(path)}" not in doc:
+                missing.append(" ".join(path))
+        elif not any(re.search(rf"[`\[ ]{re.escape(o)}\b", doc) for o in options):
+            missing.append(f"{' '.join(path)} {options[0]}")
+    assert missing == [], missing
