@@ -16,7 +16,8 @@
 //! near one event. A packet holds its input-buffer space at a switch until its tail has left on
 //! the next link, so full buffers push back hop by hop to the source NIC. Switching is
 //! virtual cut-through (a packet may leave a switch once its head has arrived and the switch
-//! latency has passed, but never finishes before its tail has arrived) or store-and-forward.
+//! latency has passed, and its tail leaves the switch latency after the tail arrived at the
+//! soonest) or store-and-forward.
 //!
 //! Power and statistics observe channels through [`LinkObserver`]: they are told every
 //! transmission interval, in order, and may postpone a transmission's start (a link waking up).
@@ -797,11 +798,12 @@ impl Fabric {
         let from_node = o.from_node != NIL;
         let to_switch = o.to_switch != NIL;
         let at = o.to_switch;
-        // Cut-through: the tail cannot leave before it has arrived.
+        // Cut-through: the tail, like the head, leaves the switch no sooner than the switch
+        // latency after it arrived (a slower link in holds a faster link out until then).
         let end = if from_node {
             start + ser
         } else {
-            (start + ser).max(p.tail_ps)
+            (start + ser).max(p.tail_ps + self.params.switch_latency_ps)
         };
         obs.on_transmit(ch, start, end, p.bytes, p.src);
         obs.on_packet(ch, pkt, p.token, from_node);

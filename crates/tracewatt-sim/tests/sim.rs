@@ -132,6 +132,28 @@ fn one_message_latency_matches_hand_calculation_on_every_topology() {
     }
 }
 
+/// Cut-through from a slower link into a faster one: the head leaves a switch the switch latency
+/// after it came in, and so does the tail at the soonest, so the faster link ends its packet
+/// then. A 1000 B packet from node 0 to node 2 of a radix-4 fat-tree, node links at 8 Gb/s
+/// (1000 ns a packet), tree links at 4 Gb/s (2000 ns), 50 ns links, 100 ns switches:
+/// n0 -> leaf [0, 1000], tail in at 1050; leaf -> spine [150, 2150], tail in at 2200;
+/// spine -> leaf [300, 2300], tail in at 2350; leaf -> n2 starts at 450 and would end at 1450,
+/// but its tail came in at 2350: it ends at 2450 and is in at 2500.
+#[test]
+fn a_packet_from_a_slower_link_leaves_a_switch_the_switch_latency_after_its_tail() {
+    let c = config(
+        "kind = \"fat_tree\"\nradix = 4",
+        "switching = \"cut_through\"\n[[machine.links.tree]]\nbandwidth_gbps = 4.0",
+        &[0, 2],
+    );
+    let r = run(&c, vec![vec![send(1, 1000)], vec![recv(0, 1000)]]).unwrap();
+    assert_eq!(makespan_ps(&r), 2_500_000);
+    let latency = r.summary["network"]["packet_latency_mean_s"]
+        .as_f64()
+        .unwrap();
+    assert!((latency - 2500e-9).abs() < 1e-18, "{latency}");
+}
+
 /// Hand calculation of one message of `bytes` crossing `links` equal links (switch hops + 2) in
 /// 1000-byte packets with no other traffic: on every link a packet starts when it is ready there
 /// and the previous packet has left; cut-through forwards once the head is in (never finishing
