@@ -90,6 +90,16 @@ def test_the_fragment_loads_with_the_configuration(tmp_path: Path) -> None:
     overrides = {k: parse_value(v) for k, _, v in (x.partition("=") for x in sets)}
     base = tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml")
     assert base.with_overrides(overrides).resolved()["power"] == power
+    # A screened kind the chosen setting leaves out is always-on in the confirming sweep, so the
+    # fragment says so (before, it fell back to the configuration's own [power.links]).
+    only_tree = TuneResult(
+        pd.DataFrame({"settings": [{"tree1": settings["tree1"]}]}), 0, 1.0, ("node", "tree1")
+    )
+    path.write_text(only_tree.fragment())
+    power = apply_fragment(base, path).resolved()["power"]
+    assert base.resolved()["power"]["links"]["policy"] == "timeout"
+    assert power["node"]["policy"] == "always_on"
+    assert power["tree"][0]["idle_timeout_us"] == 10.0 and power["tree"][0]["policy"] == "timeout"
 
 
 def test_tune_on_npb_ft_picks_a_setting_within_the_budget(

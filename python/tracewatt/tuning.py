@@ -178,6 +178,16 @@ def _padded_base(config: Config, kinds: Sequence[str]) -> dict[str, Any]:
     return d
 
 
+def _every_kind(
+    kinds: Sequence[str], settings: Mapping[str, Mapping[str, Any] | None]
+) -> dict[str, Mapping[str, Any] | None]:
+    """A candidate over every screened link kind: the kinds it leaves out always-on (as the
+    confirming sweep runs them, and as the fragment must say)."""
+    full: dict[str, Mapping[str, Any] | None] = dict.fromkeys(kinds)
+    full.update(settings)
+    return full
+
+
 def _sets(settings: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
     """Dotted overrides of a candidate; ``None`` settings: that class always-on."""
     out: dict[str, Any] = {}
@@ -232,9 +242,7 @@ def sweep_spec(
         }
     ]
     for i, settings in enumerate(candidates, 1):
-        full: dict[str, Mapping[str, Any] | None] = dict.fromkeys(kinds)
-        full.update(settings)
-        variants.append({"name": f"c{i}", "set": _sets(full)})
+        variants.append({"name": f"c{i}", "set": _sets(_every_kind(kinds, settings))})
     return {
         "name": "tune",
         "description": _sweep_description(config),
@@ -248,11 +256,13 @@ def sweep_spec(
 class TuneResult:
     """The candidates (screened, and confirmed where simulated: ``saving_pct`` whole machine,
     ``slowdown_pct``), the chosen one's index in them (None: no candidate saves energy within
-    the budget), and the budget."""
+    the budget), the budget, and the link kinds screened (those a candidate leaves out are
+    always-on)."""
 
     candidates: pd.DataFrame
     chosen: int | None
     slowdown_pct: float
+    kinds: tuple[str, ...] = ()
 
     @property
     def settings(self) -> dict[str, dict[str, Any]]:
@@ -264,7 +274,7 @@ class TuneResult:
     def fragment(self) -> str:
         """The chosen setting as a TOML configuration fragment (see :func:`apply_fragment`)."""
         tables: dict[str, dict[int, list[str]]] = {}
-        for key, value in _sets(self.settings).items():
+        for key, value in _sets(_every_kind(self.kinds, self.settings)).items():
             table, field = key.rsplit(".", 1)
             name, _, index = table.partition("[")
             entry = tables.setdefault(name, {}).setdefault(int(index.rstrip("]") or -1), [])
@@ -364,9 +374,11 @@ def tune(
     run = tracewatt.simulate(_screening_config(config, timeouts_us))
     screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
     top = pick_candidates(screened, k)
-    if top.empty:
-        return TuneResult(top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct)
     kinds = sorted(set(run.links["kind"]))
+    if top.empty:
+        return TuneResult(
+            top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct, tuple(kinds)
+        )
     sweep = importlib.import_module("tracewatt.sweep")
     spec = sweep.SweepSpec.from_dict(
         sweep_spec(config, kinds, list(top["settings"])), f"{config.source} (tune)"
@@ -379,4 +391,4 @@ def tune(
     top["slowdown_pct"] = [float(data.loc[v, "slowdown_pct"]) for v in top["variant"]]
     ok = top[(top["slowdown_pct"] <= slowdown_pct) & (top["saving_pct"] > 0)]
     chosen = None if ok.empty else int(ok.index[int(ok["saving_pct"].to_numpy().argmax())])
-    return TuneResult(top, chosen, slowdown_pct)
+    return TuneResult(top, chosen, slowdown_pct, tuple(kinds))
