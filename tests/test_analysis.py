@@ -483,3 +483,43 @@ def test_a_windowed_run_is_screened_over_the_time_its_tables_cover() -> None:
     share = lpi_share_by_kind(res)["node"]
     want = 100.0 * links.sort_values("link_id")["lpi_s"].to_numpy() / end_s
     assert share.tolist() == pytest.approx(want.tolist(), rel=1e-12)
+
+
+def test_refreshes_are_priced_at_their_mean_rate_and_the_row_is_not_exact() -> None:
+    """10GBASE-T's refresh (1.28 us at active power every 39.68 us of LPI) on independent links:
+    with no wake and sleep time the timing is the always-on run's, so wakes and LPI are exact,
+    and the screen prices LPI x 1.28 / 39.68 at active power. A stretch of LPI holds
+    floor(length / 39.68 us) refreshes, so the screen is high by under one refresh (1.28 us x
+    (3.44 - 2.08) W) per stretch: per wake, and per link for the stretch that ends the run."""
+    base = tracewatt.Config.load(EXAMPLES / "pingpong.toml").with_overrides(
+        {
+            "power.control": "independent",
+            "power.links.refresh_period_us": 39.68,
+            "power.links.refresh_time_us": 1.28,
+        }
+    )
+    always_on = tracewatt.simulate(base.with_overrides({"power.links.policy": "always_on"}))
+    row = screen_idle(always_on, [10.0], [0.0], [0.0]).iloc[0]
+    sim = tracewatt.simulate(
+        base.with_overrides(
+            {
+                "power.links.idle_timeout_us": 10.0,
+                "power.links.wake_time_us": 0.0,
+                "power.links.sleep_time_us": 0.0,
+            }
+        )
+    )
+    assert row["wakes"] == sim.summary["links"]["wakes"]
+    assert row["lpi_s"] == pytest.approx(float(sim.links["lpi_s"].sum()), rel=1e-12)
+    assert not row["exact"]
+    energy_j = sim.summary["energy_j"]["switch_ports"] + sim.summary["energy_j"]["nic_ports"]
+    stretches = row["wakes"] + len(sim.links)
+    assert 0.0 <= row["link_energy_j"] - energy_j <= stretches * 1.28e-6 * (3.44 - 2.08)
+    # Without refreshes the same row is exact, to the joule.
+    plain = tracewatt.simulate(
+        base.with_overrides(
+            {"power.links.policy": "always_on", "power.links.refresh_period_us": 0.0}
+        )
+    )
+    row = screen_idle(plain, [10.0], [0.0], [0.0]).iloc[0]
+    assert row["exact"]

@@ -457,6 +457,8 @@ impl PowerModel for LinkPower {
             ("idle_timeout_s", timing_s(|t| t.idle_timeout_ps)),
             ("sleep_time_s", timing_s(|t| t.sleep_time_ps)),
             ("wake_time_s", timing_s(|t| t.wake_time_ps)),
+            ("refresh_period_s", timing_s(|t| t.refresh_period_ps)),
+            ("refresh_time_s", timing_s(|t| t.refresh_time_ps)),
             ("sleep_s", secs(&|r| r.sleep_ps)),
             ("lpi_s", secs(&|r| r.lpi_ps)),
             ("wake_s", secs(&|r| r.wake_ps)),
