@@ -515,7 +515,7 @@ def test_refreshes_are_priced_at_their_mean_rate_and_the_row_is_not_exact() -> N
     energy_j = sim.summary["energy_j"]["switch_ports"] + sim.summary["energy_j"]["nic_ports"]
     stretches = row["wakes"] + len(sim.links)
     assert 0.0 <= row["link_energy_j"] - energy_j <= stretches * 1.28e-6 * (3.44 - 2.08)
-    # Without refreshes the same row is exact, to the joule.
+    # Without refreshes the same row is exact.
     plain = tracewatt.simulate(
         base.with_overrides(
             {"power.links.policy": "always_on", "power.links.refresh_period_us": 0.0}
