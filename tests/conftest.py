@@ -19,6 +19,10 @@ from tracewatt import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+#: The optional data the tests marked ``optional`` read (the NPB class B traces; README,
+#: "Optional data"): the folder in ``TRACEWATT_OPTIONAL_DATA``, else ``shared/data`` beside the
+#: clone, where the Rust optional tests look.
+OPTIONAL_DATA = Path(os.environ.get("TRACEWATT_OPTIONAL_DATA", ROOT.parent / "shared" / "data"))
 
 PINGPONG: dict[str, Any] = {
     "seed": 1,
@@ -60,6 +64,17 @@ def pingpong() -> dict[str, Any]:
 @pytest.fixture
 def random_fattree() -> dict[str, Any]:
     return copy.deepcopy(RANDOM_FATTREE)
+
+
+@pytest.fixture
+def shared() -> Path:
+    """The optional data (``OPTIONAL_DATA``); a test that needs it skips where it is missing."""
+    if not (OPTIONAL_DATA / "dumpi").is_dir():
+        pytest.skip(
+            f"{OPTIONAL_DATA / 'dumpi'} missing: optional data, set TRACEWATT_OPTIONAL_DATA "
+            "(README, Optional data)"
+        )
+    return OPTIONAL_DATA
 
 
 def write_toml(path: Path, text: str) -> Path:

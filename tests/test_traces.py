@@ -3,7 +3,7 @@ trace, ``tracewatt trace info`` / ``trace convert`` / ``record``, a stuck trace 
 ``tracewatt run``, and NPB's replays against the traces' and NPB's own timings.
 
 The real traces are the repository's ``tests/data`` (provenance in its README). Tests marked
-``optional`` read the NPB class B traces beside the repository (``../shared/data``); they run
+``optional`` read the NPB class B traces (the optional data, ``conftest.OPTIONAL_DATA``); they run
 only with ``-m optional`` and skip, saying why, where that data is missing."""
 
 from __future__ import annotations
@@ -25,15 +25,6 @@ from conftest import ROOT, CliResult
 from tracewatt import cli, cli_trace
 
 DATA = ROOT / "tests" / "data"
-SHARED = ROOT.parent / "shared" / "data"
-
-
-@pytest.fixture
-def shared() -> Path:
-    """The optional data beside the repository; the test skips where it is missing."""
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} missing: optional data beside the repository")
-    return SHARED
 
 
 @pytest.fixture
@@ -601,7 +592,7 @@ def test_the_tracer_is_built_in_the_cache_where_the_checkout_cannot_be_written(
 # --------------------------------------------------------------------------- optional data
 
 # Per rank MPI calls of the NPB class B traces, as sst-dumpi's dumpi2ascii counts them
-# (../shared/data/README.md; FT's rank 0 makes one call more than the others).
+# (README, Optional data; FT's rank 0 makes one call more than the others).
 CLASS_B_CALLS_PER_RANK: dict[str, list[int]] = {
     "ft": [55, 54, 54, 54],
     "cg": [23_947] * 4,

@@ -1,4 +1,5 @@
-"""The validation checks of research.md (the same functions `tracewatt validate` runs)."""
+"""The validation checks of the papers (docs/references.md; the same functions `tracewatt validate`
+runs)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from tracewatt import cli, validate
-
-#: The optional data beside the repository (../shared/data/README.md).
-SHARED = ROOT.parent / "shared" / "data"
 
 
 @pytest.mark.parametrize(
@@ -64,14 +61,6 @@ def test_validate_cli_status_4_when_a_check_fails(
     assert cli.main(["validate", "--check", "3", "--json"]) == 4
     (check,) = json.loads(capsys.readouterr().out)
     assert check["id"] == "3" and check["passed"] is False
-
-
-@pytest.fixture
-def shared() -> Path:
-    """The optional data beside the repository; the test skips where it is missing."""
-    if not (SHARED / "dumpi").is_dir():
-        pytest.skip(f"{SHARED / 'dumpi'} missing: optional data beside the repository")
-    return SHARED
 
 
 @pytest.mark.optional
