@@ -3,7 +3,7 @@
 //! point-to-point bytes it recorded; NPB CG's replay against the trace's own timings and NPB's;
 //! native conversion keeps the makespan; configuration errors (both/neither of workload and
 //! trace, rank mismatch, relative paths, missing files, corrupt traces) and a trace that cannot
-//! finish. The NPB class B traces beside the repository (`../shared/data`) are optional: ignored
+//! finish. The NPB class B traces of the optional data (README) are ignored
 //! by default, run with `cargo test -p tracewatt-sim -- --ignored`.
 
 use std::path::{Path, PathBuf};
@@ -21,15 +21,18 @@ fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// Larger data beside the repository, `../shared/data/<rel>`, that only the optional (ignored)
-/// tests read; a clear failure if it is missing when they are asked for.
+/// The optional data (README, "Optional data"): the folder in `TRACEWATT_OPTIONAL_DATA`, else
+/// `shared/data` beside the clone; only the optional (ignored) tests read it, and they fail
+/// clearly if it is missing when they are asked for.
 fn shared_data(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel);
+    let root = std::env::var_os("TRACEWATT_OPTIONAL_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    );
+    let p = root.join(rel);
     assert!(
         p.exists(),
-        "{}: missing; this optional test needs the project's shared data beside the repository",
+        "{}: missing; this optional test needs the optional data (set TRACEWATT_OPTIONAL_DATA)",
         p.display()
     );
     p
@@ -568,7 +571,7 @@ fn converted_native_trace_keeps_cpu_times() {
 /// NPB class B (4 ranks on 2 cores when traced): each replays its recorded compute; NPB's timed
 /// loop (`Time in seconds` of run.log) lies within the traced span.
 #[test]
-#[ignore = "needs ../shared/data (optional): run with cargo test -- --ignored"]
+#[ignore = "needs the optional data (TRACEWATT_OPTIONAL_DATA): run with cargo test -- --ignored"]
 fn npb_class_b_traces_replay() {
     for bench in ["ft", "cg", "mg", "sp", "bt"] {
         let dir = shared_data(&format!("dumpi/npb-{bench}.B-4ranks"));

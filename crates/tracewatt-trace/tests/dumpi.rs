@@ -1,5 +1,5 @@
 //! The DUMPI reader against the real traces in tests/data/dumpi, and (optional, ignored by
-//! default) the NPB class B traces in ../shared/data/dumpi.
+//! default) the NPB class B traces of the optional data (README, "Optional data").
 mod common;
 
 use std::collections::BTreeMap;
@@ -269,7 +269,7 @@ fn compute_scale_scales_gaps() {
     assert!(a > 0 && b.abs_diff(2 * a) < 16, "{a} {b}");
 }
 
-/// What sst-dumpi's own `dumpi2ascii` reports for an NPB class B trace (../shared/data/README.md).
+/// What sst-dumpi's own `dumpi2ascii` reports for an NPB class B trace (the optional data's README).
 struct ClassB {
     rel: &'static str,
     calls_per_rank: [u64; 4],
@@ -321,7 +321,7 @@ const CLASS_B: &[ClassB] = &[
 ];
 
 #[test]
-#[ignore = "needs ../shared/data (optional): run with cargo test -- --ignored"]
+#[ignore = "needs the optional data (TRACEWATT_OPTIONAL_DATA): run with cargo test -- --ignored"]
 fn npb_class_b_matches_dumpi2ascii() {
     for b in CLASS_B {
         let path = shared_data(b.rel);

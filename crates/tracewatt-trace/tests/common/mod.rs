@@ -12,15 +12,18 @@ pub fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// Larger data beside the repository, `../shared/data/<rel>`, that only the optional (ignored)
-/// tests read; a clear failure if it is missing when they are asked for.
+/// The optional data (README, "Optional data"): the folder in `TRACEWATT_OPTIONAL_DATA`, else
+/// `shared/data` beside the clone; only the optional (ignored) tests read it, and they fail
+/// clearly if it is missing when they are asked for.
 pub fn shared_data(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel);
+    let root = std::env::var_os("TRACEWATT_OPTIONAL_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        PathBuf::from,
+    );
+    let p = root.join(rel);
     assert!(
         p.exists(),
-        "{}: missing; this optional test needs the project's shared data beside the repository",
+        "{}: missing; this optional test needs the optional data (set TRACEWATT_OPTIONAL_DATA)",
         p.display()
     );
     p
