@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -431,6 +433,57 @@ def test_a_settings_file_value_beyond_its_range(run_cli: Run, tmp_path: Path) ->
     # Settings built directly are checked as well.
     with pytest.raises(joblog.JoblogError, match=r"^settings\.nodes: expected an integer from 1"):
         joblog.analyze(_write(tmp_path, HAND_SWF), joblog.JoblogSettings(nodes=10**20))
+
+
+# ----------------------------------------------------------------- the README's example
+
+
+def _readme_joblog_command() -> list[str]:
+    """The README's ``tracewatt analyze joblog`` line, its arguments split as a shell would."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    (line,) = [x for x in lines if x.startswith("tracewatt analyze joblog ")]
+    return shlex.split(line, comments=True)[1:]
+
+
+def _cm5_shares(path: Path) -> tuple[int, float, float]:
+    """Jobs, share of busy node-time and of all node-time fitting the first DIMMs of the README's
+    CM-5 layout, another way: 1,024 nodes of one processor (the header); a job fits when its
+    memory per processor (used, else requested; KB taken as KiB) is at most the 16 MiB of the
+    first DIMMs (2 channels x 8 MiB); idle nodes (0.5 MiB) always fit. Idle node-time: the free
+    nodes integrated between the jobs' start and end events."""
+    busy = fits = 0.0
+    events: list[tuple[float, int]] = []
+    with gzip.open(path, "rt", encoding="ascii") as f:
+        jobs = [[float(x) for x in line.split()] for line in f if not line.startswith(";")]
+    for job in jobs:
+        start, run, procs = job[1] + job[2], job[3], job[4]
+        kib = job[6] if job[6] >= 0 else job[9]
+        assert run > 0 and procs > 0 and kib >= 0, job  # every job of the excerpt is analysed
+        busy += procs * run
+        fits += procs * run if kib <= 16 * 1024 else 0.0
+        events += [(start, int(procs)), (start + run, -int(procs))]
+    events.sort()
+    idle, running, t = 0.0, 0, events[0][0]
+    for when, change in events:
+        idle += max(0, 1024 - running) * (when - t)
+        running, t = running + change, when
+    return len(jobs), fits / busy, (fits + idle) / (busy + idle)
+
+
+def test_the_readme_joblog_example_runs_as_written(
+    run_cli: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = _readme_joblog_command()
+    monkeypatch.chdir(ROOT)
+    r = run_cli(*args)
+    assert r.code == 0, r.err
+    jobs, busy_share, share = _cm5_shares(ROOT / args[2])
+    assert jobs == 1000
+    m = re.search(r"^fits first DIMMs +([0-9.]+) % of node-time \(([0-9.]+) % of busy", r.out, re.M)
+    assert m is not None, r.out
+    # Printed to 2 decimals.
+    assert float(m[1]) == round(100 * share, 2)
+    assert float(m[2]) == round(100 * busy_share, 2)
 
 
 # ----------------------------------------------------------------- the archive's logs (optional)

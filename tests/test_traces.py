@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -474,56 +476,143 @@ def test_convert_to_an_unwritable_output_is_a_usage_error(
 # --------------------------------------------------------------------------- record
 
 
-@pytest.mark.skipif(
+needs_mpi = pytest.mark.skipif(
     shutil.which("mpicc") is None or shutil.which("mpirun") is None,
     reason="mpicc/mpirun not found (apt-get install openmpi-bin libopenmpi-dev)",
 )
-def test_record_round_trip(
-    trace_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+
+# tracer/tests/ring.c, per rank; its last receive (a wildcard) is cancelled.
+RING_CALLS_PER_RANK = {
+    "send": 5,
+    "recv": 11,
+    "isend": 16,
+    "irecv": 11,
+    "cancel": 1,
+    "waitall": 6,
+    "allreduce": 6,
+    "exscan": 1,
+}
+RING_P2P_BYTES = 4 * (5 * 8000 + 10 * 400 + 5 * 8 + 8)
+
+
+def _ring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """tracer/tests/ring.c built, and the command running it on 4 ranks; the tracer builds into
+    a cache of the test's own."""
     exe = tmp_path / "ring_c"
     subprocess.run(
         ["mpicc", "-O2", "-o", str(exe), str(ROOT / "tracer" / "tests" / "ring.c")], check=True
     )
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    # The tests import the installed package, which has no tracer sources beside it: build the
-    # tracer from this checkout, as a user of an installed tracewatt would.
-    built = subprocess.run(
-        ["sh", str(ROOT / "tracer" / "build.sh"), str(tmp_path / "tracer")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    monkeypatch.setenv("TRACEWATT_TRACER_LIB", built.stdout.strip().splitlines()[-1])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(cli_trace.TRACER_LIB_ENV, raising=False)
+    return ["mpirun", "--oversubscribe", "-np", "4", str(exe)]
+
+
+def _check_ring(info: dict[str, Any]) -> None:
+    assert info["format"] == "native" and info["ranks"] == 4
+    for name, n in RING_CALLS_PER_RANK.items():
+        assert info["calls"][name] == 4 * n, (name, info["calls"])
+    assert info["p2p_bytes"] == RING_P2P_BYTES
+
+
+@needs_mpi
+def test_record_round_trip(
+    trace_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cmd = _ring(tmp_path, monkeypatch)
     out = tmp_path / "rec"
-    cmd = ["mpirun", "--oversubscribe", "-np", "4", str(exe)]
     r = trace_cli("record", "--json", "-o", out, "--", *cmd)
     assert r.code == 0, r.err
+    # The first record builds the tracer into the cache.
+    build = cli_trace.tracer_sources() / "build.sh"
+    cache = tmp_path / "cache" / "tracewatt"
+    assert r.err.startswith(f"tracewatt: building the tracer: sh {build} {cache}/tracer-"), r.err
     info = json.loads(r.out)
-    assert info["format"] == "native" and info["ranks"] == 4
-    # tracer/tests/ring.c, per rank; its last receive (a wildcard) is cancelled.
-    per_rank = {
-        "send": 5,
-        "recv": 11,
-        "isend": 16,
-        "irecv": 11,
-        "cancel": 1,
-        "waitall": 6,
-        "allreduce": 6,
-        "exscan": 1,
-    }
-    for name, n in per_rank.items():
-        assert info["calls"][name] == 4 * n, (name, info["calls"])
-    assert info["p2p_bytes"] == 4 * (5 * 8000 + 10 * 400 + 5 * 8 + 8)
+    _check_ring(info)
     res = tracewatt.simulate(_config(out, 4))
     # The replay sends every recorded point-to-point byte, plus its collectives' messages.
     assert res.ranks["bytes_sent"].sum() > info["p2p_bytes"]
-    # A second recording into the same directory needs --force.
+    # A second recording into the same directory needs --force; the tracer is not built again.
     r = trace_cli("record", "-o", out, "--", *cmd)
     assert r.code == 2 and "--force" in r.err
-    r = trace_cli("record", "-q", "--force", "-o", out, "--", *cmd)
+    r = trace_cli("record", "--force", "-o", out, "--", *cmd)
     assert r.code == 0, r.err
+    assert "building the tracer" not in r.err
+
+
+@needs_mpi
+def test_record_from_an_installed_copy_outside_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The package laid out as a wheel installs it (files, no links, no checkout beside it),
+    run from a directory outside the checkout: ``record`` builds the tracer from the sources
+    inside the package."""
+    cmd = _ring(tmp_path, monkeypatch)
+    site = tmp_path / "site"
+    shutil.copytree(
+        Path(tracewatt.__file__).parent,
+        site / "tracewatt",
+        symlinks=False,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    code = "from tracewatt import cli_trace; print(cli_trace.tracer_sources())"
+    where = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert where.returncode == 0, where.stderr
+    assert where.stdout == f"{site / 'tracewatt' / '_tracer'}\n"
+    p = subprocess.run(
+        [sys.executable, "-m", "tracewatt", "record", "--json", "-o", "rec", "--", *cmd],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    _check_ring(json.loads(p.stdout))
+    built = list((tmp_path / "cache" / "tracewatt").glob("tracer-*/libtwtrace.so"))
+    assert [b.parent.parent for b in built] == [tmp_path / "cache" / "tracewatt"]
+
+
+@pytest.mark.slow
+@needs_mpi
+def test_pip_install_then_record_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's install, ``pip install .``, into a fresh virtual environment (a Rust release
+    build: minutes), then ``tracewatt record`` from a directory outside the checkout."""
+    cmd = _ring(tmp_path, monkeypatch)
+    venv = tmp_path / "venv"
+    # The system's packages (pandas, pyarrow, maturin) serve the venv: no download.
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True)
+    pip = [venv / "bin" / "pip", "install", "--no-deps", "--no-build-isolation", ROOT]
+    installed = subprocess.run(pip, capture_output=True, text=True, check=False)
+    assert installed.returncode == 0, installed.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "from tracewatt import cli_trace; print(cli_trace.tracer_sources())"
+    where = subprocess.run(
+        [venv / "bin" / "python", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
+    p = subprocess.run(
+        [venv / "bin" / "tracewatt", "record", "--json", "-o", "rec", "--", *cmd],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    _check_ring(json.loads(p.stdout))
 
 
 def test_record_usage_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) -> None:
@@ -564,29 +653,40 @@ def test_record_checks_its_output_before_running_anything(
 
 
 @pytest.mark.skipif(shutil.which("mpicc") is None, reason="mpicc not found")
-def test_the_tracer_is_built_in_the_cache_where_the_checkout_cannot_be_written(
+def test_the_tracer_is_built_once_per_sources_in_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tdir = tmp_path / "tracer"
-    tdir.mkdir()
+    src = tmp_path / "src"
+    src.mkdir()
     for name in ("build.sh", "twtrace.c", "funcs.h"):
-        shutil.copy(ROOT / "tracer" / name, tdir / name)
-    # A file where tracer/build/ would go: it cannot be written, as in a read-only checkout
-    # (which root, running the tests, could still write).
-    (tdir / "build").write_text("")
+        shutil.copy(ROOT / "tracer" / name, src / name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    lib = cli_trace._built_tracer(tdir, quiet=True)
-    cache = cli_trace.tracer_cache_dir(tdir)
+    mpicc = shutil.which("mpicc")
+    assert mpicc is not None
+    lib = cli_trace._built_tracer(src, quiet=True)
+    cache = cli_trace.tracer_cache_dir(src, mpicc)
     assert cache.parent == tmp_path / "cache" / "tracewatt"
     assert lib == cache / "libtwtrace.so" and lib.is_file()
+    # The build's scratch folder is gone: only the library is left.
+    assert [f.name for f in cache.iterdir()] == ["libtwtrace.so"]
     # Found there again, not rebuilt.
     built = lib.stat().st_mtime_ns
-    assert cli_trace._built_tracer(tdir, quiet=True) == lib
+    assert cli_trace._built_tracer(src, quiet=True) == lib
     assert lib.stat().st_mtime_ns == built
-    # Other sources build elsewhere.
-    with (tdir / "twtrace.c").open("a") as f:
+    # Other sources, or another MPI's compiler wrapper, build elsewhere.
+    assert cli_trace.tracer_cache_dir(src, "/opt/other-mpi/bin/mpicc") != cache
+    with (src / "twtrace.c").open("a") as f:
         f.write("\n")
-    assert cli_trace.tracer_cache_dir(tdir) != cache
+    assert cli_trace.tracer_cache_dir(src, mpicc) != cache
+
+
+def test_a_relative_xdg_cache_home_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    d = cli_trace.tracer_cache_dir(ROOT / "tracer", "/usr/bin/mpicc")
+    assert d.parent == tmp_path / ".cache" / "tracewatt"
 
 
 # --------------------------------------------------------------------------- optional data

@@ -15,15 +15,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
+import tracewatt
 from tracewatt import _format, _tracewatt
 from tracewatt._cli_base import EXIT_OK, EXIT_RUN, UsageError, _error, _warn, writable_dir
 from tracewatt.errors import TraceError
 
-__all__ = ["find_tracer_dir", "info_text", "register", "tracer_cache_dir", "tracer_library"]
+__all__ = ["info_text", "register", "tracer_cache_dir", "tracer_library", "tracer_sources"]
 
 #: Environment variable naming the tracer's output directory (tracer/README.md).
 TRACE_DIR_ENV = "TRACEWATT_TRACE_DIR"
@@ -211,83 +213,84 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- record
 
 
-def find_tracer_dir() -> Path | None:
-    """The C tracer's source directory (``tracer/`` at the repository root), if present."""
-    d = Path(__file__).resolve().parent.parent.parent / "tracer"
-    return d if (d / "build.sh").is_file() and (d / "twtrace.c").is_file() else None
+#: The tracer's sources, shipped inside the package (in a checkout, links to ``tracer/``).
+_TRACER_FILES = ("build.sh", "twtrace.c", "funcs.h")
 
 
-def tracer_cache_dir(tdir: Path) -> Path:
-    """Where the tracer of the sources in ``tdir`` is built when ``tdir/build`` cannot be
-    written (a read-only checkout): ``$XDG_CACHE_HOME/tracewatt`` (else
-    ``~/.cache/tracewatt``), in a folder named by a hash of the sources, so that checkouts of
-    other sources never share a build."""
+def tracer_sources() -> Path:
+    """The C tracer's sources inside the installed package, ``tracewatt/_tracer/``. Raises
+    :class:`UsageError` when the installation lacks them."""
+    d = Path(tracewatt.__file__).resolve().parent / "_tracer"
+    missing = [name for name in _TRACER_FILES if not (d / name).is_file()]
+    if missing:
+        raise UsageError(
+            f"the tracer's sources are missing from this installation ({d}: no "
+            f"{', '.join(missing)}): reinstall tracewatt, or pass --tracer-lib "
+            f"PATH/{_LIB_NAME} (or set {TRACER_LIB_ENV})"
+        )
+    return d
+
+
+def tracer_cache_dir(src: Path, mpicc: str) -> Path:
+    """Where the tracer of the sources in ``src`` is built with the compiler wrapper ``mpicc``:
+    ``$XDG_CACHE_HOME/tracewatt`` (else ``~/.cache/tracewatt``), in a folder named by a hash of
+    the sources and of the wrapper's path, so that other tracewatt versions, and programs of
+    another MPI (a PMPI library works only with the MPI it was built against), never share a
+    build."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     # The XDG spec: a relative path is invalid, and ignored.
     cache = Path(base) if Path(base).is_absolute() else Path.home() / ".cache"
-    digest = hashlib.sha256()
-    for f in sorted([tdir / "build.sh", *tdir.glob("*.c"), *tdir.glob("*.h")]):
-        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    digest = hashlib.sha256(str(Path(mpicc).resolve()).encode() + b"\0")
+    for name in _TRACER_FILES:
+        digest.update(name.encode() + b"\0" + (src / name).read_bytes() + b"\0")
     return cache / "tracewatt" / f"tracer-{digest.hexdigest()[:16]}"
-
-
-def _build_dir(tdir: Path) -> Path:
-    """``tdir/build`` where it can be written, else :func:`tracer_cache_dir`."""
-    try:
-        return writable_dir(tdir / "build", "the tracer")
-    except UsageError as repo:
-        try:
-            return writable_dir(tracer_cache_dir(tdir), "the tracer")
-        except UsageError as cache:
-            raise UsageError(
-                f"cannot build the tracer: {repo}; nor in the cache: {cache}; pass --tracer-lib"
-            ) from None
 
 
 def tracer_library(explicit: str | None = None, *, quiet: bool = False) -> Path:
     """The tracer library to preload: ``explicit`` (``--tracer-lib``), else
-    ``$TRACEWATT_TRACER_LIB``, else ``tracer/build/libtwtrace.so`` or the one in
-    :func:`tracer_cache_dir`, built with ``tracer/build.sh`` if neither is there (into
-    ``tracer/build/`` where it can be written, else the cache). Raises :class:`UsageError`
-    when it cannot be had."""
+    ``$TRACEWATT_TRACER_LIB``, else the one built from :func:`tracer_sources` in
+    :func:`tracer_cache_dir`, built there on first use. Raises :class:`UsageError` when it
+    cannot be had."""
     given = explicit or os.environ.get(TRACER_LIB_ENV)
     if given:
         lib = Path(given).resolve()
         if not lib.is_file():
             raise UsageError(f"tracer library {given}: no such file")
         return lib
-    tdir = find_tracer_dir()
-    if tdir is None:
-        raise UsageError(
-            "the tracer sources (tracer/build.sh, tracer/twtrace.c) are not next to this "
-            "installation; build the tracer from a tracewatt checkout and pass "
-            f"--tracer-lib PATH/{_LIB_NAME} (or set {TRACER_LIB_ENV})"
-        )
-    return _built_tracer(tdir, quiet)
+    return _built_tracer(tracer_sources(), quiet)
 
 
-def _built_tracer(tdir: Path, quiet: bool) -> Path:
-    """The tracer of the sources in ``tdir``: already built, else built now."""
-    lib = tdir / "build" / _LIB_NAME
-    for built in (lib, tracer_cache_dir(tdir) / _LIB_NAME):
-        if built.is_file():
-            return built
-    if shutil.which("mpicc") is None:
+def _built_tracer(src: Path, quiet: bool) -> Path:
+    """The tracer of the sources in ``src``: already in the cache, else built there now."""
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
         raise UsageError(
-            f"{lib} is not built and mpicc is not on PATH: install an MPI with its compiler "
-            "wrappers (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev), or pass "
-            "--tracer-lib"
+            "the tracer is built with mpicc on first use, and mpicc is not on PATH: install an "
+            "MPI with its compiler wrappers (Debian/Ubuntu: apt-get install openmpi-bin "
+            "libopenmpi-dev), or pass --tracer-lib"
         )
-    out = _build_dir(tdir)
+    cache = tracer_cache_dir(src, mpicc)
+    lib = cache / _LIB_NAME
+    if lib.is_file():
+        return lib
+    try:
+        writable_dir(cache, "the tracer")
+    except UsageError as e:
+        raise UsageError(f"cannot build the tracer: {e}; pass --tracer-lib") from None
     if not quiet:
-        _warn(f"building the tracer: sh {tdir / 'build.sh'} {out}")
-    p = subprocess.run(
-        ["sh", str(tdir / "build.sh"), str(out)], capture_output=True, text=True, check=False
-    )
-    lib = out / _LIB_NAME
-    if p.returncode != 0 or not lib.is_file():
-        detail = (p.stderr or p.stdout).strip()
-        raise UsageError(f"building the tracer failed (tracer/build.sh):\n{detail}")
+        _warn(f"building the tracer: sh {src / 'build.sh'} {cache}")
+    # Built beside and moved in whole: a record starting meanwhile never preloads half a file.
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
+    try:
+        p = subprocess.run(
+            ["sh", str(src / "build.sh"), str(tmp)], capture_output=True, text=True, check=False
+        )
+        if p.returncode != 0 or not (tmp / _LIB_NAME).is_file():
+            detail = (p.stderr or p.stdout).strip()
+            raise UsageError(f"building the tracer failed ({src / 'build.sh'}):\n{detail}")
+        os.replace(tmp / _LIB_NAME, lib)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return lib
 
 
@@ -419,7 +422,7 @@ def register(subparsers: Any) -> None:
         help="run an MPI program under the tracer and record a native trace",
         description="Run COMMAND (e.g. `mpirun -np 4 ./app`) with the tracewatt PMPI tracer "
         f"preloaded (LD_PRELOAD, {TRACE_DIR_ENV}) and report the recorded trace. The tracer is "
-        "built with tracer/build.sh if needed (requires mpicc).",
+        "built from the sources shipped with tracewatt on first use (requires mpicc).",
     )
     r.add_argument(
         "-o", "--output", required=True, metavar="DIR", help="directory for the trace (created)"
@@ -427,8 +430,8 @@ def register(subparsers: Any) -> None:
     r.add_argument(
         "--tracer-lib",
         metavar="PATH",
-        help=f"a prebuilt {_LIB_NAME} (default: ${TRACER_LIB_ENV}, else tracer/build/, built "
-        "if missing; where tracer/build/ cannot be written, ~/.cache/tracewatt/)",
+        help=f"a prebuilt {_LIB_NAME} (default: ${TRACER_LIB_ENV}, else the one built on "
+        "first use in $XDG_CACHE_HOME/tracewatt/, default ~/.cache/tracewatt/)",
     )
     r.add_argument("--force", action="store_true", help="replace a trace already in DIR")
     r.add_argument("--json", action="store_true", help="print the trace's info as JSON")
