@@ -22,7 +22,8 @@ import pytest
 
 import tracewatt
 from conftest import ROOT, CliResult
-from tracewatt import cli, cli_trace
+from tracewatt import cli
+from tracewatt.cli import trace as cli_trace
 
 DATA = ROOT / "tests" / "data"
 SHARED = ROOT.parent / "shared" / "data"

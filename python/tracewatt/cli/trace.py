@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tracewatt import _format, _tracewatt
-from tracewatt._cli_base import EXIT_OK, EXIT_RUN, UsageError, _error, _warn, writable_dir
+from tracewatt.cli.common import EXIT_OK, EXIT_RUN, UsageError, _error, _warn, writable_dir
 from tracewatt.errors import TraceError
 
 __all__ = ["find_tracer_dir", "info_text", "register", "tracer_cache_dir", "tracer_library"]
@@ -213,7 +213,7 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
 
 def find_tracer_dir() -> Path | None:
     """The C tracer's source directory (``tracer/`` at the repository root), if present."""
-    d = Path(__file__).resolve().parent.parent.parent / "tracer"
+    d = Path(__file__).resolve().parents[3] / "tracer"
     return d if (d / "build.sh").is_file() and (d / "twtrace.c").is_file() else None
 
 
