@@ -426,8 +426,10 @@ class Results:
     @property
     def plot(self) -> Plotter:
         """The run's figures as matplotlib figures: ``energy_breakdown()``,
-        ``power_timeline()``, ``idle_cdf()``, ``lpi_heatmap()`` (see :mod:`tracewatt.plots`)."""
-        # Imported on use: matplotlib costs a fraction of a second that reading results need not.
+        ``power_timeline()``, ``idle_cdf()``, ``lpi_heatmap()`` (see
+        :mod:`tracewatt.report.plots`)."""
+        # Imported on use, as pandas imports its plotting: the figures build on the results and
+        # import this module only for its types.
         from tracewatt.report.plots import Plotter
 
         return Plotter(self)

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from tracewatt._tracewatt import __version__
 from tracewatt.cli import trace
@@ -35,6 +35,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+if TYPE_CHECKING:
+    # What `add_subparsers` returns (argparse's own class, generic for type checkers only).
+    Subcommands = argparse._SubParsersAction[_Parser]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
@@ -45,24 +50,74 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
+    _add_run(sub)
+    _add_machine(sub)
+    _add_presets(sub)
+    _add_sweep(sub)
+    _add_study(sub)
+    _add_compare(sub)
+    _add_tune(sub)
+    _add_analyze(sub)
+    _add_validate(sub)
+    _add_report(sub)
+    trace.register(sub)
+    return p
 
-    def add_force(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument(
-            "--force",
-            action="store_true",
-            help="empty a non-empty output directory first (without it, one is refused)",
-        )
 
-    def add_set(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument(
-            "--set",
-            action="append",
-            metavar="PATH=VALUE",
-            default=[],
-            help="override a configuration field; VALUE is a TOML literal "
-            "(e.g. --set machine.links.bandwidth_gbps=40 --set 'jobs[0].nodes=4'); repeatable",
-        )
+def _add_force(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="empty a non-empty output directory first (without it, one is refused)",
+    )
 
+
+def _add_set(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        default=[],
+        help="override a configuration field; VALUE is a TOML literal "
+        "(e.g. --set machine.links.bandwidth_gbps=40 --set 'jobs[0].nodes=4'); repeatable",
+    )
+
+
+def _add_sweep_options(sp: argparse.ArgumentParser) -> None:
+    ex = sp.add_mutually_exclusive_group()
+    ex.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: one per core)",
+    )
+    ex.add_argument(
+        "--scheduler", metavar="ADDR", help="run on this Dask scheduler (tcp://HOST:PORT)"
+    )
+    ex.add_argument(
+        "--cluster",
+        metavar="KIND",
+        help="start a Dask cluster: local:N (N worker processes here), slurm or pbs "
+        "(dask-jobqueue)",
+    )
+    jq = sp.add_argument_group("slurm / pbs (per job)")
+    jq.add_argument("--queue", metavar="Q", help="queue / partition")
+    jq.add_argument("--account", metavar="A", help="account to charge")
+    jq.add_argument("--walltime", metavar="HH:MM:SS", help="wall time per job")
+    jq.add_argument("--cores", type=int, metavar="N", help="cores per job (= worker processes)")
+    jq.add_argument("--memory", metavar="SIZE", help="memory per job, e.g. 16GB")
+    jq.add_argument("--jobs", type=int, metavar="N", help="jobs to submit (default 1)")
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the sweep DIR holds when it is another one (without it, it is refused)",
+    )
+    sp.add_argument("--json", action="store_true", help="print the rows as JSON instead")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
+
+
+def _add_run(sub: Subcommands) -> None:
     r = sub.add_parser("run", help="run one simulation", description="Run one simulation.")
     r.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
     r.add_argument(
@@ -71,60 +126,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write summary.json and the Parquet tables to DIR (default: write nothing)",
     )
-    add_force(r)
+    _add_force(r)
     r.add_argument(
         "--json", action="store_true", help="print summary.json to stdout instead of the table"
     )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary table")
     r.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")
-    add_set(r)
+    _add_set(r)
     r.set_defaults(func=_command("run", "cmd_run"))
 
+
+def _add_machine(sub: Subcommands) -> None:
     m = sub.add_parser(
         "machine", help="describe a configuration's machine", description="Describe the machine."
     )
     m.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
     m.add_argument("--json", action="store_true", help="print the description as JSON")
-    add_set(m)
+    _add_set(m)
     m.set_defaults(func=_command("machine", "cmd_machine"))
 
+
+def _add_presets(sub: Subcommands) -> None:
     pr = sub.add_parser("presets", help="list the machine presets", description="List presets.")
     pr.add_argument("--json", action="store_true", help="print a JSON list")
     pr.set_defaults(func=_command("presets", "cmd_presets"))
 
-    def add_sweep_options(sp: argparse.ArgumentParser) -> None:
-        ex = sp.add_mutually_exclusive_group()
-        ex.add_argument(
-            "-j",
-            "--workers",
-            type=int,
-            metavar="N",
-            help="local worker processes (default: one per core)",
-        )
-        ex.add_argument(
-            "--scheduler", metavar="ADDR", help="run on this Dask scheduler (tcp://HOST:PORT)"
-        )
-        ex.add_argument(
-            "--cluster",
-            metavar="KIND",
-            help="start a Dask cluster: local:N (N worker processes here), slurm or pbs "
-            "(dask-jobqueue)",
-        )
-        jq = sp.add_argument_group("slurm / pbs (per job)")
-        jq.add_argument("--queue", metavar="Q", help="queue / partition")
-        jq.add_argument("--account", metavar="A", help="account to charge")
-        jq.add_argument("--walltime", metavar="HH:MM:SS", help="wall time per job")
-        jq.add_argument("--cores", type=int, metavar="N", help="cores per job (= worker processes)")
-        jq.add_argument("--memory", metavar="SIZE", help="memory per job, e.g. 16GB")
-        jq.add_argument("--jobs", type=int, metavar="N", help="jobs to submit (default 1)")
-        sp.add_argument(
-            "--force",
-            action="store_true",
-            help="replace the sweep DIR holds when it is another one (without it, it is refused)",
-        )
-        sp.add_argument("--json", action="store_true", help="print the rows as JSON instead")
-        sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no table")
 
+def _add_sweep(sub: Subcommands) -> None:
     sw = sub.add_parser(
         "sweep",
         help="run a sweep spec in parallel (local processes or Dask); resumable",
@@ -140,9 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument(
         "--list", action="store_true", help="list the shipped sweep specs (--json: as JSON)"
     )
-    add_sweep_options(sw)
+    _add_sweep_options(sw)
     sw.set_defaults(func=_command("sweep", "cmd_sweep"))
 
+
+def _add_study(sub: Subcommands) -> None:
     s = sub.add_parser(
         "study",
         help="run the default study (TraceRP machines x workloads, EEE vs always-on)",
@@ -155,9 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the sweep's directory (default: a temporary one; only the table is kept)",
     )
-    add_sweep_options(s)
+    _add_sweep_options(s)
     s.set_defaults(func=_command("sweep", "cmd_study"))
 
+
+def _add_compare(sub: Subcommands) -> None:
     c = sub.add_parser(
         "compare",
         help="run a configuration and its always-on baseline; print savings and slowdown",
@@ -172,13 +204,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the policy's results to DIR (summary.json gains baseline, saving_pct, "
         "slowdown_pct) and the baseline's to DIR/baseline",
     )
-    add_force(c)
+    _add_force(c)
     c.add_argument("--json", action="store_true", help="print the comparison summary as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no table")
     c.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")
-    add_set(c)
+    _add_set(c)
     c.set_defaults(func=_command("compare", "cmd_compare"))
 
+
+def _add_tune(sub: Subcommands) -> None:
     t = sub.add_parser(
         "tune",
         help="the best link idle_timeout (wake_time, control) per link class within a budget",
@@ -200,9 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-j", "--workers", type=int, metavar="N", help="worker processes")
     t.add_argument("--json", action="store_true", help="print the candidates as JSON")
     t.add_argument("-q", "--quiet", action="store_true", help="print nothing")
-    add_set(t)
+    _add_set(t)
     t.set_defaults(func=_command("tune", "cmd_tune"))
 
+
+def _add_analyze(sub: Subcommands) -> None:
     a = sub.add_parser("analyze", help="analyses of results", description="Analyses of results.")
     asub = a.add_subparsers(dest="analysis", metavar="ANALYSIS", parser_class=_Parser)
     asub.required = True
@@ -274,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     aj.add_argument("--json", action="store_true", help="print the results as JSON")
     aj.set_defaults(func=_command("analyze_joblog", "cmd_analyze_joblog"))
 
+
+def _add_validate(sub: Subcommands) -> None:
     v = sub.add_parser(
         "validate",
         help="reproduce the papers' checks; print target beside simulated value",
@@ -289,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write DIR/validate.json: each check with the data of its figure "
         "(`tracewatt report DIR` draws them)",
     )
-    add_force(v)
+    _add_force(v)
     v.add_argument("--json", action="store_true", help="print the checks as a JSON list")
     v.add_argument(
         "--slow",
@@ -307,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
     v.set_defaults(func=_command("validate", "cmd_validate"))
 
+
+def _add_report(sub: Subcommands) -> None:
     rp = sub.add_parser(
         "report",
         help="figures and a self-contained HTML report of a results folder",
@@ -331,6 +371,3 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     rp.set_defaults(func=_command("report", "cmd_report"))
-
-    trace.register(sub)
-    return p

@@ -94,7 +94,8 @@ def _steps(timeline: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]
 def power_timeline(results: Results, baseline: Results | None = None) -> Figure:
     """Power over time per component (``timeline.parquet``, every ``*_w`` column), W against
     ms; the baseline's total dashed where ``baseline`` is given."""
-    if baseline is not None and not isinstance(baseline, Results):
+    # The class of `results`: Results, which this module imports for type checking only.
+    if baseline is not None and not isinstance(baseline, type(results)):
         raise TypeError(f"baseline: expected Results or None, got {type(baseline).__name__}")
     timeline = results.timeline
     fig = new_figure()

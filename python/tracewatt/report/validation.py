@@ -20,7 +20,7 @@ def load_validation(directory: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-# What the report reads of validate.json (validate.Check.record).
+# What the report reads of validate.json (validation.common.Check.record).
 _SERIES = {"label": str, "y": [(*NUMBER, type(None))], "target": bool}
 _PANEL = {
     "title": str,
