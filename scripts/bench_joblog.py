@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import tracewatt
-from tracewatt import joblog
+from tracewatt.analysis import joblog
 
 NODES, CORES = 1024, 16
 

@@ -14,9 +14,9 @@ import pytest
 import tracewatt
 from conftest import EXAMPLES, CliResult
 from tracewatt import cli
-from tracewatt.analysis import penalty_bound, screen_idle
+from tracewatt.analysis.idle import penalty_bound, screen_idle
 from tracewatt.compare import baseline_of, compare
-from tracewatt.plots import lpi_share_by_kind
+from tracewatt.report.plots import lpi_share_by_kind
 
 TIMEOUT_US, WAKE_US = 600.0, 17.0
 

@@ -29,7 +29,8 @@ from conftest import (
     start_process,
     write_toml,
 )
-from tracewatt import Results, cli, simulate
+from tracewatt import Results, _format, cli, simulate
+from tracewatt.cli.progress import ProgressLine
 
 Run = Callable[..., CliResult]
 
@@ -121,8 +122,8 @@ def test_compare_table_names_the_policies_and_formats_times(
     makespan = next(x for x in lines if x.startswith("makespan "))
     base_s, policy_s = summary["baseline"]["makespan_s"], summary["makespan_s"]
     assert makespan.split()[1:5] == [
-        *cli._format.seconds(base_s).split(),
-        *cli._format.seconds(policy_s).split(),
+        *_format.seconds(base_s).split(),
+        *_format.seconds(policy_s).split(),
     ]
     timing = json.loads((tmp_path / "cmp" / "timing.json").read_text())
     assert timing["events"] == summary["events"]
@@ -360,14 +361,14 @@ def test_progress_on_a_terminal(tmp_path: Path) -> None:
 
 def test_progress_text() -> None:
     """Share, bar and ETA from the estimate; past it (or without one) only what is known."""
-    bar = cli.ProgressLine(io.StringIO(), estimate_s=10.0)
+    bar = ProgressLine(io.StringIO(), estimate_s=10.0)
     # 2.5 s of 10 s simulated in 1 s of wall time: 25 %, 7.5 s left at 2.5 s per wall second.
     assert bar.sim_text(2.5, 1000, 1.0) == (
         "[#####               ]  25 % sim 2.5 s of ~10 s | 1,000 events (1,000 events/s)"
         " | 1 s, ETA 3 s"
     )
     assert bar.sim_text(12.0, 4000, 2.0) == "sim 12 s | 4,000 events (2,000 events/s) | 2 s"
-    no_estimate = cli.ProgressLine(io.StringIO())
+    no_estimate = ProgressLine(io.StringIO())
     assert no_estimate.sim_text(0.5, 10, 0.5).startswith("sim 500 ms | 10 events")
 
 

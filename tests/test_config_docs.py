@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tracewatt import Config
-from tracewatt.joblog import JoblogSettings
+from tracewatt.analysis.joblog import JoblogSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_MD = ROOT / "docs" / "config.md"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
-from tracewatt import validate
+from tracewatt import validation
 
 DOCS = sorted(
     [
@@ -233,11 +233,11 @@ QUICK_CHECKS = ["1", "2", "3", "4", "nic-coalescing", "whole-system", "dimm-hotp
 
 def test_quick_checks_give_the_committed_validate_output() -> None:
     committed = {c["id"]: c for c in committed_checks()}
-    assert sorted(committed) == sorted(validate.CHECKS)
-    for check in validate.run_checks(QUICK_CHECKS):
+    assert sorted(committed) == sorted(validation.CHECKS)
+    for check in validation.run_checks(QUICK_CHECKS):
         assert check.to_dict() == committed[check.id]
 
 
 @pytest.mark.slow
 def test_every_check_gives_the_committed_validate_output() -> None:
-    assert [c.to_dict() for c in validate.run_checks()] == committed_checks()
+    assert [c.to_dict() for c in validation.run_checks()] == committed_checks()

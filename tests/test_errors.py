@@ -208,7 +208,7 @@ def test_files_that_are_not_utf8_name_the_file_and_the_byte(
         ), args
     with pytest.raises(tracewatt.ConfigError, match=r"spec\.toml: byte offset 14 \(line 2\)"):
         tracewatt.sweep.SweepSpec.from_dict({"base": "spec.toml"}, "s.toml", tmp_path)
-    from tracewatt.tuning import apply_fragment
+    from tracewatt.analysis.tuning import apply_fragment
 
     with pytest.raises(tracewatt.ConfigError, match="save the tuned fragment as UTF-8"):
         apply_fragment(tracewatt.Config.load(pingpong_toml), spec)
@@ -231,7 +231,7 @@ def test_exception_hierarchy() -> None:
     assert issubclass(tracewatt.ConfigError, tracewatt.TracewattError)
     assert issubclass(tracewatt.WorkloadError, tracewatt.TracewattError)
     assert issubclass(tracewatt.DeadlockError, tracewatt.TracewattError)
-    assert issubclass(tracewatt.InterruptedError, tracewatt.TracewattError)
+    assert issubclass(tracewatt.RunInterrupted, tracewatt.TracewattError)
     assert issubclass(tracewatt.ResultsError, tracewatt.TracewattError)
     assert issubclass(tracewatt.TracewattError, Exception)
 

@@ -18,7 +18,7 @@ import pytest
 
 import tracewatt
 from conftest import ROOT, CliResult
-from tracewatt import joblog
+from tracewatt.analysis import joblog
 
 Run = Callable[..., CliResult]
 

@@ -15,8 +15,8 @@ from conftest import EXAMPLES, PINGPONG, CliResult
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
 from test_study import SMALL_STUDY
 from tracewatt import cli, report
-from tracewatt.plots import SWEEP_SAVING_METRICS
 from tracewatt.report import figures, load
+from tracewatt.report.sweep_plots import SWEEP_SAVING_METRICS
 from tracewatt.results import Results
 
 # The small study with EEE (waking right after each packet) against always-on: savings and

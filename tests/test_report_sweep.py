@@ -14,7 +14,7 @@ import pytest
 
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
 from tracewatt import cli, report
-from tracewatt.plots import SWEEP_SAVING_METRICS
+from tracewatt.report.sweep_plots import SWEEP_SAVING_METRICS
 
 PRESETS = ("ft", "torus")
 JOBS = ("nn", "qbox", "a2a")

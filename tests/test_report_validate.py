@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
-from tracewatt import plots, validate
+from tracewatt.report import check_plots
+from tracewatt.validation import mpi_wait
 
 INTERVALS_US = [100.0, 300.0, 500.0, 700.0, 1000.0, 1500.0, 2000.0]
 WAKE_US = 17.0
@@ -80,7 +81,7 @@ def test_idle_switch_targets_are_the_papers_figures(checks: dict[str, Any]) -> N
 
 def test_figures_draw_the_records_data(checks: dict[str, Any]) -> None:
     for check in checks.values():
-        fig = plots.check_figure(check)
+        fig = check_plots.check_figure(check)
         for ax, panel in zip(fig.axes, check["panels"], strict=True):
             lines = ax.get_lines()
             assert [ln.get_label() for ln in lines] == [s["label"] for s in panel["series"]]
@@ -109,7 +110,7 @@ def test_labelled_panels_are_bars() -> None:
             }
         ],
     }
-    ax = plots.check_figure(check).axes[0]
+    ax = check_plots.check_figure(check).axes[0]
     simulated, paper = ax.containers
     assert [b.get_height() for b in simulated.patches] == [83.5, 62.8]
     assert paper.patches[0].get_height() == 93.7 and np.isnan(paper.patches[1].get_height())
@@ -191,21 +192,21 @@ def test_validation_report_renders_in_headless_chromium(
 def test_mpi_wait_figure_is_each_jobs_runs_against_spin() -> None:
     # Made-up runs of one job: the figure draws each policy's slowdown and saving per threshold.
     runs = {
-        (p, t): validate.WaitRun(
+        (p, t): mpi_wait.WaitRun(
             slowdown_pct=i + 0.5 * j,
             saved_pct=-i,
             low_power_waits=1,
             low_power_s=0,
             by_state=(1, 0, 0, 0),
         )
-        for i, p in enumerate(validate.WAIT_POLICIES)
-        for j, t in enumerate(validate.WAIT_THRESHOLDS)
+        for i, p in enumerate(mpi_wait.WAIT_POLICIES)
+        for j, t in enumerate(mpi_wait.WAIT_THRESHOLDS)
     }
-    fixed = runs[("block", validate.WAIT_THRESHOLDS[0])]
-    sweep = validate.WaitSweep("CG skeleton", spin=None, runs=runs, block_fixed=fixed)  # type: ignore[arg-type]
-    time_panel, energy_panel = validate._mpi_wait_panels([sweep])
-    n = len(validate.WAIT_THRESHOLDS)
-    assert time_panel.x == energy_panel.x == validate.WAIT_THRESHOLDS
+    fixed = runs[("block", mpi_wait.WAIT_THRESHOLDS[0])]
+    sweep = mpi_wait.WaitSweep("CG skeleton", spin=None, runs=runs, block_fixed=fixed)  # type: ignore[arg-type]
+    time_panel, energy_panel = mpi_wait._mpi_wait_panels([sweep])
+    n = len(mpi_wait.WAIT_THRESHOLDS)
+    assert time_panel.x == energy_panel.x == mpi_wait.WAIT_THRESHOLDS
     block, mwait, target = time_panel.series
     assert (block.label, block.y) == ("CG skeleton block", [0.5 * j for j in range(n)])
     assert (mwait.label, mwait.y) == ("CG skeleton mwait", [1 + 0.5 * j for j in range(n)])

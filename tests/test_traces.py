@@ -24,7 +24,8 @@ import pytest
 
 import tracewatt
 from conftest import ROOT, CliResult
-from tracewatt import cli, cli_trace
+from tracewatt import cli
+from tracewatt.cli import trace as cli_trace
 
 DATA = ROOT / "tests" / "data"
 
@@ -557,7 +558,7 @@ def test_record_from_an_installed_copy_outside_the_checkout(
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    code = "from tracewatt import cli_trace; print(cli_trace.tracer_sources())"
+    code = "from tracewatt.cli import trace; print(trace.tracer_sources())"
     where = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
@@ -592,7 +593,7 @@ def test_pip_install_then_record_from_anywhere(
     installed = subprocess.run(pip, capture_output=True, text=True, check=False)
     assert installed.returncode == 0, installed.stderr
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = "from tracewatt import cli_trace; print(cli_trace.tracer_sources())"
+    code = "from tracewatt.cli import trace; print(trace.tracer_sources())"
     where = subprocess.run(
         [venv / "bin" / "python", "-c", code],
         cwd=tmp_path,

@@ -13,16 +13,16 @@ import tracewatt
 from conftest import EXAMPLES, CliResult
 from test_cli import LONG_RUN
 from tracewatt import cli, sweep
-from tracewatt.analysis import screen_idle
-from tracewatt.compare import compare
-from tracewatt.config import parse_value
-from tracewatt.tuning import (
+from tracewatt.analysis.idle import screen_idle
+from tracewatt.analysis.tuning import (
     TuneResult,
     apply_fragment,
     class_path,
     pick_candidates,
     sweep_spec,
 )
+from tracewatt.compare import compare
+from tracewatt.config import parse_value
 
 
 def test_link_kinds_map_to_their_power_tables() -> None:
@@ -187,7 +187,7 @@ def test_wake_time_and_control_are_tuned_when_asked() -> None:
     """Screened over two wake times and both controls: every candidate uses one of them, both
     controls appear, and a paired node link (one wake for both directions, counted from the
     link's own idle intervals) never wakes more than its directions alone."""
-    from tracewatt.tuning import _screening_config, screen_candidates
+    from tracewatt.analysis.tuning import _screening_config, screen_candidates
 
     cfg = tracewatt.Config.load(EXAMPLES / "miwa-npb-ft.toml")
     run = tracewatt.simulate(_screening_config(cfg, [10.0, 600.0]))

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tracewatt import cli, validate
+from tracewatt import cli, validation
+from tracewatt.validation import common, idle_switch, mpi_wait, sensitivity
 
 
 @pytest.mark.parametrize(
     "check_id", ["1", "2", "3", "4", "nic-coalescing", "mpi-wait", "whole-system", "dimm-hotplug"]
 )
 def test_validation_check_passes(check_id: str) -> None:
-    c = validate.CHECKS[check_id]()
+    c = validation.CHECKS[check_id]()
     assert c.id == check_id
     assert c.passed, f"{c.name}: target {c.target}; simulated {c.simulated}\n" + "\n".join(
         c.details
@@ -27,16 +28,16 @@ def test_validation_check_passes(check_id: str) -> None:
 
 @pytest.mark.slow
 def test_sensitivity_shapes_match_the_paper() -> None:
-    c = validate.check_sensitivity()
+    c = sensitivity.check_sensitivity()
     assert c.passed, c.simulated
 
 
 def test_idle_switch_model_by_hand() -> None:
     # PowerConnect 8132, 3 idle ports: 96 + 3 x 3.44 W; with EEE 96 + 3 x 2.08 W, plus the
     # 1.36 W per port saved only after the first 600 + 2.88 us of the 1 s run.
-    assert validate.idle_switch_w("powerconnect-8132", 3, "always_on") == pytest.approx(106.32)
+    assert idle_switch.idle_switch_w("powerconnect-8132", 3, "always_on") == pytest.approx(106.32)
     eee = 102.24 + 3 * 1.36 * 602.88e-6
-    assert validate.idle_switch_w("powerconnect-8132", 3, "timeout") == pytest.approx(eee)
+    assert idle_switch.idle_switch_w("powerconnect-8132", 3, "timeout") == pytest.approx(eee)
 
 
 def test_validate_cli_status_0_when_checks_pass_2_for_an_unknown_check(
@@ -52,7 +53,7 @@ def test_validate_cli_status_4_when_a_check_fails(
 ) -> None:
     # Check 3 held against figures the simulated M7100 does not have (a backplane 1 W higher):
     # its simulations run as always and their comparison fails.
-    monkeypatch.setitem(validate.SWITCH_FIGURES_W, "m7100", (84.0, 3.59, 2.22))
+    monkeypatch.setitem(common.SWITCH_FIGURES_W, "m7100", (84.0, 3.59, 2.22))
     assert cli.main(["validate", "--check", "3"]) == 4
     out = capsys.readouterr().out
     assert "[FAIL] 3." in out
@@ -65,14 +66,14 @@ def test_validate_cli_status_4_when_a_check_fails(
 
 @pytest.mark.optional
 def test_mpi_wait_check_holds_on_the_real_npb_class_b_traces(shared: Path) -> None:
-    c = validate.check_mpi_wait(shared)
+    c = mpi_wait.check_mpi_wait(shared)
     assert c.passed, f"{c.simulated}\n" + "\n".join(c.details)
-    for k in validate.WAIT_TRACES:
+    for k in mpi_wait.WAIT_TRACES:
         assert any(d.startswith(f"{k.upper()} real B block") for d in c.details), k
 
 
 @pytest.mark.optional
-@pytest.mark.parametrize("kind", sorted(validate.WAIT_GFLOPS_PER_RANK))
+@pytest.mark.parametrize("kind", sorted(mpi_wait.WAIT_GFLOPS_PER_RANK))
 def test_mpi_wait_skeleton_rates_are_the_real_traces_measured_rates(
     shared: Path, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -90,7 +91,7 @@ def test_mpi_wait_skeleton_rates_are_the_real_traces_measured_rates(
     cpu = [t["compute_cpu_s"] for t in json.loads(capsys.readouterr().out)["rank_times"]]
     assert len(cpu) == 4
     measured = gop / 4 / (sum(cpu) / 4)
-    assert validate.WAIT_GFLOPS_PER_RANK[kind] == pytest.approx(measured, abs=0.005)
+    assert mpi_wait.WAIT_GFLOPS_PER_RANK[kind] == pytest.approx(measured, abs=0.005)
 
 
 def test_validate_slow_without_the_data_is_a_usage_error(
@@ -107,10 +108,10 @@ def test_real_class_b_traces_against_the_paper(shared: Path) -> None:
     a 16,000 or 160,000 us timeout loses over a quarter of every trace's saving (the paper: up
     to 41.8 / 56.5 %), and a 1,700 us switch wake slows some trace more than twice over (the
     paper: 3.92x, FT)."""
-    figs = validate._sensitivity(
+    figs = sensitivity._sensitivity(
         {
-            t: partial(validate._trace_doc, validate.class_b_trace(shared, t))
-            for t in validate.CLASS_B_TRACES
+            t: partial(sensitivity._trace_doc, common.class_b_trace(shared, t))
+            for t in common.CLASS_B_TRACES
         }
     )
     assert all(abs(f.slow_pct[0]) < 0.5 for f in figs.values()), figs

@@ -13,14 +13,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tracewatt import _tracewatt
 from tracewatt.config import Config
 from tracewatt.results import Results
-
-if TYPE_CHECKING:
-    from tracewatt import ConfigLike, ProgressCallback
+from tracewatt.simulation import (
+    ConfigLike,
+    ProgressCallback,
+    as_config,
+    check_progress,
+    simulate,
+)
 
 
 def baseline_of(config: Config) -> Config:
@@ -119,9 +123,7 @@ def compare(config: ConfigLike, *, progress: ProgressCallback | None = None) -> 
     """Runs ``config`` (anything :func:`tracewatt.simulate` accepts) and its always-on baseline
     concurrently. If either run fails or the caller is interrupted (Ctrl-C), the other run is
     stopped too before the error propagates."""
-    from tracewatt import _check_progress, as_config, simulate
-
-    _check_progress(progress)
+    check_progress(progress)
     config = as_config(config)
     base = baseline_of(config)
     # The two runs together must fit in memory (each alone is checked as it starts).

@@ -9,19 +9,18 @@
     ├── WorkloadError              a workload, generator or trace is invalid
     │   └── TraceError             a trace cannot be read (names file, rank, byte offset or line)
     ├── DeadlockError              the workload cannot finish (names the waiting ranks)
-    ├── InterruptedError           the run was interrupted (Ctrl-C)
+    ├── RunInterrupted             the run was interrupted (Ctrl-C)
     ├── ResultsError               a results folder's file cannot be read (names it and what
     │                              was expected)
-    └── JoblogError                a job log or its settings cannot be used (tracewatt.joblog)
-
-Note that ``tracewatt.errors.InterruptedError`` is not the built-in ``InterruptedError``.
+    └── JoblogError                a job log or its settings cannot be used
+                                   (tracewatt.analysis.joblog)
 """
 
 from tracewatt._tracewatt import (
     ConfigError,
     DeadlockError,
-    InterruptedError,
     MemoryLimitError,
+    RunInterrupted,
     TopologyError,
     TraceError,
     TracewattError,
@@ -38,9 +37,9 @@ class ResultsError(TracewattError):
 __all__ = [
     "ConfigError",
     "DeadlockError",
-    "InterruptedError",
     "MemoryLimitError",
     "ResultsError",
+    "RunInterrupted",
     "TopologyError",
     "TraceError",
     "TracewattError",

@@ -14,14 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from tracewatt._dependencies import pandas as pd
+from tracewatt._dependencies import pyarrow as pa
+from tracewatt._dependencies import pyarrow_parquet as pq
 from tracewatt.errors import ResultsError
 
 if TYPE_CHECKING:
-    from tracewatt.plots import Plotter
+    from tracewatt.report.plots import Plotter
 
 __all__ = ["TABLES", "Results", "expect_shape", "read_json", "read_parquet", "summary_json"]
 
@@ -427,9 +426,11 @@ class Results:
     @property
     def plot(self) -> Plotter:
         """The run's figures as matplotlib figures: ``energy_breakdown()``,
-        ``power_timeline()``, ``idle_cdf()``, ``lpi_heatmap()`` (see :mod:`tracewatt.plots`)."""
-        # Imported on use: matplotlib costs a fraction of a second that reading results need not.
-        from tracewatt.plots import Plotter
+        ``power_timeline()``, ``idle_cdf()``, ``lpi_heatmap()`` (see
+        :mod:`tracewatt.report.plots`)."""
+        # Imported on use, as pandas imports its plotting: the figures build on the results and
+        # import this module only for its types.
+        from tracewatt.report.plots import Plotter
 
         return Plotter(self)
 

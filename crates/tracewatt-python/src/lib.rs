@@ -62,7 +62,7 @@ create_exception!(
 );
 create_exception!(
     _tracewatt,
-    InterruptedError,
+    RunInterrupted,
     TracewattError,
     "The simulation was interrupted."
 );
@@ -79,7 +79,7 @@ fn to_py(e: SimError) -> PyErr {
             WorkloadError::new_err(msg)
         }
         SimError::Deadlock { .. } => DeadlockError::new_err(msg),
-        SimError::Interrupted { .. } => InterruptedError::new_err(msg),
+        SimError::Interrupted { .. } => RunInterrupted::new_err(msg),
         _ => TracewattError::new_err(msg),
     }
 }
@@ -357,7 +357,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WorkloadError", py.get_type::<WorkloadError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("DeadlockError", py.get_type::<DeadlockError>())?;
-    m.add("InterruptedError", py.get_type::<InterruptedError>())?;
+    m.add("RunInterrupted", py.get_type::<RunInterrupted>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -22,7 +22,7 @@ from typing import Any
 
 import tracewatt
 from tracewatt import _format, _tracewatt
-from tracewatt._cli_base import EXIT_OK, EXIT_RUN, UsageError, _error, _warn, writable_dir
+from tracewatt.cli.common import EXIT_OK, EXIT_RUN, UsageError, _error, _warn, writable_dir
 from tracewatt.errors import TraceError
 
 __all__ = ["info_text", "register", "tracer_cache_dir", "tracer_library", "tracer_sources"]

@@ -61,11 +61,13 @@ Where these figures and a full simulation differ, and why:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+from tracewatt._dependencies import numpy as np
+from tracewatt._dependencies import pandas as pd
 
-from tracewatt.results import Results
+if TYPE_CHECKING:
+    from tracewatt.results import Results
 
 _REL = 1e-9
 

@@ -13,7 +13,6 @@ within the budget wins.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import math
@@ -24,17 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from tracewatt.analysis import screen_idle, tables_span_s
+from tracewatt import sweep
+from tracewatt._dependencies import numpy as np
+from tracewatt._dependencies import pandas as pd
+from tracewatt.analysis.idle import screen_idle, tables_span_s
 from tracewatt.compare import baseline_of
 from tracewatt.config import Config, read_text
 from tracewatt.errors import ConfigError
-from tracewatt.results import Results
+from tracewatt.simulation import ConfigLike, as_config, simulate
 
 if TYPE_CHECKING:
-    from tracewatt import ConfigLike
+    from tracewatt.results import Results
 
 __all__ = [
     "TuneResult",
@@ -212,7 +211,6 @@ def _check_runs_dir(out_dir: str | Path, config: Config) -> Path:
     """Checks the confirming sweep's directory before the screening run: new, empty, or the
     confirming sweep of an earlier tune of the same configuration (resumed: its runs are found
     again, and its dataset is replaced by this tune's candidates)."""
-    sweep = importlib.import_module("tracewatt.sweep")
     out: Path = sweep.check_out_dir(out_dir, "--runs")
     meta_path = out / "sweep.json"
     if not meta_path.is_file():
@@ -295,7 +293,8 @@ class TuneResult:
             "\n".join(
                 [
                     f"# Tuned link power settings (slowdown budget {self.slowdown_pct:g} %).",
-                    "# Load with tracewatt.tuning.apply_fragment(config, path), or pass each",
+                    "# Load with tracewatt.analysis.tuning.apply_fragment(config, path), or"
+                    " pass each",
                     "# line below as --set 'LINE' (an array replaces the configuration's own):",
                     *(f"#   {x.replace(' = ', '=', 1)}" for x in sets),
                     *body,
@@ -367,11 +366,9 @@ def tune(
         raise ValueError(f"slowdown: expected a non-negative percentage, got {slowdown_pct}")
     if k < 1:
         raise ValueError(f"k: expected at least 1 candidate, got {k}")
-    import tracewatt
-
-    config = tracewatt.as_config(config)
+    config = as_config(config)
     out = _check_runs_dir(out_dir, config)
-    run = tracewatt.simulate(_screening_config(config, timeouts_us))
+    run = simulate(_screening_config(config, timeouts_us))
     screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
     top = pick_candidates(screened, k)
     kinds = sorted(set(run.links["kind"]))
@@ -379,7 +376,6 @@ def tune(
         return TuneResult(
             top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct, tuple(kinds)
         )
-    sweep = importlib.import_module("tracewatt.sweep")
     spec = sweep.SweepSpec.from_dict(
         sweep_spec(config, kinds, list(top["settings"])), f"{config.source} (tune)"
     )

@@ -1,0 +1,106 @@
+"""``tracewatt analyze idle``: link settings screened from one run's idle intervals."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tracewatt import _format
+from tracewatt.analysis.idle import SCREEN_TABLES, screen_idle
+from tracewatt.cli.common import EXIT_OK, UsageError, times
+from tracewatt.results import Results
+
+
+def cmd_analyze_idle(args: argparse.Namespace) -> int:
+    path = Path(args.results)
+    if not (path / "summary.json").is_file():
+        raise UsageError(
+            f"{args.results}: not a results folder (no summary.json); write one with "
+            "`tracewatt run CONFIG -o DIR`"
+        )
+    res = Results.read(path)
+    missing = [t for t in SCREEN_TABLES if t not in res.tables]
+    if missing:
+        raise UsageError(
+            f"{path / (missing[0] + '.parquet')}: missing; analyze idle needs the run's "
+            f"{', '.join(SCREEN_TABLES)} tables (write the results again with tracewatt run -o)"
+        )
+    try:
+        df = screen_idle(
+            res,
+            times("--timeouts", args.timeouts),
+            times("--wakes", args.wakes),
+            None if args.sleeps is None else times("--sleeps", args.sleeps),
+            [k.strip() for k in args.links.split(",") if k.strip()] or None,
+            args.control,
+        )
+    except ValueError as e:
+        raise UsageError(f"{args.results}: {e}") from None
+    if args.output is not None:
+        df.to_csv(args.output, index=False)
+    if args.json:
+        sys.stdout.write(df.to_json(orient="records", indent=2) + "\n")
+    elif not args.quiet:
+        cols = [
+            "idle_timeout_us",
+            "wake_time_us",
+            "sleep_time_us",
+            "wakes",
+            "lpi_fraction",
+            "link_saving_pct",
+            "penalty_bound_pct",
+            "exact",
+            "confirm",
+        ]
+        rows = [
+            [
+                f"{r.idle_timeout_us:g}",
+                f"{r.wake_time_us:g}",
+                f"{r.sleep_time_us:g}",
+                f"{r.wakes:,.0f}",
+                f"{r.lpi_fraction:.4f}",
+                f"{r.link_saving_pct:.2f}",
+                f"{r.penalty_bound_pct:.4f}",
+                "yes" if r.exact else "interp.",
+                "confirm" if r.confirm else "",
+            ]
+            for r in df.itertuples()
+        ]
+        sys.stdout.write(_format.table(cols, rows, [True] * 7 + [False, False]))
+        bound = str(df["bound"].iloc[0])
+        sys.stdout.write(
+            "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by full "
+            "simulation (tracewatt compare with --set power.links.idle_timeout_us=...).\n"
+            + (
+                "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
+                "dependent messages can meet on its routes: a first-order bound on the "
+                "slowdown (see docs/cli.md).\n"
+                if bound == "critical_path"
+                else "penalty_bound_pct: every wake end to end (x wake + sleep time): a worst "
+                "case that grows with the machine; run with --set output.messages=true for the "
+                "critical-path bound.\n"
+            )
+        )
+        if res.config["machine"].get("credits") == "reverse_link":
+            sys.stdout.write(
+                "caveat: credits travel on the reverse link (machine.credits = reverse_link): "
+                "their frames end idle intervals and wake links as packets do (counted above), "
+                "but a credit delayed by a wake holds back a sender only when its buffer is "
+                "full, which the penalty bound does not count.\n"
+            )
+        paired = int(df["paired"].iloc[0])
+        if paired and bool(df["pairs_exact"].all()):
+            sys.stdout.write(
+                f"paired: {paired} link directions screened as paired links (both directions "
+                "idle together, one wake per link) from pair_idle_thresholds.\n"
+            )
+        elif paired:
+            sys.stdout.write(
+                f"caveat: {paired} screened link directions are `paired` (they sleep "
+                "only when both directions are idle); the screening counts each direction's "
+                "idle intervals alone, so its LPI share and saving overestimate theirs; run "
+                "with --set output.pair_idle=true (at these timeouts among "
+                "output.idle_thresholds_us) to screen them exactly.\n"
+            )
+    return EXIT_OK

@@ -1,0 +1,130 @@
+"""``tracewatt sweep`` and ``tracewatt study`` (the shipped sweep ``default``): a sweep spec's
+runs on local processes or Dask, and their table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tracewatt import _format, sweep
+from tracewatt.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError, sigterm_stops
+from tracewatt.cli.progress import SweepDisplay
+
+
+def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
+    """The executor options of ``sweep`` / ``study`` as keyword arguments of ``sweep.run``."""
+    jq = {k: getattr(args, k) for k in ("queue", "account", "walltime", "cores", "memory")}
+    given = [f"--{k}" for k, v in jq.items() if v is not None]
+    if args.jobs is not None:
+        given.append("--jobs")
+    if given and args.cluster not in ("slurm", "pbs"):
+        raise UsageError(f"{', '.join(given)}: only with --cluster slurm or --cluster pbs")
+    if args.cluster in ("slurm", "pbs") and (args.cores is None or args.memory is None):
+        raise UsageError(f"--cluster {args.cluster}: give --cores and --memory (per job)")
+    if args.cluster is not None and args.cluster not in ("slurm", "pbs"):
+        n = args.cluster.removeprefix("local:")
+        if not args.cluster.startswith("local:") or not n.isdigit() or int(n) < 1:
+            raise UsageError(f"--cluster {args.cluster}: expected local:N (N >= 1), slurm or pbs")
+    return {
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "cluster": args.cluster,
+        "cluster_options": jq,
+        "jobs": args.jobs or 1,
+    }
+
+
+def _where(args: argparse.Namespace) -> str:
+    if args.scheduler is not None:
+        return f"on the Dask scheduler {args.scheduler}"
+    if args.cluster is not None:
+        return f"on a Dask cluster ({args.cluster})"
+    return f"on {args.workers or os.cpu_count() or 1} local process(es)"
+
+
+def _sweep_dir(path: str) -> Path:
+    """``-o DIR``: new, empty, or a sweep's (which is resumed)."""
+    return sweep.check_out_dir(path)
+
+
+def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
+    spec = sweep.SweepSpec.load(spec_path)
+    target = _sweep_target(args)
+    display = SweepDisplay(args, spec.name, _where(args))
+    try:
+        # A batch job's time limit ends the sweep with SIGTERM: stop as on Ctrl-C (workers
+        # stopped, finished runs kept, their dataset written), not with workers left running.
+        with sigterm_stops():
+            df = sweep.run(spec, out, progress=display, replace=args.force, **target)
+    finally:
+        display.close()
+    if args.json:
+        sys.stdout.write(df.to_json(orient="records", indent=2) + "\n")
+    elif not args.quiet:
+        sys.stdout.write(sweep_table(df, spec.axis_names))
+        if args.output is not None:
+            sys.stdout.write(f"results written to {out}/ (sweep.parquet, sweep.json, runs/)\n")
+    return EXIT_INTERNAL if (df["status"] != "ok").any() else EXIT_OK
+
+
+def sweep_table(df: Any, axes: Sequence[str]) -> str:
+    """The table ``sweep`` and ``study`` print: a row per run."""
+    groups = ["group"] if (df["group"] != "").any() else []
+    variants = ["variant"] if df["variant"].nunique() > 1 else []
+    metrics = [
+        ("makespan_s", _format.seconds),
+        ("energy_j", lambda v: f"{v:.4g}"),
+        ("lpi_share", lambda v: f"{v:.3f}"),
+        ("saving_pct", lambda v: f"{v:.2f}"),
+        ("link_saving_pct", lambda v: f"{v:.1f}"),
+        ("slowdown_pct", lambda v: f"{v:.2f}"),
+    ]
+    metrics = [(k, f) for k, f in metrics if k in df.columns]
+    headers = [*groups, *axes, *variants, "status", *(k for k, _ in metrics)]
+    rows = []
+    for rec in df.to_dict("records"):
+        cells = [str(rec[k]) if rec[k] is not None else "" for k in [*groups, *axes, *variants]]
+        cells = [c if c not in ("nan", "None") else "" for c in cells]
+        cells.append(str(rec["status"]))
+        for k, f in metrics:
+            v = rec[k]
+            # `+ 0.0` prints a saving of -0.0 as 0.00.
+            cells.append("" if v is None or v != v else f(v + 0.0))
+        rows.append(cells)
+    right = [False] * (len(headers) - len(metrics)) + [True] * len(metrics)
+    return _format.table(headers, rows, right)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.list:
+        shipped = sweep.list_shipped()
+        if args.json:
+            listed = [{"name": name, "description": text} for name, text in shipped]
+            sys.stdout.write(json.dumps(listed, indent=2) + "\n")
+            return EXIT_OK
+        width = max(len(name) for name, _ in shipped) + 2
+        for name, description in shipped:
+            sys.stdout.write(f"{name:<{width}}{description}\n")
+        return EXIT_OK
+    if args.spec is None:
+        raise UsageError("give a sweep spec (a TOML file, or a shipped one: --list)")
+    if args.output is None:
+        raise UsageError("give the sweep's directory: -o DIR")
+    spec = Path(args.spec)
+    if not spec.is_file():
+        spec = sweep.shipped_spec_path(args.spec)
+    return _run_sweep(args, spec, _sweep_dir(args.output))
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    spec = sweep.shipped_spec_path("default")
+    if args.output is not None:
+        return _run_sweep(args, spec, _sweep_dir(args.output))
+    with tempfile.TemporaryDirectory(prefix="tracewatt-study-") as tmp:
+        return _run_sweep(args, spec, Path(tmp))
