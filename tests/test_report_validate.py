@@ -17,7 +17,7 @@ from tracewatt.validation import mpi_wait
 INTERVALS_US = [100.0, 300.0, 500.0, 700.0, 1000.0, 1500.0, 2000.0]
 WAKE_US = 17.0
 SHARE = 39 / 40  # the check's first round finds the links fresh
-# Miwa et al. Fig. 4-5 (research.md section 1): backplane, port active and port LPI power, W.
+# Miwa et al. Fig. 4-5 (docs/references.md section 1): backplane, port active and port LPI power, W.
 SWITCHES_W = {"powerconnect-8132": (96.0, 3.44, 2.08), "m7100": (83.0, 3.59, 2.22)}
 
 

@@ -315,7 +315,7 @@ def _add_validate(sub: Subcommands) -> None:
     v = sub.add_parser(
         "validate",
         help="reproduce the papers' checks; print target beside simulated value",
-        description="Run the validation checks of research.md. Exit status 4 if any fails.",
+        description="Run the validation checks of docs/references.md. Exit status 4 if any fails.",
     )
     v.add_argument(
         "--check", action="append", metavar="ID", help="run only this check (repeatable)"

@@ -1,4 +1,4 @@
-"""``tracewatt validate``: the checks of research.md, each printing its target beside the
+"""``tracewatt validate``: the checks of docs/references.md, each printing its target beside the
 simulated value. The test suite runs the same functions. Each check is a module of this package,
 with the data of its figure.
 
@@ -8,14 +8,14 @@ with the data of its figure.
 4. The analytic penalty bound: the paper's arithmetic, and a bound on a simulated slowdown.
 5. Sensitivity to idle_timeout and wake_time on NPB-like class C skeletons (Miwa et al.,
    Fig. 28-33).
-6. ``nic-coalescing``: NIC interrupt coalescing with paced and shaped streams (Tanaka et al.,
+6. ``nic-coalescing``: NIC interrupt coalescing with paced and shaped streams (Kodama et al.,
    Table 1) and the node power it costs.
 7. ``mpi-wait``: two-phase MPI wait policies on NPB-like class C skeletons, 8 ranks on one node
    (Hori et al., Fig. 6-7); with ``--slow``, also the real NPB class B traces.
 8. ``whole-system``: EEE's saving on the whole 16-node machine, nodes included (Miwa et al.,
    Fig. 24-25).
-9. ``dimm-hotplug``: the bandwidth-preserving DIMM policy against always-on and ideal (Oe et
-   al.).
+9. ``dimm-hotplug``: the bandwidth-preserving DIMM policy against always-on and ideal
+   (Ishihara et al.).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ WAKE_US = 17.0
 SLEEP_US = 2.88
 #: The paper's 10GBASE-T switches, by `power.switch.model`: backplane, port active and port
 #: LPI power, W (Miwa et al. Fig. 4-5: the LPI figure is active minus the 1.36 / 1.37 W saved;
-#: research.md section 1).
+#: docs/references.md section 1).
 SWITCH_FIGURES_W: dict[str, tuple[float, float, float]] = {
     "powerconnect-8132": (96.0, 3.44, 2.08),
     "m7100": (83.0, 3.59, 2.22),

@@ -1,5 +1,5 @@
-"""Check ``dimm-hotplug``: the bandwidth-preserving DIMM policy against always-on and ideal (Oe
-et al.)."""
+"""Check ``dimm-hotplug``: the bandwidth-preserving DIMM policy against always-on and ideal
+(Ishihara et al.)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from tracewatt.validation.common import (
     run_doc,
 )
 
-#: Oe et al.'s test node (research.md section 5): 4 channels x 2 DIMMs of 4 GB, 0.9 W each.
+#: Ishihara et al.'s test node (docs/references.md section 5): 4 channels x 2 DIMMs of 4 GB,
+#: 0.9 W each.
 DIMM_CHANNELS, DIMM_GIB, DIMM_W = 4, 4.0, 0.9
 
 
@@ -90,7 +91,7 @@ def check_dimm_hotplug() -> Check:
     ]
     return Check(
         "dimm-hotplug",
-        "Memory hotplug (Oe et al.): 4 channels x 2 DIMMs of 4 GiB at 0.9 W, one job",
+        "Memory hotplug (Ishihara et al.): 4 channels x 2 DIMMs of 4 GiB at 0.9 W, one job",
         "fitting the first DIMMs: exactly half the standby energy, no channel lost; growing "
         "past the online threshold: the saving before it only; time added = transitions x "
         "transition_s; ideal saves more but loses channels",

@@ -1,4 +1,4 @@
-"""Check ``nic-coalescing``: NIC interrupt coalescing with paced and shaped streams (Tanaka et al.,
+"""Check ``nic-coalescing``: NIC interrupt coalescing with paced and shaped streams (Kodama et al.,
 Table 1) and the node power it costs."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from tracewatt.validation.common import (
     run_all,
 )
 
-#: Tanaka et al. Table 1 (research.md section 3): Mb/s -> receiver interrupts/s and packets per
-#: interrupt, paced ("ifg") then shaped.
+#: Kodama et al. Table 1 (docs/references.md section 3): Mb/s -> receiver interrupts/s and
+#: packets per interrupt, paced ("ifg") then shaped.
 NIC_TABLE1: dict[int, tuple[float, float, float, float]] = {
     900: (12_588, 5.89, 12_564, 5.90),
     800: (15_985, 4.12, 11_187, 5.89),
@@ -135,7 +135,7 @@ def check_nic_coalescing() -> Check:
     ]
     return Check(
         "nic-coalescing",
-        "NIC interrupt coalescing (Tanaka et al. Table 1): paced and shaped 1,500-byte streams "
+        "NIC interrupt coalescing (Kodama et al. Table 1): paced and shaped 1,500-byte streams "
         "at 100-900 Mb/s on 1000BASE-T, rx-usecs 18 us, at most 6 frames per interrupt",
         "interrupts/s and frames/interrupt within 10 % of Table 1 (paced: 900 and 100-600 Mb/s; "
         "shaped: every rate); pacing peak at 600 Mb/s; NIC power there within 10 % of the "

@@ -56,7 +56,7 @@ def check_pingpong() -> Check:
     )
 
 
-#: Miwa et al. Fig. 7 (research.md section 1): the response time at a 2 ms send interval rose
+#: Miwa et al. Fig. 7 (docs/references.md section 1): the response time at a 2 ms send interval rose
 #: 24 us with EEE on one link and 18 us more with EEE on both.
 PAPER_RTT_ADDED_US = {1: 24.0, 2: 42.0}
 PAPER_RTT_INTERVAL_US = 2000.0

@@ -25,7 +25,7 @@ from tracewatt.validation.common import (
 
 #: The paper's sensitivity runs: NPB class C (Fig. 28-33).
 SENSITIVITY_BENCHMARKS = [("ft", "C"), ("sp", "C"), ("cg", "C"), ("bt", "C")]
-#: Measured class C run times without EEE (research.md section 1; BT's is the M7100 run).
+#: Measured class C run times without EEE (docs/references.md section 1; BT's is the M7100 run).
 PAPER_RUN_S = {"ft": 35.726, "sp": 84.1, "bt": 93.744}
 #: (idle_timeout_us, wake_time_us) of Fig. 28-33 that the check runs.
 SENSITIVITY_SETTINGS = [

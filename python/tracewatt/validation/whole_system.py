@@ -12,7 +12,7 @@ from tracewatt.validation.common import (
     run_doc,
 )
 
-#: Miwa et al. Fig. 24-25 (research.md section 1): EEE saved 93.7 W = 4.72 % of the system,
+#: Miwa et al. Fig. 24-25 (docs/references.md section 1): EEE saved 93.7 W = 4.72 % of the system,
 #: 21.3-21.9 W per switch of its 3; run time 342.79 s -> 342.76 s.
 WHOLE_SYSTEM_SAVED_W, WHOLE_SYSTEM_PCT, WHOLE_SYSTEM_SWITCH_W = 93.7, 4.72, 3 * 21.6
 
