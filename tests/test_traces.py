@@ -542,6 +542,33 @@ def test_record_round_trip(
     assert "building the tracer" not in r.err
 
 
+def _record_outside(
+    cwd: Path,
+    python: list[str | Path],
+    tracewatt_cmd: list[str | Path],
+    cmd: list[str],
+    env: dict[str, str],
+) -> Path:
+    """Records ``cmd`` with ``tracewatt_cmd record`` from ``cwd`` (outside the checkout), checks
+    the recording, and returns where that installation finds the tracer's sources."""
+    code = "from tracewatt.cli import trace; print(trace.tracer_sources())"
+    where = subprocess.run(
+        [*python, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    assert where.returncode == 0, where.stderr
+    p = subprocess.run(
+        [*tracewatt_cmd, "record", "--json", "-o", "rec", "--", *cmd],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    _check_ring(json.loads(p.stdout))
+    return Path(where.stdout.strip())
+
+
 @needs_mpi
 def test_record_from_an_installed_copy_outside_the_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -558,22 +585,10 @@ def test_record_from_an_installed_copy_outside_the_checkout(
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    code = "from tracewatt.cli import trace; print(trace.tracer_sources())"
-    where = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    sources = _record_outside(
+        tmp_path, [sys.executable], [sys.executable, "-m", "tracewatt"], cmd, env
     )
-    assert where.returncode == 0, where.stderr
-    assert where.stdout == f"{site / 'tracewatt' / '_tracer'}\n"
-    p = subprocess.run(
-        [sys.executable, "-m", "tracewatt", "record", "--json", "-o", "rec", "--", *cmd],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert p.returncode == 0, p.stderr
-    _check_ring(json.loads(p.stdout))
+    assert sources == site / "tracewatt" / "_tracer"
     built = list((tmp_path / "cache" / "tracewatt").glob("tracer-*/libtwtrace.so"))
     assert [b.parent.parent for b in built] == [tmp_path / "cache" / "tracewatt"]
 
@@ -593,27 +608,10 @@ def test_pip_install_then_record_from_anywhere(
     installed = subprocess.run(pip, capture_output=True, text=True, check=False)
     assert installed.returncode == 0, installed.stderr
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = "from tracewatt.cli import trace; print(trace.tracer_sources())"
-    where = subprocess.run(
-        [venv / "bin" / "python", "-c", code],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    sources = _record_outside(
+        tmp_path, [venv / "bin" / "python"], [venv / "bin" / "tracewatt"], cmd, env
     )
-    assert where.returncode == 0, where.stderr
-    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
-    p = subprocess.run(
-        [venv / "bin" / "tracewatt", "record", "--json", "-o", "rec", "--", *cmd],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert p.returncode == 0, p.stderr
-    _check_ring(json.loads(p.stdout))
+    assert sources.is_relative_to(venv), sources
 
 
 def test_record_usage_errors(trace_cli: Callable[..., CliResult], tmp_path: Path) -> None:
