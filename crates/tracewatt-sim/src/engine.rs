@@ -347,8 +347,8 @@ pub(crate) struct Observers {
 
 impl LinkObserver for Observers {
     #[inline]
-    fn earliest_start(&mut self, ch: tracewatt_net::ChannelId, now: Ps) -> Ps {
-        self.power.earliest_start(ch, now)
+    fn link_ready(&mut self, ch: tracewatt_net::ChannelId, now: Ps) -> Ps {
+        self.power.link_ready(ch, now)
     }
     #[inline]
     fn on_transmit(
