@@ -4,6 +4,7 @@
 
 use crate::error::SimError;
 use crate::presets;
+use crate::trace_path;
 use crate::units::{ns_to_ps, time_field};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{self, MAX_DURATION_PS, NS, S, US};
@@ -323,30 +324,8 @@ impl TraceSpec {
     /// configuration file `source` (or to the current directory when `source` is not a file
     /// name, i.e. `<dict>` / `<string>`).
     pub fn resolve(&self, source: &str) -> std::path::PathBuf {
-        resolve_trace_path(&self.path, source)
+        trace_path::resolve(&self.path, source)
     }
-}
-
-/// [`TraceSpec::resolve`] of a path as written.
-pub(crate) fn resolve_trace_path(path: &str, source: &str) -> std::path::PathBuf {
-    let p = std::path::Path::new(path);
-    if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
-        return p.to_path_buf();
-    }
-    match std::path::Path::new(source).parent() {
-        Some(dir) => dir.join(p),
-        None => p.to_path_buf(),
-    }
-}
-
-/// The error for a trace path that does not exist.
-pub(crate) fn missing_trace(source: &str, job: usize, resolved: &std::path::Path) -> SimError {
-    SimError::config(
-        source,
-        &format!("jobs[{job}].trace.path"),
-        format!("{}: no such file or directory", resolved.display()),
-        None,
-    )
 }
 
 /// Which nodes a job gets.
@@ -728,7 +707,7 @@ impl Config {
                     }
                     let resolved = t.resolve(source);
                     if !resolved.exists() {
-                        return Err(missing_trace(source, i, &resolved));
+                        return Err(trace_path::missing(source, i, &resolved));
                     }
                     if let Some(w) = &t.window {
                         for (k, v) in [("start_s", w.start_s), ("stop_s", w.stop_s)] {

@@ -18,6 +18,7 @@ pub mod presets;
 pub mod results;
 mod sizing;
 pub mod stats;
+mod trace_path;
 mod units;
 
 pub use config::{Config, Format};
