@@ -156,6 +156,8 @@ pub struct Progress {
     pub ranks_total: u64,
 }
 
+/// One run in progress: the event queue, the ranks and their requests and messages in flight,
+/// the fabric and what observes it.
 pub(crate) struct Engine<'a> {
     q: EventQueue<Ev>,
     fabric: Fabric,
@@ -192,6 +194,8 @@ impl std::fmt::Debug for Engine<'_> {
 }
 
 impl<'a> Engine<'a> {
+    /// A run of `programs` (one per rank, job after job) of `jobs` on `fabric`, watched by
+    /// `observers`; `rng` drives the fabric's random choices (adaptive routing).
     pub fn new(
         params: EngineParams,
         fabric: Fabric,
