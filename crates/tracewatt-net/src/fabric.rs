@@ -71,9 +71,10 @@ pub const CREDIT_FRAME_BYTES: u64 = 8;
 /// Observer of link-direction activity. Implementations must not assume anything about the
 /// order of calls across channels, only that calls for one channel come in time order.
 pub trait LinkObserver {
-    /// A packet is ready to go on `ch` at `now`; return when it may actually start (>= `now`).
-    /// This is the one hook a power model needs in the packet path: a sleeping link's wake-up.
-    fn earliest_start(&mut self, _ch: ChannelId, now: Ps) -> Ps {
+    /// A packet is ready to go on `ch` at `now`; return when the link direction is ready for it
+    /// (>= `now`). This is the one hook a power model needs in the packet path: a sleeping
+    /// link's wake-up.
+    fn link_ready(&mut self, _ch: ChannelId, now: Ps) -> Ps {
         now
     }
     /// `ch` transmits `bytes` of a packet sent by node `src` from `start` to `end`. Successive
@@ -470,7 +471,7 @@ impl Fabric {
         let c = self.credits_out[id];
         self.credits_out.remove(id);
         let rev = self.topo.channels[c.held as usize].reverse;
-        let start = obs.earliest_start(rev, now).max(now);
+        let start = obs.link_ready(rev, now).max(now);
         let r = &mut self.ch[rev as usize];
         let end = start + serialization_ps(CREDIT_FRAME_BYTES, r.bits_per_s);
         if r.busy_until <= start {
@@ -788,7 +789,7 @@ impl Fabric {
     ) {
         let c = ch as usize;
         let p = self.packets[pkt];
-        let start = obs.earliest_start(ch, now).max(now);
+        let start = obs.link_ready(ch, now).max(now);
         let o = self.ch[c];
         let ser = if p.bytes == self.params.packet_bytes {
             o.full_packet_ps

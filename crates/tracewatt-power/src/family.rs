@@ -172,7 +172,7 @@ impl Power {
 
 impl LinkObserver for Power {
     #[inline]
-    fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
+    fn link_ready(&mut self, ch: ChannelId, now: Ps) -> Ps {
         // Each model answers for itself from the same `now`; the packet waits for the latest.
         let mut t = match &mut self.link_power {
             Some(l) => l.link_ready(ch, now),

@@ -25,7 +25,7 @@ pub use crate::core::{
 };
 pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
-pub use link::{Control, LinkPower, LinkReport, LinkTiming, Policy, PortOwner, PortPower};
+pub use link::{LinkControl, LinkPolicy, LinkPower, LinkReport, LinkTiming, PortOwner, PortPower};
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
 pub use nic::{NicParams, NicPort, NicPower};
 pub use switch::Backplanes;

@@ -29,7 +29,7 @@ use tracewatt_net::ChannelId;
 /// What a link does when idle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Policy {
+pub enum LinkPolicy {
     /// Never sleeps: the baseline.
     AlwaysOn,
     /// Sleeps after `idle_timeout` without traffic; `idle_timeout = 0` sleeps right after each
@@ -40,7 +40,7 @@ pub enum Policy {
 /// Whether the two directions of a link sleep alone or together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Control {
+pub enum LinkControl {
     Independent,
     Paired,
 }
@@ -48,7 +48,7 @@ pub enum Control {
 /// Timing of one link class's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkTiming {
-    pub policy: Policy,
+    pub policy: LinkPolicy,
     pub idle_timeout_ps: Ps,
     pub sleep_time_ps: Ps,
     pub wake_time_ps: Ps,
@@ -61,7 +61,7 @@ impl LinkTiming {
     /// Whether the link goes to sleep during an idle gap of `gap`.
     #[inline]
     fn sleeps_in(&self, gap: Ps) -> bool {
-        self.policy == Policy::Timeout && gap > self.idle_timeout_ps
+        self.policy == LinkPolicy::Timeout && gap > self.idle_timeout_ps
     }
 }
 
@@ -159,7 +159,7 @@ impl LinkPower {
     /// refresh, and a wake lasts the wake time of the channel whose packet starts it. The
     /// timeline has the model's two series (switch ports, NIC ports).
     pub fn new(
-        control: &[Control],
+        control: &[LinkControl],
         reverse: &[ChannelId],
         timing: Vec<LinkTiming>,
         port: Vec<PortPower>,
@@ -179,7 +179,7 @@ impl LinkPower {
             unit_of[c] = u;
             let mut m = [c as u32, NONE];
             let r = reverse[c] as usize;
-            let paired = control[c] == Control::Paired && control[r] == Control::Paired;
+            let paired = control[c] == LinkControl::Paired && control[r] == LinkControl::Paired;
             if paired && r != c && unit_of[r] == NONE {
                 unit_of[r] = u;
                 m[1] = r as u32;

@@ -3,9 +3,11 @@
 
 use tracewatt_core::time::PS_PER_US as US;
 use tracewatt_power::PowerModel;
-use tracewatt_power::{Control, LinkPower, LinkTiming, Policy, PortOwner, PortPower, Timeline};
+use tracewatt_power::{
+    LinkControl, LinkPolicy, LinkPower, LinkTiming, PortOwner, PortPower, Timeline,
+};
 
-fn timing(policy: Policy, refresh_period_us: u64, refresh_time_us: u64) -> LinkTiming {
+fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> LinkTiming {
     LinkTiming {
         policy,
         idle_timeout_ps: 10 * US,
@@ -17,7 +19,7 @@ fn timing(policy: Policy, refresh_period_us: u64, refresh_time_us: u64) -> LinkT
 }
 
 /// One link: channel 0 and channel 1 are its two directions.
-fn link(control: Control, t: LinkTiming) -> LinkPower {
+fn link(control: LinkControl, t: LinkTiming) -> LinkPower {
     let port = PortPower {
         active_w: 4.0,
         lpi_w: 1.0,
@@ -45,7 +47,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn a_packet_within_the_timeout_is_not_delayed() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     assert_eq!(send(&mut lp, 0, 0), 0);
     assert_eq!(send(&mut lp, 0, 11), 11 * US); // idle 10 us exactly: still active
     let (r, _) = lp.close(12 * US);
@@ -58,7 +60,7 @@ fn a_packet_within_the_timeout_is_not_delayed() {
 
 #[test]
 fn a_packet_during_sleeping_waits_for_the_sleep_then_the_wake() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0); // busy until 1 us; sleeps at 11 us, LPI from 13 us
     assert_eq!(send(&mut lp, 0, 12), 16 * US); // sleep ends 13, wake 13..16
     let (r, _) = lp.close(17 * US);
@@ -73,7 +75,7 @@ fn a_packet_during_sleeping_waits_for_the_sleep_then_the_wake() {
 
 #[test]
 fn a_packet_in_lpi_pays_one_wake_and_lpi_saves_power() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     assert_eq!(send(&mut lp, 0, 30), 33 * US); // LPI 13..30, wake 30..33
     let (r, _) = lp.close(40 * US);
@@ -91,7 +93,7 @@ fn a_packet_in_lpi_pays_one_wake_and_lpi_saves_power() {
 
 #[test]
 fn refreshes_in_lpi_are_counted_and_cost_active_power() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 5, 1));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 5, 1));
     send(&mut lp, 0, 0);
     send(&mut lp, 0, 30); // LPI 13..30 = 17 us: 3 refreshes of 1 us
     let (r, _) = lp.close(40 * US);
@@ -105,7 +107,7 @@ fn refreshes_in_lpi_are_counted_and_cost_active_power() {
 
 #[test]
 fn the_run_ends_in_lpi_without_a_wake() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     let (r, _) = lp.close(100 * US); // sleep 11..13, LPI 13..100
     assert_eq!(
@@ -119,7 +121,7 @@ fn the_run_ends_in_lpi_without_a_wake() {
 
 #[test]
 fn the_run_ends_while_sleeping() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     let (r, _) = lp.close(12 * US); // sleep started at 11 us
     assert_eq!((r[0].sleep_ps, r[0].lpi_ps), (US, 0));
@@ -127,9 +129,9 @@ fn the_run_ends_while_sleeping() {
 
 #[test]
 fn zero_timeout_sleeps_after_every_packet_but_not_between_back_to_back_ones() {
-    let mut t = timing(Policy::Timeout, 0, 0);
+    let mut t = timing(LinkPolicy::Timeout, 0, 0);
     t.idle_timeout_ps = 0;
-    let mut lp = link(Control::Independent, t);
+    let mut lp = link(LinkControl::Independent, t);
     // Idle from t=0: sleeping at once, LPI from 2 us; asked at 1 us -> the sleep completes,
     // then the wake.
     assert_eq!(send(&mut lp, 0, 1), 5 * US);
@@ -143,7 +145,7 @@ fn zero_timeout_sleeps_after_every_packet_but_not_between_back_to_back_ones() {
 
 #[test]
 fn always_on_never_delays_and_draws_active_power() {
-    let mut lp = link(Control::Paired, timing(Policy::AlwaysOn, 0, 0));
+    let mut lp = link(LinkControl::Paired, timing(LinkPolicy::AlwaysOn, 0, 0));
     send(&mut lp, 0, 0);
     assert_eq!(send(&mut lp, 1, 500), 500 * US);
     let (r, _) = lp.close(1000 * US);
@@ -155,7 +157,7 @@ fn always_on_never_delays_and_draws_active_power() {
 
 #[test]
 fn paired_directions_sleep_and_wake_together() {
-    let mut lp = link(Control::Paired, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Paired, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     // The link is awake: direction 0 was busy recently.
     assert_eq!(send(&mut lp, 1, 5), 5 * US);
@@ -181,13 +183,13 @@ fn a_paired_wake_lasts_the_waking_transmitters_wake_time() {
         active_w: 4.0,
         lpi_w: 1.0,
     };
-    let nic = timing(Policy::Timeout, 0, 0);
+    let nic = timing(LinkPolicy::Timeout, 0, 0);
     let switch = LinkTiming {
         wake_time_ps: 30 * US,
         ..nic
     };
     let mut lp = LinkPower::new(
-        &[Control::Paired; 2],
+        &[LinkControl::Paired; 2],
         &[1, 0],
         vec![nic, switch],
         vec![port; 2],
@@ -212,7 +214,7 @@ fn a_paired_wake_lasts_the_waking_transmitters_wake_time() {
 
 #[test]
 fn independent_directions_sleep_alone() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     // Direction 1 has been idle since 0: sleep 10..12, LPI from 12; asked at 5 -> active.
     assert_eq!(send(&mut lp, 1, 5), 5 * US);
@@ -231,13 +233,13 @@ fn each_link_follows_its_own_control() {
         active_w: 4.0,
         lpi_w: 1.0,
     };
-    let t = timing(Policy::Timeout, 0, 0);
+    let t = timing(LinkPolicy::Timeout, 0, 0);
     let mut lp = LinkPower::new(
         &[
-            Control::Paired,
-            Control::Paired,
-            Control::Independent,
-            Control::Independent,
+            LinkControl::Paired,
+            LinkControl::Paired,
+            LinkControl::Independent,
+            LinkControl::Independent,
         ],
         &[1, 0, 3, 2],
         vec![t; 4],
@@ -263,7 +265,7 @@ fn each_link_follows_its_own_control() {
 
 #[test]
 fn timeline_integrates_to_the_saving() {
-    let mut lp = link(Control::Independent, timing(Policy::Timeout, 0, 0));
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Timeout, 0, 0));
     send(&mut lp, 0, 0);
     let (r, mut tl) = lp.close(100 * US);
     let drawn_j: f64 = tl

@@ -4,6 +4,7 @@
 
 use crate::error::SimError;
 use crate::presets;
+use crate::trace_path;
 use crate::units::{ns_to_ps, time_field};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{self, MAX_DURATION_PS, NS, S, US};
@@ -323,30 +324,8 @@ impl TraceSpec {
     /// configuration file `source` (or to the current directory when `source` is not a file
     /// name, i.e. `<dict>` / `<string>`).
     pub fn resolve(&self, source: &str) -> std::path::PathBuf {
-        resolve_trace_path(&self.path, source)
+        trace_path::resolve(&self.path, source)
     }
-}
-
-/// [`TraceSpec::resolve`] of a path as written.
-pub(crate) fn resolve_trace_path(path: &str, source: &str) -> std::path::PathBuf {
-    let p = std::path::Path::new(path);
-    if p.is_absolute() || (source.starts_with('<') && source.ends_with('>')) {
-        return p.to_path_buf();
-    }
-    match std::path::Path::new(source).parent() {
-        Some(dir) => dir.join(p),
-        None => p.to_path_buf(),
-    }
-}
-
-/// The error for a trace path that does not exist.
-pub(crate) fn missing_trace(source: &str, job: usize, resolved: &std::path::Path) -> SimError {
-    SimError::config(
-        source,
-        &format!("jobs[{job}].trace.path"),
-        format!("{}: no such file or directory", resolved.display()),
-        None,
-    )
 }
 
 /// Which nodes a job gets.
@@ -531,7 +510,18 @@ impl Config {
         v
     }
 
+    /// Checks what deserialisation cannot: values in range, fields that go together, traces
+    /// that exist. The first fault found is reported, section by section in the order of the
+    /// configuration reference.
     fn validate(&self, source: &str) -> Result<(), SimError> {
+        self.validate_machine(source)?;
+        self.validate_mpi(source)?;
+        self.validate_jobs(source)?;
+        self.validate_output(source)
+    }
+
+    /// `[machine]`: packets and buffers, link speeds and latencies, link overrides.
+    fn validate_machine(&self, source: &str) -> Result<(), SimError> {
         let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
         let m = &self.machine;
         if m.packet_bytes == 0 {
@@ -586,7 +576,11 @@ impl Config {
                 m.packet_bytes,
             )?;
         }
-        self.check_link_classes(source)?;
+        self.check_link_classes(source)
+    }
+
+    /// `[mpi]`: overheads and the size of control messages.
+    fn validate_mpi(&self, source: &str) -> Result<(), SimError> {
         time_field(
             source,
             "mpi.send_overhead_ns",
@@ -594,10 +588,12 @@ impl Config {
             NS,
         )?;
         if self.mpi.control_bytes > MAX_MESSAGE_BYTES {
-            return err(
+            return Err(SimError::config(
+                source,
                 "mpi.control_bytes",
                 too_large_message(self.mpi.control_bytes),
-            );
+                None,
+            ));
         }
         time_field(
             source,
@@ -605,161 +601,166 @@ impl Config {
             self.mpi.recv_overhead_ns,
             NS,
         )?;
+        Ok(())
+    }
+
+    /// `[[jobs]]`: at least one, with names that differ, each valid on its own.
+    fn validate_jobs(&self, source: &str) -> Result<(), SimError> {
         if self.jobs.is_empty() {
-            return err("jobs", "at least one [[jobs]] entry is required".into());
+            return Err(SimError::config(
+                source,
+                "jobs",
+                "at least one [[jobs]] entry is required",
+                None,
+            ));
         }
         let mut names = std::collections::BTreeSet::new();
         for (i, j) in self.jobs.iter().enumerate() {
-            if j.ranks == 0 {
-                return err(&format!("jobs[{i}].ranks"), "must be at least 1".into());
+            self.validate_job(source, i, j, &mut names)?;
+        }
+        Ok(())
+    }
+
+    /// `jobs[i]`; `names` holds the names of the jobs before it.
+    fn validate_job<'j>(
+        &self,
+        source: &str,
+        i: usize,
+        j: &'j JobSpec,
+        names: &mut std::collections::BTreeSet<&'j str>,
+    ) -> Result<(), SimError> {
+        let err = |field: &str, msg: String| {
+            Err(SimError::config(
+                source,
+                &format!("jobs[{i}].{field}"),
+                msg,
+                None,
+            ))
+        };
+        if j.ranks == 0 {
+            return err("ranks", "must be at least 1".into());
+        }
+        if let Some(name) = &j.name {
+            if name.is_empty() {
+                return err("name", "must not be empty".into());
             }
-            if let Some(name) = &j.name {
-                if name.is_empty() {
-                    return err(&format!("jobs[{i}].name"), "must not be empty".into());
-                }
-                if !names.insert(name.as_str()) {
-                    return err(
-                        &format!("jobs[{i}].name"),
-                        format!("{name:?} names an earlier job too: job names must differ"),
-                    );
-                }
-            }
-            if let Some(w) = &j.workload {
-                // Sizes beyond any MPI message would only make a run that never ends.
-                let fields = serde_json::to_value(w).unwrap_or_default();
-                for (k, v) in fields.as_object().into_iter().flatten() {
-                    if let Some(b) = v.as_u64().filter(|_| k.ends_with("bytes")) {
-                        if b > MAX_MESSAGE_BYTES {
-                            return err(&format!("jobs[{i}].workload.{k}"), too_large_message(b));
-                        }
-                    }
-                }
-            }
-            let installed = f64::from(self.power.dimms.channels)
-                * f64::from(self.power.dimms.dimms_per_channel)
-                * self.power.dimms.dimm_gib;
-            let most = j
-                .memory_profile()
-                .into_iter()
-                .map(|p| p.1)
-                .fold(0.0, f64::max);
-            if most > installed {
+            if !names.insert(name.as_str()) {
                 return err(
-                    &format!("jobs[{i}].memory_gib"),
-                    format!(
-                        "{most} GiB in use is more than the node's {installed} GiB of DIMMs \
-                         (power.dimms: channels x dimms_per_channel x dimm_gib)"
-                    ),
+                    "name",
+                    format!("{name:?} names an earlier job too: job names must differ"),
                 );
             }
-            if let (Some(n), Allocation::List) = (j.nodes, j.allocation) {
-                if n as usize != j.node_list.len() {
-                    return err(
-                        &format!("jobs[{i}].nodes"),
-                        format!(
-                            "{n}, but node_list names {} nodes (give one of them, or both alike)",
-                            j.node_list.len()
-                        ),
-                    );
-                }
-            }
-            time_field(source, &format!("jobs[{i}].start_us"), j.start_us, US)?;
-            if j.memory_gib.is_some() && !j.memory.is_empty() {
-                return err(
-                    &format!("jobs[{i}].memory"),
-                    "give memory_gib or a [[jobs.memory]] profile, not both".into(),
-                );
-            }
-            if let Some(g) = j.memory_gib {
-                non_negative(source, &format!("jobs[{i}].memory_gib"), g)?;
-            }
-            for (k, p) in j.memory.iter().enumerate() {
-                time_field(source, &format!("jobs[{i}].memory[{k}].at_s"), p.at_s, S)?;
-                non_negative(source, &format!("jobs[{i}].memory[{k}].gib"), p.gib)?;
-            }
-            if j.allocation == Allocation::List && j.node_list.is_empty() {
-                return err(
-                    &format!("jobs[{i}].node_list"),
-                    "allocation = \"list\" needs the node ids".into(),
-                );
-            }
-            if j.allocation != Allocation::List && !j.node_list.is_empty() {
-                return err(
-                    &format!("jobs[{i}].node_list"),
-                    "only allowed with allocation = \"list\"".into(),
-                );
-            }
-            if j.mapping == Mapping::List && j.rank_nodes.len() != j.ranks as usize {
-                return err(
-                    &format!("jobs[{i}].rank_nodes"),
-                    format!(
-                        "mapping = \"list\" needs one entry per rank ({}), got {}",
-                        j.ranks,
-                        j.rank_nodes.len()
-                    ),
-                );
-            }
-            if j.mapping != Mapping::List && !j.rank_nodes.is_empty() {
-                return err(
-                    &format!("jobs[{i}].rank_nodes"),
-                    "only allowed with mapping = \"list\"".into(),
-                );
-            }
-            match (&j.workload, &j.trace) {
-                (Some(_), Some(_)) => {
-                    return err(
-                        &format!("jobs[{i}].trace"),
-                        "give either [jobs.workload] or [jobs.trace], not both".into(),
-                    )
-                }
-                (None, None) => {
-                    return err(
-                        &format!("jobs[{i}].workload"),
-                        "missing: give a [jobs.workload] table or a [jobs.trace] table".into(),
-                    )
-                }
-                (Some(_), None) => {}
-                (None, Some(t)) => {
-                    let f = |k: &str| format!("jobs[{i}].trace.{k}");
-                    non_negative(source, &f("compute_scale"), t.compute_scale)?;
-                    positive(source, &f("flops_per_s"), t.flops_per_s)?;
-                    if t.path.is_empty() {
-                        return err(&f("path"), "must name a trace file or directory".into());
-                    }
-                    let resolved = t.resolve(source);
-                    if !resolved.exists() {
-                        return Err(missing_trace(source, i, &resolved));
-                    }
-                    if let Some(w) = &t.window {
-                        for (k, v) in [("start_s", w.start_s), ("stop_s", w.stop_s)] {
-                            if let Some(s) = v {
-                                time_field(source, &f(&format!("window.{k}")), s, S)?;
-                            }
-                        }
-                        if let Err((field, expected)) = w.to_window() {
-                            return err(&f(&format!("window.{field}")), expected);
-                        }
-                        if self.jobs.len() > 1 {
-                            return err(
-                                &f("window"),
-                                "a window needs a configuration with this job only".into(),
-                            );
-                        }
+        }
+        if let Some(w) = &j.workload {
+            // Sizes beyond any MPI message would only make a run that never ends.
+            let fields = serde_json::to_value(w).unwrap_or_default();
+            for (k, v) in fields.as_object().into_iter().flatten() {
+                if let Some(b) = v.as_u64().filter(|_| k.ends_with("bytes")) {
+                    if b > MAX_MESSAGE_BYTES {
+                        return err(&format!("workload.{k}"), too_large_message(b));
                     }
                 }
             }
         }
+        self.check_memory_fits(source, i, j)?;
+        if let (Some(n), Allocation::List) = (j.nodes, j.allocation) {
+            if n as usize != j.node_list.len() {
+                return err(
+                    "nodes",
+                    format!(
+                        "{n}, but node_list names {} nodes (give one of them, or both alike)",
+                        j.node_list.len()
+                    ),
+                );
+            }
+        }
+        time_field(source, &format!("jobs[{i}].start_us"), j.start_us, US)?;
+        check_memory_profile(source, i, j)?;
+        check_node_lists(source, i, j)?;
+        match (&j.workload, &j.trace) {
+            (Some(_), Some(_)) => err(
+                "trace",
+                "give either [jobs.workload] or [jobs.trace], not both".into(),
+            ),
+            (None, None) => err(
+                "workload",
+                "missing: give a [jobs.workload] table or a [jobs.trace] table".into(),
+            ),
+            (Some(_), None) => Ok(()),
+            (None, Some(t)) => self.validate_trace(source, i, t),
+        }
+    }
+
+    /// Job `i`'s memory in use never exceeds its nodes' DIMMs.
+    fn check_memory_fits(&self, source: &str, i: usize, j: &JobSpec) -> Result<(), SimError> {
+        let d = &self.power.dimms;
+        let installed = f64::from(d.channels) * f64::from(d.dimms_per_channel) * d.dimm_gib;
+        let most = j
+            .memory_profile()
+            .into_iter()
+            .map(|p| p.1)
+            .fold(0.0, f64::max);
+        if most > installed {
+            return Err(SimError::config(
+                source,
+                &format!("jobs[{i}].memory_gib"),
+                format!(
+                    "{most} GiB in use is more than the node's {installed} GiB of DIMMs \
+                     (power.dimms: channels x dimms_per_channel x dimm_gib)"
+                ),
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    /// `jobs[i].trace`: scales, a path that exists, a window that can be found.
+    fn validate_trace(&self, source: &str, i: usize, t: &TraceSpec) -> Result<(), SimError> {
+        let f = |k: &str| format!("jobs[{i}].trace.{k}");
+        let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
+        non_negative(source, &f("compute_scale"), t.compute_scale)?;
+        positive(source, &f("flops_per_s"), t.flops_per_s)?;
+        if t.path.is_empty() {
+            return err(&f("path"), "must name a trace file or directory".into());
+        }
+        let resolved = t.resolve(source);
+        if !resolved.exists() {
+            return Err(trace_path::missing(source, i, &resolved));
+        }
+        if let Some(w) = &t.window {
+            for (k, v) in [("start_s", w.start_s), ("stop_s", w.stop_s)] {
+                if let Some(s) = v {
+                    time_field(source, &f(&format!("window.{k}")), s, S)?;
+                }
+            }
+            if let Err((field, expected)) = w.to_window() {
+                return err(&f(&format!("window.{field}")), expected);
+            }
+            if self.jobs.len() > 1 {
+                return err(
+                    &f("window"),
+                    "a window needs a configuration with this job only".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `[output]`: idle thresholds and histogram bins.
+    fn validate_output(&self, source: &str) -> Result<(), SimError> {
         for (i, t) in self.output.idle_thresholds_us.iter().enumerate() {
             time_field(source, &format!("output.idle_thresholds_us[{i}]"), *t, US)?;
         }
         if !(1..=MAX_BINS_PER_DECADE).contains(&self.output.idle_bins_per_decade) {
-            return err(
+            return Err(SimError::config(
+                source,
                 "output.idle_bins_per_decade",
                 format!(
                     "must be from 1 to {MAX_BINS_PER_DECADE}, got {}",
                     self.output.idle_bins_per_decade
                 ),
-            );
+                None,
+            ));
         }
         Ok(())
     }
@@ -853,6 +854,65 @@ impl Config {
             latency_ps: ns_to_ps(ns),
         }
     }
+}
+
+/// Job `i`'s memory: `memory_gib` or a profile, not both, and no negative amounts.
+fn check_memory_profile(source: &str, i: usize, j: &JobSpec) -> Result<(), SimError> {
+    if j.memory_gib.is_some() && !j.memory.is_empty() {
+        return Err(SimError::config(
+            source,
+            &format!("jobs[{i}].memory"),
+            "give memory_gib or a [[jobs.memory]] profile, not both",
+            None,
+        ));
+    }
+    if let Some(g) = j.memory_gib {
+        non_negative(source, &format!("jobs[{i}].memory_gib"), g)?;
+    }
+    for (k, p) in j.memory.iter().enumerate() {
+        time_field(source, &format!("jobs[{i}].memory[{k}].at_s"), p.at_s, S)?;
+        non_negative(source, &format!("jobs[{i}].memory[{k}].gib"), p.gib)?;
+    }
+    Ok(())
+}
+
+/// Job `i`'s `node_list` and `rank_nodes`: given exactly when its allocation and mapping are
+/// `list`, one entry per rank in `rank_nodes`.
+fn check_node_lists(source: &str, i: usize, j: &JobSpec) -> Result<(), SimError> {
+    let err = |field: &str, msg: String| {
+        Err(SimError::config(
+            source,
+            &format!("jobs[{i}].{field}"),
+            msg,
+            None,
+        ))
+    };
+    if j.allocation == Allocation::List && j.node_list.is_empty() {
+        return err(
+            "node_list",
+            "allocation = \"list\" needs the node ids".into(),
+        );
+    }
+    if j.allocation != Allocation::List && !j.node_list.is_empty() {
+        return err(
+            "node_list",
+            "only allowed with allocation = \"list\"".into(),
+        );
+    }
+    if j.mapping == Mapping::List && j.rank_nodes.len() != j.ranks as usize {
+        return err(
+            "rank_nodes",
+            format!(
+                "mapping = \"list\" needs one entry per rank ({}), got {}",
+                j.ranks,
+                j.rank_nodes.len()
+            ),
+        );
+    }
+    if j.mapping != Mapping::List && !j.rank_nodes.is_empty() {
+        return err("rank_nodes", "only allowed with mapping = \"list\"".into());
+    }
+    Ok(())
 }
 
 /// serde reads a table selected by `kind` (`machine.topology`, `jobs[i].workload`) whole, and

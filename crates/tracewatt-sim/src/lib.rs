@@ -8,6 +8,7 @@
 //! println!("{}", results.summary["makespan_s"]);
 //! ```
 
+mod assembly;
 pub mod config;
 mod engine;
 pub mod error;
@@ -18,183 +19,34 @@ pub mod presets;
 pub mod results;
 mod sizing;
 pub mod stats;
+mod trace_path;
 mod units;
+mod workloads;
 
+pub use assembly::build_topology;
+use assembly::Assembly;
 pub use config::{Config, Format};
 pub use engine::Progress;
+use engine::Stop;
 pub use error::SimError;
 pub use results::{Column, Results, Table};
-
-use engine::{Comm, Engine, JobState, Stop};
 use serde_json::json;
-use tracewatt_core::Rng;
-use tracewatt_net::fabric::{Fabric, FabricParams};
-use tracewatt_net::Topology;
-use tracewatt_workload::generators::{self, Workload};
-
-/// Independent random streams, so that e.g. a change in allocation does not shift traffic.
-const STREAM_PLACEMENT: u64 = 1;
-const STREAM_WORKLOAD: u64 = 2;
-const STREAM_NETWORK: u64 = 3;
-
-/// Builds the machine's topology from the configuration.
-pub fn build_topology(config: &Config, source: &str) -> Result<Topology, SimError> {
-    tracewatt_net::topology::build(&config.machine.topology, &|c| config.link_params(c)).map_err(
-        |error| SimError::Topology {
-            source_name: source.to_string(),
-            error,
-        },
-    )
-}
-
-/// The configured routing algorithm bound to `topo`.
-fn build_router(
-    config: &Config,
-    topo: &Topology,
-    source: &str,
-) -> Result<Box<dyn tracewatt_net::Router>, SimError> {
-    tracewatt_net::routing::make_router(&config.machine.routing, topo).map_err(|error| {
-        SimError::Topology {
-            source_name: source.to_string(),
-            error,
-        }
-    })
-}
+use tracewatt_workload::generators::Workload;
 
 /// A description of the machine: sizes, diameter, links by class.
 pub fn machine_info(config: &Config, source: &str) -> Result<serde_json::Value, SimError> {
     let topo = build_topology(config, source)?;
-    let router = build_router(config, &topo, source)?;
-    let mut info = describe(&topo, router.num_vcs(), config);
+    let router = assembly::build_router(config, &topo, source)?;
+    let mut info = assembly::describe(&topo, router.num_vcs(), config);
     // A search over the switches: reported by `tracewatt machine`, not in every run's summary.
     info["diameter_hops"] = topo.diameter_hops().into();
     Ok(info)
 }
 
-fn describe(topo: &Topology, vcs: u8, config: &Config) -> serde_json::Value {
-    let mut classes: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
-    for c in &topo.channels {
-        let e = classes
-            .entry(c.class.name())
-            .or_insert((0, c.bandwidth_bps, c.latency_ps));
-        e.0 += 1;
-    }
-    let link_classes: Vec<serde_json::Value> = classes
-        .into_iter()
-        .map(|(k, (dirs, bw, lat))| {
-            json!({"kind": k, "links": dirs / 2, "bandwidth_gbps": bw as f64 / 1e9, "latency_ns": lat as f64 / 1e3})
-        })
-        .collect();
-    json!({
-        "preset": config.machine.preset,
-        "nodes": topo.num_nodes,
-        "switches": topo.num_switches,
-        "links": topo.num_links(),
-        "virtual_channels": vcs,
-        "ranks_per_node": config.machine.ranks_per_node,
-        "link_classes": link_classes,
-    })
-}
-
 /// Builds every job's workload: from its `[jobs.workload]` table (a generator) or its
 /// `[jobs.trace]` table (a trace, read with `tracewatt-trace`; one pre-pass over its files).
 pub fn build_workloads(config: &Config, source: &str) -> Result<Vec<Box<dyn Workload>>, SimError> {
-    Ok(build_workloads_warned(config, source)?.0)
-}
-
-/// Every job's workload, and what the traces' pre-passes warn about (each prefixed by its job).
-type WarnedWorkloads = (Vec<Box<dyn Workload>>, Vec<String>);
-
-/// [`build_workloads`], with the traces' warnings.
-fn build_workloads_warned(config: &Config, source: &str) -> Result<WarnedWorkloads, SimError> {
-    let mut warnings = Vec::new();
-    let workloads = config
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(i, job)| {
-            if let Some(t) = &job.trace {
-                let path = t.resolve(source);
-                let opts = tracewatt_trace::ReadOptions {
-                    compute_scale: t.compute_scale,
-                    flops_per_s: t.flops_per_s,
-                    strict: t.strict,
-                    compute_clock: t.compute_clock,
-                    // Checked when the configuration was read.
-                    window: t.window.as_ref().and_then(|w| w.to_window().ok()),
-                };
-                let trace_err = |e: tracewatt_trace::TraceError| SimError::Trace {
-                    source_name: source.to_string(),
-                    job: i,
-                    message: e.to_string(),
-                };
-                let format = tracewatt_trace::detect(&path).map_err(trace_err)?;
-                if t.compute_clock == tracewatt_trace::ComputeClock::Cpu
-                    && !format.records_cpu_time()
-                {
-                    return Err(SimError::config(
-                        source,
-                        &format!("jobs[{i}].trace.compute_clock"),
-                        format!(
-                            "\"cpu\" needs CPU times, and the trace {} ({}) records none: \
-                             use \"wall\"",
-                            path.display(),
-                            serde_json::to_value(format)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_string))
-                                .unwrap_or_default()
-                        ),
-                        None,
-                    ));
-                }
-                let wl = tracewatt_trace::open_trace(&path, &opts).map_err(trace_err)?;
-                let name = job.name.clone().unwrap_or_else(|| format!("jobs[{i}]"));
-                warnings.extend(wl.info().warnings.iter().map(|w| format!("{name}: {w}")));
-                if wl.num_ranks() != job.ranks {
-                    return Err(SimError::config(
-                        source,
-                        &format!("jobs[{i}].ranks"),
-                        format!(
-                            "the trace {} has {} ranks but the job has {}; set ranks = {}",
-                            path.display(),
-                            wl.num_ranks(),
-                            job.ranks,
-                            wl.num_ranks()
-                        ),
-                        None,
-                    ));
-                }
-                return Ok(Box::new(wl) as Box<dyn Workload>);
-            }
-            let Some(spec) = &job.workload else {
-                return Err(SimError::config(
-                    source,
-                    &format!("jobs[{i}].workload"),
-                    "missing: give a [jobs.workload] table or a [jobs.trace] table",
-                    None,
-                ));
-            };
-            let seed = Rng::fork(config.seed, STREAM_WORKLOAD + i as u64).next_u64();
-            generators::build(spec, job.ranks, seed).map_err(|e| {
-                if e.field == "ranks" {
-                    // The job's rank count does not suit the generator: the run cannot go on.
-                    SimError::Workload {
-                        source_name: source.to_string(),
-                        job: i,
-                        message: e.to_string(),
-                    }
-                } else {
-                    SimError::config(
-                        source,
-                        &format!("jobs[{i}].workload.{}", e.field),
-                        e.expected,
-                        None,
-                    )
-                }
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((workloads, warnings))
+    Ok(workloads::build(config, source)?.0)
 }
 
 /// Runs one simulation. `progress` is called periodically; returning `false` interrupts the run.
@@ -208,7 +60,7 @@ pub fn simulate(
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Results, SimError> {
     memory::check(config, source, &memory::NATIVE, 1)?;
-    let (workloads, warnings) = build_workloads_warned(config, source)?;
+    let (workloads, warnings) = workloads::build(config, source)?;
     let windowed = config
         .jobs
         .iter()
@@ -322,6 +174,7 @@ pub fn simulate_observed(
     .0)
 }
 
+/// Assembles the run of `workloads` and runs it to `stop`.
 fn run(
     config: &Config,
     source: &str,
@@ -330,203 +183,5 @@ fn run(
     progress: &mut dyn FnMut(Progress) -> bool,
     stop: Stop,
 ) -> Result<(Results, Option<tracewatt_core::Ps>), SimError> {
-    if workloads.len() != config.jobs.len() {
-        return Err(SimError::config(
-            source,
-            "jobs",
-            format!(
-                "{} job(s) but {} workload(s)",
-                config.jobs.len(),
-                workloads.len()
-            ),
-            None,
-        ));
-    }
-    let topo = build_topology(config, source)?;
-    let router = build_router(config, &topo, source)?;
-    let machine = describe(&topo, router.num_vcs(), config);
-    let m = &config.machine;
-    let mut placement_rng = Rng::fork(config.seed, STREAM_PLACEMENT);
-    let placement = jobs::place(
-        &config.jobs,
-        &topo,
-        m.ranks_per_node,
-        &mut placement_rng,
-        source,
-    )?;
-
-    let mut job_states = Vec::with_capacity(config.jobs.len());
-    let mut facts = Vec::with_capacity(config.jobs.len());
-    let mut programs = Vec::new();
-    let mut first_rank = 0u32;
-    for ((i, job), wl) in config.jobs.iter().enumerate().zip(workloads) {
-        let name = job.name.clone().unwrap_or_else(|| format!("job{i}"));
-        if wl.num_ranks() != job.ranks {
-            return Err(SimError::config(
-                source,
-                &format!("jobs[{i}].ranks"),
-                format!(
-                    "the workload runs on {} ranks but the job has {}",
-                    wl.num_ranks(),
-                    job.ranks
-                ),
-                None,
-            ));
-        }
-        let mut comms = vec![Comm::new((0..job.ranks).collect())];
-        for (k, members) in wl.comms().into_iter().enumerate() {
-            if let Some(bad) = members.iter().find(|r| **r >= job.ranks) {
-                return Err(SimError::Workload {
-                    source_name: source.to_string(),
-                    job: i,
-                    message: format!(
-                        "communicator {} names rank {bad}, outside the job's {} ranks",
-                        k + 1,
-                        job.ranks
-                    ),
-                });
-            }
-            comms.push(Comm::new(members));
-        }
-        let start_ps = units::us_to_ps(job.start_us);
-        for r in 0..job.ranks {
-            programs.push((
-                i as u32,
-                r,
-                placement.rank_node[i][r as usize],
-                wl.program(r),
-            ));
-        }
-        facts.push(results::JobFacts {
-            name: name.clone(),
-            ranks: job.ranks,
-            nodes: placement.job_nodes[i].len() as u32,
-            start_ps,
-        });
-        job_states.push(JobState {
-            name,
-            first_rank,
-            ranks: job.ranks,
-            start_ps,
-            comms,
-        });
-        first_rank += job.ranks;
-    }
-
-    let params = FabricParams {
-        packet_bytes: m.packet_bytes,
-        buffer_bytes: m.buffer_bytes,
-        switch_latency_ps: units::ns_to_ps(m.switch_latency_ns),
-        switching: m.switching,
-        credits: m.credits,
-    };
-    let channels = topo.channels.len();
-    let cores = programs
-        .iter()
-        .map(|(job, rank, node, _)| tracewatt_power::CoreOf {
-            job: *job,
-            rank: *rank,
-            node: *node,
-        })
-        .collect();
-    let job_names = job_states.iter().map(|j| j.name.clone()).collect();
-    // Each node's job, its memory profile and its ranks there, for the DIMM model.
-    let mut node_jobs: Vec<Option<tracewatt_power::NodeJob>> = vec![None; topo.num_nodes as usize];
-    for (i, job) in config.jobs.iter().enumerate() {
-        let profile: Vec<(u64, f64)> = job
-            .memory_profile()
-            .into_iter()
-            .map(|(at_s, gib)| (units::us_to_ps(at_s * 1e6), gib))
-            .collect();
-        for &node in &placement.rank_node[i] {
-            let slot = node_jobs[node as usize].get_or_insert_with(|| tracewatt_power::NodeJob {
-                start_ps: job_states[i].start_ps,
-                profile: profile.clone(),
-                ranks: 0,
-            });
-            slot.ranks += 1;
-        }
-    }
-    let occupancy = power::Occupancy {
-        ranks: cores,
-        job_names,
-        node_jobs,
-    };
-    let power = power::models(
-        &config.power,
-        &config.mpi.wait,
-        &topo,
-        occupancy,
-        extra_models,
-        source,
-    )?;
-    // Each node's job (nodes belong to one job at most), for attributing energy to jobs.
-    let mut node_job = vec![results::NO_JOB; topo.num_nodes as usize];
-    for (j, nodes) in placement.job_nodes.iter().enumerate() {
-        for n in nodes {
-            node_job[*n as usize] = j as u32;
-        }
-    }
-    let fabric = Fabric::new(topo, router, params);
-    let mut stats = stats::LinkStats::new(
-        channels,
-        stats::thresholds_ps(&config.output.idle_thresholds_us),
-        config.output.idle_bins_per_decade,
-    );
-    if config.output.messages {
-        // A wake delays what follows it on the link by up to its sleep and wake time.
-        let horizon_ps = fabric
-            .topology()
-            .channels
-            .iter()
-            .map(|c| {
-                let t = config.power.channel_timing(c);
-                t.sleep_time_ps + t.wake_time_ps
-            })
-            .max()
-            .unwrap_or(0);
-        stats.track_wake_hops(horizon_ps);
-    }
-    if config.output.pair_idle {
-        stats.track_pairs(
-            &fabric
-                .topology()
-                .channels
-                .iter()
-                .map(|c| c.reverse)
-                .collect::<Vec<_>>(),
-        );
-    }
-    if config.jobs.len() > 1 {
-        // Only senders' nodes are looked up, and every sender belongs to a job.
-        let senders = node_job
-            .iter()
-            .map(|j| if *j == results::NO_JOB { 0 } else { *j });
-        stats.count_jobs(senders.collect(), config.jobs.len());
-    }
-    let links = engine::Observers { stats, power };
-    let engine = Engine::new(
-        config,
-        fabric,
-        links,
-        Rng::fork(config.seed, STREAM_NETWORK),
-        &job_states,
-        programs,
-        source,
-    )
-    .stop(stop);
-    let (out, fabric, obs) = engine.run(progress)?;
-    let account = obs.power.finish(out.makespan_ps);
-    let results = results::build(
-        config,
-        fabric.topology(),
-        &facts,
-        &out,
-        &obs.stats,
-        &node_job,
-        account,
-        fabric.stats(),
-        machine,
-    );
-    Ok((results, out.window_start_ps))
+    Assembly::new(config, source, workloads, extra_models)?.run(stop, progress)
 }

@@ -9,9 +9,9 @@ use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
 use tracewatt_power::phy;
 use tracewatt_power::{
-    Backplanes, CState, Control, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower,
-    Governor, LinkPower, LinkTiming, NicParams, NicPort, NicPower, NodeBase, NodeJob, Policy,
-    PortOwner, PortPower, Power, PowerModel, Timeline, WaitPolicy, C_STATES,
+    Backplanes, CState, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower, Governor,
+    LinkControl, LinkPolicy, LinkPower, LinkTiming, NicParams, NicPort, NicPower, NodeBase,
+    NodeJob, PortOwner, PortPower, Power, PowerModel, Timeline, WaitPolicy, C_STATES,
 };
 
 /// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
@@ -31,7 +31,7 @@ pub struct PowerSpec {
     /// of 1000BASE-T and 10GBASE-T); `independent`: each direction alone (TraceRP and backplane
     /// PHYs). The default for every link power table that does not set its own.
     #[serde(default = "default_control")]
-    pub control: Control,
+    pub control: LinkControl,
     /// The low-power policy and timing of every link, unless a class overrides it.
     #[serde(default)]
     pub links: LinkPowerSpec,
@@ -100,10 +100,10 @@ impl Default for PowerSpec {
 pub struct LinkPowerSpec {
     /// `timeout` (default) or `always_on`.
     #[serde(default)]
-    pub policy: Option<Policy>,
+    pub policy: Option<LinkPolicy>,
     /// `paired` or `independent` for these links (default: `[power].control`).
     #[serde(default)]
-    pub control: Option<Control>,
+    pub control: Option<LinkControl>,
     /// PHY timing preset, one of `tracewatt_power::phy::PHYS` (default `10gbase-t`).
     #[serde(default)]
     pub phy: Option<String>,
@@ -358,8 +358,8 @@ const NIC_TX_USECS: f64 = 20.0;
 const NIC_W_PER_MBPS: f64 = 1.25e-2;
 const NIC_W_PER_INTERRUPT_PER_S: f64 = 1.56e-4;
 
-fn default_control() -> Control {
-    Control::Paired
+fn default_control() -> LinkControl {
+    LinkControl::Paired
 }
 
 const DEFAULT_PHY: &str = "10gbase-t";
@@ -383,7 +383,7 @@ impl PowerSpec {
             l.wake_time_us
                 .get_or_insert(ps_to_us(phy::MEASURED_WAKE_TIME_PS));
         }
-        l.policy.get_or_insert(Policy::Timeout);
+        l.policy.get_or_insert(LinkPolicy::Timeout);
         l.idle_timeout_us
             .get_or_insert(ps_to_us(phy::MEASURED_IDLE_TIMEOUT_PS));
         l.refresh_period_us.get_or_insert(0.0);
@@ -624,7 +624,7 @@ impl PowerSpec {
     }
 
     /// Whether a link of `class` (at `node`) sleeps per direction or as a whole.
-    pub fn control(&self, class: LinkClass, node: Option<u32>) -> Control {
+    pub fn control(&self, class: LinkClass, node: Option<u32>) -> LinkControl {
         self.override_for(class, node)
             .and_then(|o| o.control)
             .or(self.links.control)
@@ -643,7 +643,7 @@ impl PowerSpec {
             policy: o
                 .and_then(|o| o.policy)
                 .or(b.policy)
-                .unwrap_or(Policy::Timeout),
+                .unwrap_or(LinkPolicy::Timeout),
             idle_timeout_ps: pick(|s| s.idle_timeout_us),
             sleep_time_ps: pick(|s| s.sleep_time_us),
             wake_time_ps: pick(|s| s.wake_time_us),
@@ -653,7 +653,7 @@ impl PowerSpec {
     }
 
     /// The control of channel `c`'s link.
-    fn channel_control(&self, c: &Channel) -> Control {
+    fn channel_control(&self, c: &Channel) -> LinkControl {
         self.control(c.class, node_of(c))
     }
 
@@ -671,7 +671,7 @@ impl PowerSpec {
     pub fn set_always_on(&mut self) {
         self.dimms.policy = DimmPolicyName::AlwaysOn;
         for (_, s) in self.link_specs_mut() {
-            s.policy = Some(Policy::AlwaysOn);
+            s.policy = Some(LinkPolicy::AlwaysOn);
         }
     }
 
@@ -1109,12 +1109,15 @@ mod tests {
              [[node_links]]\nnodes = [1]\nlink = { control = \"independent\" }",
         )
         .unwrap();
-        assert_eq!(p.control(LinkClass::Global, None), Control::Independent);
-        assert_eq!(p.control(LinkClass::Local, None), Control::Paired);
-        assert_eq!(p.control(LinkClass::Node, Some(1)), Control::Independent);
-        assert_eq!(p.control(LinkClass::Node, Some(0)), Control::Paired);
+        assert_eq!(p.control(LinkClass::Global, None), LinkControl::Independent);
+        assert_eq!(p.control(LinkClass::Local, None), LinkControl::Paired);
+        assert_eq!(
+            p.control(LinkClass::Node, Some(1)),
+            LinkControl::Independent
+        );
+        assert_eq!(p.control(LinkClass::Node, Some(0)), LinkControl::Paired);
         let p = resolved("control = \"independent\"\n[links]\ncontrol = \"paired\"").unwrap();
-        assert_eq!(p.control(LinkClass::Global, None), Control::Paired);
+        assert_eq!(p.control(LinkClass::Global, None), LinkControl::Paired);
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub(crate) fn cut_window(to_end: &mut serde_json::Value, to_start: &serde_json::
     to_end["window"] = json!({"start_s": start_s, "end_s": end_s});
 }
 
+/// The run's tables and summary, from what the engine, the statistics, the power models
+/// (`power`) and the fabric report.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build(
     config: &Config,
@@ -83,41 +85,6 @@ pub(crate) fn build(
     fabric: FabricStats,
     machine: serde_json::Value,
 ) -> Results {
-    let n = topo.channels.len();
-    let mut link_id = Vec::with_capacity(n);
-    let mut src = Vec::with_capacity(n);
-    let mut dst = Vec::with_capacity(n);
-    let mut kind = Vec::with_capacity(n);
-    for (i, c) in topo.channels.iter().enumerate() {
-        link_id.push(i as u64);
-        src.push(c.src.to_string());
-        dst.push(c.dst.to_string());
-        kind.push(c.class.name());
-    }
-    let seconds = |v: &[u64]| Column::F64(v.iter().map(|p| secs(*p)).collect());
-    let mut link_columns = vec![
-        ("link_id", Column::U64(link_id)),
-        ("src", Column::Str(src)),
-        ("dst", Column::Str(dst)),
-        ("kind", Column::Str(kind)),
-        (
-            "bandwidth_bps",
-            Column::U64(topo.channels.iter().map(|c| c.bandwidth_bps).collect()),
-        ),
-        ("bytes", Column::U64(links.bytes[..n].to_vec())),
-        ("packets", Column::U64(links.packets[..n].to_vec())),
-        ("busy_s", seconds(&links.busy_ps[..n])),
-        ("idle_count", Column::U64(links.idle_count[..n].to_vec())),
-        ("idle_s", seconds(&links.idle_ps[..n])),
-        ("trailing_idle_s", seconds(&links.trailing_idle_ps[..n])),
-    ];
-    // The link power model's columns: each direction's port, timing, states and energy.
-    link_columns.append(&mut power.link_columns);
-    let links_table = Table {
-        name: "links",
-        columns: link_columns,
-    };
-
     let makespan_s = secs(out.makespan_ps);
     let avg = |j: f64| {
         if makespan_s > 0.0 {
@@ -134,11 +101,57 @@ pub(crate) fn build(
         out.makespan_ps,
         jobs.len(),
     );
-    let energy_table = energy_table(&power.rows, &shares, jobs, out.makespan_ps);
-    let switches_table = switches_table(&power.rows, topo.num_switches, &avg);
-    // Energy by summary group, in the order the models report them.
+    let completion = completions(out, jobs.len());
+    let (energy_j, avg_power_w) = energy_by_group(&power.rows, &avg);
+    let mut summary = json!({
+        "tracewatt_version": env!("CARGO_PKG_VERSION"),
+        "seed": config.seed,
+        "makespan_s": makespan_s,
+        "energy_j": energy_j,
+        "energy_unattributed_j": shares.unattributed_j,
+        "avg_power_w": avg_power_w,
+        "machine": machine,
+        "jobs": jobs_summary(jobs, &completion, &shares),
+        "messages": messages_summary(out),
+        "network": network_summary(&fabric),
+        "events": out.events,
+        "config": config.resolved_json(),
+    });
+    if let Some(o) = summary.as_object_mut() {
+        o.extend(model_sections(&power.summary));
+    }
+    let mut tables = vec![
+        links_table(topo, links, std::mem::take(&mut power.link_columns)),
+        idle_hist_table(links, topo.channels.len()),
+        idle_thresholds_table(links, topo.channels.len()),
+        ranks_table(out, jobs),
+        jobs_table(jobs, &completion),
+        switches_table(&power.rows, topo.num_switches, &avg),
+        timeline_table(&mut power, out.makespan_ps),
+        energy_table(&power.rows, &shares, jobs, out.makespan_ps),
+    ];
+    tables.append(&mut power.tables);
+    if !links.pair_of().is_empty() {
+        tables.push(pair_table(links));
+    }
+    if config.output.messages {
+        tables.push(messages_table(out, jobs));
+        tables.push(message_wakes_table(out, links));
+    }
+    Results { summary, tables }
+}
+
+/// Energy by summary group, in the order the models report them, and the total; and the
+/// average power of each over the run (`avg`).
+fn energy_by_group(
+    rows: &[EnergyRow],
+    avg: &dyn Fn(f64) -> f64,
+) -> (
+    serde_json::Map<String, serde_json::Value>,
+    serde_json::Map<String, serde_json::Value>,
+) {
     let mut groups: Vec<(&str, f64)> = Vec::new();
-    for r in &power.rows {
+    for r in rows {
         match groups.iter_mut().find(|g| g.0 == r.group) {
             Some(g) => g.1 += r.energy_j,
             None => groups.push((r.group, r.energy_j)),
@@ -151,9 +164,130 @@ pub(crate) fn build(
         energy_j.insert(g.to_string(), j.into());
         avg_power_w.insert(g.to_string(), avg(j).into());
     }
+    (energy_j, avg_power_w)
+}
 
-    let bins = power.timeline.bins(out.makespan_ps);
-    let mut timeline_columns = vec![
+/// The power models' own summary entries, as sections of the summary (`links`, `nics`, ...).
+fn model_sections(
+    entries: &[(&'static str, &'static str, Scalar)],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut sections = serde_json::Map::new();
+    for (section, key, value) in entries {
+        let v: serde_json::Value = match value {
+            Scalar::U64(v) => (*v).into(),
+            Scalar::F64(v) => (*v).into(),
+        };
+        sections
+            .entry(section.to_string())
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .map(|o| o.insert(key.to_string(), v));
+    }
+    sections
+}
+
+/// The summary's `messages`: how many, their bytes and their latencies.
+fn messages_summary(out: &RunOutput) -> serde_json::Value {
+    let lat = &out.latency;
+    json!({
+        "count": lat.count,
+        "bytes": out.messages_bytes,
+        "latency_mean_s": lat.mean_ps() / PS_PER_S as f64,
+        "latency_p50_s": secs(lat.quantile_ps(0.5)),
+        "latency_p99_s": secs(lat.quantile_ps(0.99)),
+        "latency_max_s": secs(lat.max_ps),
+    })
+}
+
+/// The summary's `network`: packets, their hops and their latencies.
+fn network_summary(fabric: &FabricStats) -> serde_json::Value {
+    let delivered = fabric.packets_delivered.max(1) as f64;
+    json!({
+        "packets": fabric.packets_delivered,
+        "packet_hops": fabric.packet_hops,
+        "mean_switch_hops": fabric.switch_hops_delivered as f64 / delivered,
+        "packet_latency_mean_s": fabric.packet_latency_sum_ps as f64 / delivered / PS_PER_S as f64,
+        "packet_latency_max_s": secs(fabric.packet_latency_max_ps),
+    })
+}
+
+/// When each job's last rank finished.
+fn completions(out: &RunOutput, jobs: usize) -> Vec<u64> {
+    let mut completion = vec![0u64; jobs];
+    for x in &out.ranks {
+        completion[x.job as usize] = completion[x.job as usize].max(x.finish_ps);
+    }
+    completion
+}
+
+/// The summary's `jobs`: each job's size, times and energy.
+fn jobs_summary(
+    jobs: &[JobFacts],
+    completion: &[u64],
+    shares: &JobShares,
+) -> Vec<serde_json::Value> {
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            json!({
+                "name": j.name,
+                "ranks": j.ranks,
+                "nodes": j.nodes,
+                "start_s": secs(j.start_ps),
+                "completion_s": secs(completion[i]),
+                "runtime_s": secs(completion[i] - j.start_ps),
+                "energy_j": shares.job_j[i],
+            })
+        })
+        .collect()
+}
+
+/// `links`: each link direction's ends, class, bandwidth and traffic, then the link power
+/// model's `model_columns` (each direction's port, timing, states and energy).
+fn links_table(
+    topo: &Topology,
+    links: &LinkStats,
+    mut model_columns: Vec<(&'static str, Column)>,
+) -> Table {
+    let n = topo.channels.len();
+    let mut link_id = Vec::with_capacity(n);
+    let mut src = Vec::with_capacity(n);
+    let mut dst = Vec::with_capacity(n);
+    let mut kind = Vec::with_capacity(n);
+    for (i, c) in topo.channels.iter().enumerate() {
+        link_id.push(i as u64);
+        src.push(c.src.to_string());
+        dst.push(c.dst.to_string());
+        kind.push(c.class.name());
+    }
+    let seconds = |v: &[u64]| Column::F64(v.iter().map(|p| secs(*p)).collect());
+    let mut columns = vec![
+        ("link_id", Column::U64(link_id)),
+        ("src", Column::Str(src)),
+        ("dst", Column::Str(dst)),
+        ("kind", Column::Str(kind)),
+        (
+            "bandwidth_bps",
+            Column::U64(topo.channels.iter().map(|c| c.bandwidth_bps).collect()),
+        ),
+        ("bytes", Column::U64(links.bytes[..n].to_vec())),
+        ("packets", Column::U64(links.packets[..n].to_vec())),
+        ("busy_s", seconds(&links.busy_ps[..n])),
+        ("idle_count", Column::U64(links.idle_count[..n].to_vec())),
+        ("idle_s", seconds(&links.idle_ps[..n])),
+        ("trailing_idle_s", seconds(&links.trailing_idle_ps[..n])),
+    ];
+    columns.append(&mut model_columns);
+    Table {
+        name: "links",
+        columns,
+    }
+}
+
+/// `timeline`: power over time, per series of the models and in total.
+fn timeline_table(power: &mut Account, end_ps: u64) -> Table {
+    let bins = power.timeline.bins(end_ps);
+    let mut columns = vec![
         (
             "t_start_s",
             Column::F64(bins.iter().map(|b| secs(b.0)).collect()),
@@ -164,18 +298,21 @@ pub(crate) fn build(
         ),
     ];
     for (k, name) in power.series().iter().enumerate() {
-        timeline_columns.push((name, Column::F64(bins.iter().map(|b| b.2[k]).collect())));
+        columns.push((name, Column::F64(bins.iter().map(|b| b.2[k]).collect())));
     }
-    timeline_columns.push((
+    columns.push((
         "total_w",
         Column::F64(bins.iter().map(|b| b.2.iter().sum()).collect()),
     ));
-    let timeline_table = Table {
+    Table {
         name: "timeline",
-        columns: timeline_columns,
-    };
+        columns,
+    }
+}
 
-    // Idle histogram in long form, non-empty bins only.
+/// `idle_hist`: the idle histogram of the `n` link directions in long form, non-empty bins
+/// only (links as a whole, with pair tracking, go to `pair_idle_thresholds`).
+fn idle_hist_table(links: &LinkStats, n: usize) -> Table {
     // Bin edges in seconds; bin 0 starts at 0 and the last bin is open-ended.
     let bins = links.bins();
     let edge_s: Vec<f64> = (0..=bins)
@@ -185,9 +322,8 @@ pub(crate) fn build(
             b => links.bin_lo_ps(b) / PS_PER_S as f64,
         })
         .collect();
-    // Link directions only; links as a whole (pair tracking) go to `pair_idle_thresholds`.
     let h: Vec<_> = links.hist.iter().filter(|c| (c.ch as usize) < n).collect();
-    let hist_table = Table {
+    Table {
         name: "idle_hist",
         columns: vec![
             (
@@ -208,8 +344,12 @@ pub(crate) fn build(
                 Column::F64(h.iter().map(|c| secs(c.ps)).collect()),
             ),
         ],
-    };
+    }
+}
 
+/// `idle_thresholds`: per link direction (of `n`) and threshold, the count and total of its
+/// idle intervals longer than the threshold.
+fn idle_thresholds_table(links: &LinkStats, n: usize) -> Table {
     let (mut t_link, mut t_thr, mut t_count, mut t_total) = (vec![], vec![], vec![], vec![]);
     let t = links.thresholds_ps.len();
     for (i, (count, total)) in links.over[..n * t].iter().enumerate() {
@@ -218,7 +358,7 @@ pub(crate) fn build(
         t_count.push(*count);
         t_total.push(secs(*total));
     }
-    let thr_table = Table {
+    Table {
         name: "idle_thresholds",
         columns: vec![
             ("link_id", Column::U64(t_link)),
@@ -226,10 +366,13 @@ pub(crate) fn build(
             ("count", Column::U64(t_count)),
             ("total_s", Column::F64(t_total)),
         ],
-    };
+    }
+}
 
+/// `ranks`: each rank's job, node, times and sends.
+fn ranks_table(out: &RunOutput, jobs: &[JobFacts]) -> Table {
     let r = &out.ranks;
-    let ranks_table = Table {
+    Table {
         name: "ranks",
         columns: vec![
             (
@@ -270,28 +413,12 @@ pub(crate) fn build(
                 Column::U64(r.iter().map(|x| x.bytes_sent).collect()),
             ),
         ],
-    };
-
-    let mut completion = vec![0u64; jobs.len()];
-    for x in r {
-        completion[x.job as usize] = completion[x.job as usize].max(x.finish_ps);
     }
-    let jobs_json: Vec<serde_json::Value> = jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| {
-            json!({
-                "name": j.name,
-                "ranks": j.ranks,
-                "nodes": j.nodes,
-                "start_s": secs(j.start_ps),
-                "completion_s": secs(completion[i]),
-                "runtime_s": secs(completion[i] - j.start_ps),
-                "energy_j": shares.job_j[i],
-            })
-        })
-        .collect();
-    let jobs_table = Table {
+}
+
+/// `jobs`: each job's size and times (`completion`: when its last rank finished).
+fn jobs_table(jobs: &[JobFacts], completion: &[u64]) -> Table {
+    Table {
         name: "jobs",
         columns: vec![
             (
@@ -318,77 +445,13 @@ pub(crate) fn build(
                 "runtime_s",
                 Column::F64(
                     jobs.iter()
-                        .zip(&completion)
+                        .zip(completion)
                         .map(|(j, c)| secs(c - j.start_ps))
                         .collect(),
                 ),
             ),
         ],
-    };
-
-    let lat = &out.latency;
-    let delivered = fabric.packets_delivered.max(1) as f64;
-    let mut sections = serde_json::Map::new();
-    for (section, key, value) in &power.summary {
-        let v: serde_json::Value = match value {
-            Scalar::U64(v) => (*v).into(),
-            Scalar::F64(v) => (*v).into(),
-        };
-        sections
-            .entry(section.to_string())
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .map(|o| o.insert(key.to_string(), v));
     }
-    let mut summary = json!({
-        "tracewatt_version": env!("CARGO_PKG_VERSION"),
-        "seed": config.seed,
-        "makespan_s": makespan_s,
-        "energy_j": energy_j,
-        "energy_unattributed_j": shares.unattributed_j,
-        "avg_power_w": avg_power_w,
-        "machine": machine,
-        "jobs": jobs_json,
-        "messages": {
-            "count": lat.count,
-            "bytes": out.messages_bytes,
-            "latency_mean_s": lat.mean_ps() / PS_PER_S as f64,
-            "latency_p50_s": secs(lat.quantile_ps(0.5)),
-            "latency_p99_s": secs(lat.quantile_ps(0.99)),
-            "latency_max_s": secs(lat.max_ps),
-        },
-        "network": {
-            "packets": fabric.packets_delivered,
-            "packet_hops": fabric.packet_hops,
-            "mean_switch_hops": fabric.switch_hops_delivered as f64 / delivered,
-            "packet_latency_mean_s": fabric.packet_latency_sum_ps as f64 / delivered / PS_PER_S as f64,
-            "packet_latency_max_s": secs(fabric.packet_latency_max_ps),
-        },
-        "events": out.events,
-        "config": config.resolved_json(),
-    });
-    if let Some(o) = summary.as_object_mut() {
-        o.extend(sections);
-    }
-    let mut tables = vec![
-        links_table,
-        hist_table,
-        thr_table,
-        ranks_table,
-        jobs_table,
-        switches_table,
-        timeline_table,
-        energy_table,
-    ];
-    tables.append(&mut power.tables);
-    if !links.pair_of().is_empty() {
-        tables.push(pair_table(links));
-    }
-    if config.output.messages {
-        tables.push(messages_table(out, jobs));
-        tables.push(message_wakes_table(out, links));
-    }
-    Results { summary, tables }
 }
 
 /// `message_wake_hops`: per message (its row in `messages`) and idle threshold, the hops on

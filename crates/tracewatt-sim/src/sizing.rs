@@ -4,8 +4,8 @@
 //! a job's `ranks` that disagrees with its trace is refused when the trace is opened, naming
 //! both counts.
 
-use crate::config::{missing_trace, resolve_trace_path};
 use crate::error::SimError;
+use crate::trace_path;
 use toml::Value;
 
 /// Fills `jobs[i].ranks` from traces and `machine.topology.nodes` of a single switch from the
@@ -38,9 +38,9 @@ pub(crate) fn fill(value: &mut Value, source: &str) -> Result<(), SimError> {
             }
             continue;
         };
-        let resolved = resolve_trace_path(path, source);
+        let resolved = trace_path::resolve(path, source);
         if !resolved.exists() {
-            return Err(missing_trace(source, i, &resolved));
+            return Err(trace_path::missing(source, i, &resolved));
         }
         let n = tracewatt_trace::num_ranks(&resolved).map_err(|e| SimError::Trace {
             source_name: source.to_string(),

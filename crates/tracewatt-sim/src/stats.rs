@@ -95,7 +95,7 @@ impl WakeHops {
     }
 
     /// A message (or a rendezvous control message) starts: nothing met yet.
-    pub fn begin(&mut self, token: u32) {
+    fn begin(&mut self, token: u32) {
         let k = self.k;
         Self::row(&mut self.max, k, token).fill(0);
         Self::row(&mut self.base, k, token).fill(0);
@@ -103,7 +103,7 @@ impl WakeHops {
 
     /// A rendezvous message's data follows its request (`token`, which it continues) and the
     /// clear-to-send `cts`: it carries what both met.
-    pub fn carry(&mut self, token: u32, cts: u32) {
+    fn carry(&mut self, token: u32, cts: u32) {
         let k = self.k;
         let cts_total: Vec<u16> = self.total(cts).to_vec();
         let max = Self::row(&mut self.max, k, token);
@@ -116,7 +116,7 @@ impl WakeHops {
     }
 
     /// What a message met, per threshold.
-    pub fn total(&mut self, token: u32) -> Vec<u16> {
+    fn total(&mut self, token: u32) -> Vec<u16> {
         let k = self.k;
         let max = Self::row(&mut self.max, k, token).to_vec();
         let base = Self::row(&mut self.base, k, token);
@@ -342,8 +342,35 @@ impl LinkStats {
     }
 
     /// The per-message wake-hop counts, when tracked.
-    pub fn wake_hops(&mut self) -> Option<&mut WakeHops> {
+    fn wake_hops(&mut self) -> Option<&mut WakeHops> {
         self.wake_hops.as_mut()
+    }
+
+    /// Message `token` (or a rendezvous control message) leaves its sender: with wake-hop
+    /// tracking, it has met nothing yet.
+    #[inline]
+    pub fn message_begins(&mut self, token: u32) {
+        if let Some(w) = self.wake_hops() {
+            w.begin(token);
+        }
+    }
+
+    /// A rendezvous message's data continues its request-to-send `token` after the
+    /// clear-to-send `cts`: with wake-hop tracking, it carries what both met.
+    #[inline]
+    pub fn message_continues(&mut self, token: u32, cts: u32) {
+        if let Some(w) = self.wake_hops() {
+            w.carry(token, cts);
+        }
+    }
+
+    /// Message `token` has arrived: with wake-hop tracking, appends what it met, per threshold,
+    /// to `out`.
+    #[inline]
+    pub fn message_wakes(&mut self, token: u32, out: &mut Vec<u16>) {
+        if let Some(w) = self.wake_hops() {
+            out.extend(w.total(token));
+        }
     }
 
     /// Counts each job's bytes per channel: `node_job[n]` is node `n`'s job, of `jobs`. Only
