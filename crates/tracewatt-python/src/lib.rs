@@ -11,6 +11,7 @@ use tracewatt_power::dimm::{
     DimmLayout, DimmsOn, DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB,
     MIN_DIMM_GIB,
 };
+use tracewatt_sim::results::arrow_schema;
 use tracewatt_sim::{memory, Column, Config, Format, Progress, SimError};
 use tracewatt_workload::Op;
 
@@ -176,7 +177,8 @@ fn estimate_sim_time(
 
 /// Runs a simulation with the GIL released. `progress(dict)` is called about five times a second
 /// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; its returning `False`, or Ctrl-C,
-/// interrupts the run. Returns `{"summary": <json str>, "tables": {name: {column: list}}}`.
+/// interrupts the run. Returns `{"summary": <json str>, "tables": {name: {"schema": [(column,
+/// Arrow type)], "columns": {column: values}}}}`.
 #[pyfunction]
 #[pyo3(signature = (text, format, source, progress=None))]
 fn simulate<'py>(
@@ -239,6 +241,8 @@ fn simulate<'py>(
     // simulation, was most of the call.
     let tables = PyDict::new(py);
     for t in &results.tables {
+        let table = PyDict::new(py);
+        table.set_item("schema", arrow_schema(t))?;
         let cols = PyDict::new(py);
         for (name, col) in &t.columns {
             match col {
@@ -252,7 +256,8 @@ fn simulate<'py>(
                 Column::Str(v) => cols.set_item(*name, v)?,
             }
         }
-        tables.set_item(t.name, cols)?;
+        table.set_item("columns", cols)?;
+        tables.set_item(t.name, table)?;
     }
     out.set_item("tables", tables)?;
     Ok(out)
