@@ -285,14 +285,14 @@ fn dimms_on<'py>(
             "DIMM layout beyond its limits (DIMM_LIMITS): {layout:?}"
         )));
     }
-    if gib.len() % 8 != 0 {
+    let floats = gib.chunks_exact(8);
+    if !floats.remainder().is_empty() {
         return Err(PyValueError::new_err(format!(
             "gib: expected 8-byte floats, got {} bytes",
             gib.len()
         )));
     }
-    let on: Vec<_> = gib
-        .chunks_exact(8)
+    let on: Vec<_> = floats
         .map(|b| layout.on(f64::from_ne_bytes(b.try_into().unwrap_or_default())))
         .collect();
     let out = PyDict::new(py);
