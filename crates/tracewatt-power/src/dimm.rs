@@ -97,8 +97,10 @@ impl DimmLayout {
         self.filled(gib).min(self.total())
     }
 
-    /// The DIMMs on for `gib` in use throughout: the rule of each policy without its
-    /// transitions.
+    /// The DIMMs on for `gib` in use throughout a job, as the job-log analysis prices it:
+    /// `ideal` as simulated; `bandwidth_preserving` by whether the first DIMMs hold it, where
+    /// the simulated policy (`DimmPower`) brings the other DIMMs on once the first DIMMs' free
+    /// memory falls to `online_threshold_gib`.
     pub fn on(&self, gib: f64) -> DimmsOn {
         let fits_first = gib <= self.first_gib();
         DimmsOn {
