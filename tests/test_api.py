@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import tracewatt
@@ -89,6 +90,54 @@ def test_tables_columns_and_dtypes(pingpong: dict[str, Any]) -> None:
     # Every byte sent crossed two link directions (node -> switch -> node).
     assert res.links["bytes"].sum() >= 2 * res.ranks["bytes_sent"].sum()
     assert (res.links["busy_s"] <= res.summary["makespan_s"] + 1e-12).all()
+
+
+# The columns of the tables a run without messages leaves empty, and their kinds in
+# crates/tracewatt-sim/src/results.rs (Column::U64 "i", F64 "f", Str "s").
+EMPTY_COLUMNS: dict[str, dict[str, str]] = {
+    "idle_hist": EXPECTED_COLUMNS["idle_hist"],
+    "timeline": {"t_start_s": "f", "t_end_s": "f", "total_w": "f"},
+    "messages": {
+        "job": "s",
+        "src_rank": "i",
+        "dst_rank": "i",
+        "bytes": "i",
+        "start_s": "f",
+        "end_s": "f",
+        "latency_s": "f",
+    },
+    "message_wake_hops": {"message": "i", "threshold_s": "f", "hops": "i"},
+}
+# How the result files store each kind (Parquet physical type).
+PARQUET_TYPES = {"i": "INT64", "f": "DOUBLE", "s": "BYTE_ARRAY"}
+
+
+def test_empty_tables_keep_their_column_types(tmp_path: Path) -> None:
+    # Two ranks that send nothing: no idle interval, no timeline bin, no message.
+    res = tracewatt.simulate(
+        {
+            "machine": {
+                "topology": {"kind": "single_switch", "nodes": 2},
+                "links": {"bandwidth_gbps": 1.0, "latency_ns": 0},
+            },
+            "jobs": [{"ranks": 2, "workload": {"kind": "uniform_random", "messages": 0}}],
+            "output": {"messages": True},
+        }
+    )
+    d = res.write(tmp_path / "r")
+    back = Results.read(d)
+    for name, cols in EMPTY_COLUMNS.items():
+        for r in (res, back):
+            df = r.tables[name]
+            assert len(df) == 0, name
+            assert [c for c in df.columns if c in cols] == list(cols), name
+            for col, kind in cols.items():
+                assert _check_dtype(df[col], kind), f"{name}.{col}: {df[col].dtype}"
+        schema = pq.ParquetFile(d / f"{name}.parquet").schema
+        stored = {schema.column(i).name: schema.column(i) for i in range(len(schema))}
+        for col, kind in cols.items():
+            assert stored[col].physical_type == PARQUET_TYPES[kind], f"{name}.{col}"
+            assert (str(stored[col].logical_type) == "String") == (kind == "s"), f"{name}.{col}"
 
 
 def test_summary_keys(pingpong: dict[str, Any]) -> None:

@@ -277,7 +277,7 @@ def test_settings_file_then_options(tmp_path: Path) -> None:
     cfg.write_text("[joblog]\nchannels = 0\n")
     with pytest.raises(
         joblog.JoblogError,
-        match=r"node\.toml: joblog\.channels: expected an integer from 1 to 1024",
+        match=r"node\.toml: joblog\.channels: expected an integer from 1 to 256",
     ):
         joblog.resolve_settings(cfg)
     cfg.write_text("[joblog]\nchanels = 2\n")
@@ -333,7 +333,7 @@ def test_cli_errors_exit_2_naming_the_place(run_cli: Run, tmp_path: Path) -> Non
     cfg.write_text("[joblog]\nchannels = 2.5\n")
     r = run_cli("analyze", "joblog", path, "--config", cfg)
     assert r.code == 2
-    assert "node.toml: joblog.channels: expected an integer from 1 to 1024, got 2.5" in r.err
+    assert "node.toml: joblog.channels: expected an integer from 1 to 256, got 2.5" in r.err
 
 
 @pytest.mark.parametrize(
@@ -406,7 +406,8 @@ def test_a_header_beyond_the_limit(run_cli: Run, tmp_path: Path) -> None:
     [
         ("--nodes", "99999999999999999999", "an integer from 1 to 1,000,000,000"),
         ("--cores-per-node", "1000000001", "an integer from 1 to 1,000,000,000"),
-        ("--channels", "1025", "an integer from 1 to 1024"),
+        ("--channels", "257", "an integer from 1 to 256"),
+        ("--dimms-per-channel", "0", "an integer from 1 to 256"),
         ("--idle-node-gib", "1e+308", "a number from 0 to 2^20 (1 PiB)"),
         ("--assume-gib", "1e+308", "a number from 0 to 2^20 (1 PiB)"),
         ("--dimm-gib", "1e-320", "a number from 2^-20 (1 KiB) to 2^20 (1 PiB)"),
@@ -484,6 +485,34 @@ def test_the_readme_joblog_example_runs_as_written(
     # Printed to 2 decimals.
     assert float(m[1]) == round(100 * share, 2)
     assert float(m[2]) == round(100 * busy_share, 2)
+
+
+@pytest.mark.parametrize(
+    ("field", "good", "bad"),
+    [("channels", 256, 257), ("dimms_per_channel", 256, 257), ("dimm_gib", 2.0**20, 2.0**21)],
+)
+def test_the_node_layout_has_the_simulators_limits(
+    tmp_path: Path, field: str, good: float, bad: float
+) -> None:
+    # The same value is in range, or out of it, for [power.dimms] and for the analysis alike.
+    def simulator(value: float) -> tracewatt.Config:
+        return tracewatt.Config.from_dict(
+            {
+                "machine": {
+                    "topology": {"kind": "single_switch", "nodes": 2},
+                    "links": {"bandwidth_gbps": 1.0, "latency_ns": 0},
+                },
+                "jobs": [{"ranks": 2, "workload": {"kind": "pingpong"}}],
+                "power": {"dimms": {field: value}},
+            }
+        )
+
+    assert simulator(good).resolved()["power"]["dimms"][field] == good
+    assert joblog.resolve_settings(None, {field: good}) == joblog.JoblogSettings(**{field: good})
+    with pytest.raises(tracewatt.ConfigError, match=rf"power\.dimms\.{field}"):
+        simulator(bad).validate()
+    with pytest.raises(joblog.JoblogError, match=rf"^{field}: expected .*, got {bad!r}$"):
+        joblog.resolve_settings(None, {field: bad})
 
 
 # ----------------------------------------------------------------- the archive's logs (optional)

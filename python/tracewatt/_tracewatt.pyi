@@ -4,6 +4,8 @@ from collections.abc import Callable
 from typing import Any
 
 __version__: str
+DIMM_LIMITS: dict[str, tuple[int, int] | tuple[float, float]]
+DIMM_GIB_RANGE: str
 
 class TracewattError(Exception): ...
 class ConfigError(TracewattError): ...
@@ -36,3 +38,6 @@ def trace_convert(
     flops_per_s: float = 1e9,
     strict: bool = False,
 ) -> str: ...
+def dimms_on(
+    channels: int, dimms_per_channel: int, dimm_gib: float, gib: bytes
+) -> dict[str, bytes]: ...

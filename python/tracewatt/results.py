@@ -42,50 +42,6 @@ TABLES: tuple[str, ...] = (
     "pair_idle_thresholds",
 )
 
-_STRING_COLUMNS = frozenset({"src", "dst", "kind", "job", "port", "component"})
-_INT_COLUMNS = frozenset(
-    {
-        "link_id",
-        "bandwidth_bps",
-        "bytes",
-        "packets",
-        "idle_count",
-        "count",
-        "rank",
-        "node",
-        "sends",
-        "bytes_sent",
-        "ranks",
-        "nodes",
-        "wakes",
-        "refreshes",
-        "switch_id",
-        "ports",
-        "id",
-        "switch",
-        "rx_frames",
-        "tx_frames",
-        "interrupts",
-        "rx_bytes",
-        "tx_bytes",
-        "messages",
-        "low_power_waits",
-        "c1_waits",
-        "c1e_waits",
-        "c3_waits",
-        "c6_waits",
-        "dimms",
-        "transitions",
-        "src_rank",
-        "dst_rank",
-        "pair_id",
-        "link_id_a",
-        "link_id_b",
-        "message",
-        "hops",
-    }
-)
-
 # Fixed Parquet writer settings: no timestamps are written by pyarrow, and with these fixed the
 # bytes depend only on the data (and the pyarrow version, recorded in the file's `created_by`).
 _PARQUET_OPTIONS: dict[str, Any] = {
@@ -232,23 +188,6 @@ def read_parquet(path: Path) -> pa.Table:
         raise ResultsError(f"{path}: cannot read the Parquet table ({e})") from e
 
 
-def _arrow_type(name: str, values: Sequence[Any]) -> pa.DataType:
-    v = next((x for x in values if x is not None), None)
-    if v is not None:
-        if isinstance(v, str):
-            return pa.string()
-        if isinstance(v, bool):
-            return pa.bool_()
-        if isinstance(v, int):
-            return pa.int64()
-        return pa.float64()
-    if name in _STRING_COLUMNS:
-        return pa.string()
-    if name in _INT_COLUMNS:
-        return pa.int64()
-    return pa.float64()
-
-
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     df: pd.DataFrame = table.to_pandas()
     for name, typ in zip(table.column_names, table.schema.types, strict=True):
@@ -265,19 +204,23 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
 RawColumn = tuple[str, bytes]
 
 
-def _arrow_array(name: str, values: Sequence[Any] | RawColumn) -> pa.Array:
+def _arrow_array(values: Sequence[Any] | RawColumn, arrow: pa.DataType) -> pa.Array:
     if isinstance(values, tuple):
         kind, buf = values
         raw_type = {"u64": pa.uint64(), "f64": pa.float64()}[kind]
         arr = pa.Array.from_buffers(raw_type, len(buf) // 8, [None, pa.py_buffer(buf)])
-        # Counts are int64 like every integer column (a value beyond it raises, as before).
-        return arr.cast(pa.int64()) if kind == "u64" else arr
-    return pa.array(list(values), type=_arrow_type(name, values))
+        # A count beyond int64 raises.
+        return arr.cast(arrow)
+    return pa.array(list(values), type=arrow)
 
 
-def _table_from_columns(columns: Mapping[str, Sequence[Any] | RawColumn]) -> pa.Table:
-    arrays = [_arrow_array(k, v) for k, v in columns.items()]
-    return pa.Table.from_arrays(arrays, names=list(columns))
+def _table_from_raw(raw: Mapping[str, Any]) -> pa.Table:
+    """A table from the extension: ``{"schema": [(column, Arrow type name)], "columns":
+    {column: values or RawColumn}}``; the types are the Rust table's, rows or none."""
+    schema = pa.schema([(name, pa.type_for_alias(arrow)) for name, arrow in raw["schema"]])
+    columns = raw["columns"]
+    arrays = [_arrow_array(columns[f.name], f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _frame_to_arrow(df: pd.DataFrame) -> pa.Table:
@@ -327,9 +270,7 @@ class Results:
     def from_raw(cls, raw: Mapping[str, Any]) -> Results:
         """From the extension's ``simulate`` output: ``{"summary": str, "tables": {...}}``."""
         summary = json.loads(raw["summary"])
-        tables = {
-            name: _to_pandas(_table_from_columns(cols)) for name, cols in raw["tables"].items()
-        }
+        tables = {name: _to_pandas(_table_from_raw(table)) for name, table in raw["tables"].items()}
         return cls(summary, tables)
 
     # ---------------------------------------------------------------- tables

@@ -28,13 +28,99 @@ pub enum DimmPolicy {
     Ideal,
 }
 
+/// The most memory channels per node: the limit of `[power.dimms] channels` and of the job-log
+/// analysis's alike (far beyond any machine).
+pub const MAX_CHANNELS: u32 = 256;
+/// The most DIMMs per channel (as `MAX_CHANNELS`).
+pub const MAX_DIMMS_PER_CHANNEL: u32 = 256;
+/// The smallest and largest capacity of one DIMM, GiB: 1 KiB and 1 PiB (as `MAX_CHANNELS`; with
+/// them a node's capacity and the DIMMs a memory needs stay finite and exact).
+pub const MIN_DIMM_GIB: f64 = 1.0 / 1_048_576.0;
+pub const MAX_DIMM_GIB: f64 = 1_048_576.0;
+/// `MIN_DIMM_GIB` to `MAX_DIMM_GIB` as error messages state it.
+pub const DIMM_GIB_RANGE: &str = "2^-20 (1 KiB) to 2^20 (1 PiB)";
+
+/// A node's memory: `channels x dimms_per_channel` DIMMs of `dimm_gib` GiB each. Its *first
+/// DIMMs* are DIMM 0 of every channel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DimmLayout {
+    pub channels: u32,
+    pub dimms_per_channel: u32,
+    pub dimm_gib: f64,
+}
+
+/// The DIMMs a node keeps on for a memory in use that lasts (as a job log gives a job's memory:
+/// one figure, its peak, for its whole run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DimmsOn {
+    /// The first DIMMs hold the memory.
+    pub fits_first: bool,
+    /// Under `bandwidth_preserving`: the first DIMMs if they hold the memory, else all.
+    pub bandwidth_preserving: u32,
+    /// Under `ideal`: the DIMMs the memory fills, at least one, at most all.
+    pub ideal: u32,
+    /// The memory is more than all the node's DIMMs hold.
+    pub over: bool,
+}
+
+impl DimmLayout {
+    /// Whether every field is within its limit (`MAX_CHANNELS`, `MAX_DIMMS_PER_CHANNEL`,
+    /// `MIN_DIMM_GIB` to `MAX_DIMM_GIB`).
+    pub fn within_limits(&self) -> bool {
+        (1..=MAX_CHANNELS).contains(&self.channels)
+            && (1..=MAX_DIMMS_PER_CHANNEL).contains(&self.dimms_per_channel)
+            && (MIN_DIMM_GIB..=MAX_DIMM_GIB).contains(&self.dimm_gib)
+    }
+
+    pub fn total(&self) -> u32 {
+        self.channels * self.dimms_per_channel
+    }
+
+    /// What the first DIMMs hold, GiB.
+    pub fn first_gib(&self) -> f64 {
+        f64::from(self.channels) * self.dimm_gib
+    }
+
+    /// What all the DIMMs hold, GiB.
+    pub fn capacity_gib(&self) -> f64 {
+        f64::from(self.total()) * self.dimm_gib
+    }
+
+    /// The DIMMs `gib` in use fills, at least one; more than `total()` when the node cannot
+    /// hold it.
+    fn filled(&self, gib: f64) -> u32 {
+        ((gib / self.dimm_gib).ceil() as u32).max(1)
+    }
+
+    /// DIMMs `ideal` keeps on for `gib` in use.
+    pub fn ideal(&self, gib: f64) -> u32 {
+        self.filled(gib).min(self.total())
+    }
+
+    /// The DIMMs on for `gib` in use throughout a job, as the job-log analysis prices it:
+    /// `ideal` as simulated; `bandwidth_preserving` by whether the first DIMMs hold it, where
+    /// the simulated policy (`DimmPower`) brings the other DIMMs on once the first DIMMs' free
+    /// memory falls to `online_threshold_gib`.
+    pub fn on(&self, gib: f64) -> DimmsOn {
+        let fits_first = gib <= self.first_gib();
+        DimmsOn {
+            fits_first,
+            bandwidth_preserving: if fits_first {
+                self.channels
+            } else {
+                self.total()
+            },
+            ideal: self.ideal(gib),
+            over: self.filled(gib) > self.total(),
+        }
+    }
+}
+
 /// The memory layout, power and policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DimmParams {
     pub policy: DimmPolicy,
-    pub channels: u32,
-    pub dimms_per_channel: u32,
-    pub dimm_gib: f64,
+    pub layout: DimmLayout,
     pub standby_w: f64,
     pub online_threshold_gib: f64,
     pub offline_threshold_gib: f64,
@@ -44,17 +130,6 @@ pub struct DimmParams {
     /// `ideal`: compute takes `1 + bandwidth_slowdown x (channels off / channels)` times as long
     /// while fewer DIMMs than channels are on (0: no effect).
     pub bandwidth_slowdown: f64,
-}
-
-impl DimmParams {
-    fn total(&self) -> u32 {
-        self.channels * self.dimms_per_channel
-    }
-
-    /// DIMMs `ideal` keeps on for `gib` in use.
-    fn needed(&self, gib: f64) -> u32 {
-        ((gib / self.dimm_gib).ceil() as u32).clamp(1, self.total())
-    }
 }
 
 /// A node's job: when it starts, its memory profile (time after the start, GiB in use from
@@ -151,10 +226,10 @@ impl DimmPower {
     /// which the first DIMMs' free memory is at most the online threshold.
     fn online_time(&self, i: usize) -> Option<Ps> {
         let p = &self.params;
-        if p.policy != DimmPolicy::BandwidthPreserving || p.dimms_per_channel < 2 {
+        if p.policy != DimmPolicy::BandwidthPreserving || p.layout.dimms_per_channel < 2 {
             return None;
         }
-        let first = p.channels as f64 * p.dimm_gib;
+        let first = p.layout.first_gib();
         let j = self.nodes[i].job.as_ref()?;
         j.profile
             .iter()
@@ -190,13 +265,14 @@ impl DimmPower {
 
     fn tally(&mut self, i: usize, end: Ps) -> Tally {
         let p = self.params;
-        let total = p.total();
+        let layout = p.layout;
+        let total = layout.total();
         let mut t = Tally::default();
         let mut add = |timeline: &mut Timeline, from: Ps, to: Ps, on: u32| {
             t.on_ps += (to - from) as u128 * on as u128;
-            if on < p.channels {
+            if on < layout.channels {
                 t.fewer_channels_ps += to - from;
-                t.channels_lost_ps += (to - from) as u128 * (p.channels - on) as u128;
+                t.channels_lost_ps += (to - from) as u128 * (layout.channels - on) as u128;
             }
             timeline.add(0, from, to, on as f64 * p.standby_w);
         };
@@ -205,7 +281,7 @@ impl DimmPower {
             DimmPolicy::Ideal => {
                 let mut last = None;
                 for (from, to, gib) in self.usage(i, end) {
-                    let on = p.needed(gib);
+                    let on = layout.ideal(gib);
                     if last.is_some_and(|l| l != on) {
                         t.transitions += 1;
                     }
@@ -215,14 +291,14 @@ impl DimmPower {
             }
             DimmPolicy::BandwidthPreserving => {
                 let n = &self.nodes[i];
-                let first = p.channels;
+                let first = layout.channels;
                 match n.online_ps.filter(|t| *t < end) {
                     None => add(&mut self.timeline, 0, end, first),
                     Some(on_at) => {
                         // On from the online time until the job exits; off again then if the
                         // node's free memory allows (the idle node's use).
                         let exit = n.exit_ps.unwrap_or(end).min(end);
-                        let free = total as f64 * p.dimm_gib - p.idle_gib;
+                        let free = layout.capacity_gib() - p.idle_gib;
                         let off = (free >= p.offline_threshold_gib && exit < end).then_some(exit);
                         add(&mut self.timeline, 0, on_at, first);
                         add(&mut self.timeline, on_at, off.unwrap_or(end), total);
@@ -280,8 +356,9 @@ impl PowerModel for DimmPower {
             .iter()
             .find(|u| u.0 <= now && now < u.1)
             .map_or(p.idle_gib, |u| u.2);
-        let on = p.needed(gib).min(p.channels);
-        let off = f64::from(p.channels - on) / f64::from(p.channels);
+        let channels = p.layout.channels;
+        let on = p.layout.ideal(gib).min(channels);
+        let off = f64::from(channels - on) / f64::from(channels);
         (ps as f64 * (1.0 + p.bandwidth_slowdown * off)).round() as Ps
     }
 
@@ -301,7 +378,7 @@ impl PowerModel for DimmPower {
         let p = self.params;
         let tallies: Vec<Tally> = (0..self.nodes.len()).map(|i| self.tally(i, end)).collect();
         let energy = |t: &Tally| p.standby_w * t.on_ps as f64 * 1e-12;
-        let total = p.total() as u128;
+        let total = p.layout.total() as u128;
         for (i, t) in tallies.iter().enumerate() {
             let on = (t.on_ps / total.max(1)) as Ps;
             account.rows.push(EnergyRow::of_node(
@@ -353,5 +430,62 @@ impl PowerModel for DimmPower {
         account
             .timeline
             .absorb(self.first_series, self.timeline, end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2 channels x 2 DIMMs of 4 GiB: the first DIMMs hold 8 GiB, all four 16 GiB.
+    const NODE: DimmLayout = DimmLayout {
+        channels: 2,
+        dimms_per_channel: 2,
+        dimm_gib: 4.0,
+    };
+
+    #[test]
+    fn each_policy_keeps_on_the_dimms_its_rule_gives_for_the_memory_in_use() {
+        let on = |gib, fits_first, bandwidth_preserving, ideal, over| {
+            let want = DimmsOn {
+                fits_first,
+                bandwidth_preserving,
+                ideal,
+                over,
+            };
+            assert_eq!(NODE.on(gib), want, "{gib} GiB");
+        };
+        // Nothing in use still keeps one DIMM on under ideal.
+        on(0.0, true, 2, 1, false);
+        on(5.0, true, 2, 2, false);
+        // Exactly the first DIMMs' 8 GiB fits them.
+        on(8.0, true, 2, 2, false);
+        on(8.5, false, 4, 3, false);
+        // Exactly the node's 16 GiB is not over it; 20 GiB is, with every DIMM on.
+        on(16.0, false, 4, 4, false);
+        on(20.0, false, 4, 4, true);
+        assert_eq!((NODE.first_gib(), NODE.capacity_gib()), (8.0, 16.0));
+    }
+
+    #[test]
+    fn the_limits_hold_at_their_ends_and_not_beyond() {
+        let with = |channels, dimms_per_channel, dimm_gib| DimmLayout {
+            channels,
+            dimms_per_channel,
+            dimm_gib,
+        };
+        assert!(with(1, 1, 1.0 / 1_048_576.0).within_limits());
+        assert!(with(256, 256, 1_048_576.0).within_limits());
+        for outside in [
+            with(0, 2, 4.0),
+            with(257, 2, 4.0),
+            with(4, 0, 4.0),
+            with(4, 257, 4.0),
+            with(4, 2, 1.0 / 2_097_152.0),
+            with(4, 2, 2_097_152.0),
+            with(4, 2, f64::NAN),
+        ] {
+            assert!(!outside.within_limits(), "{outside:?}");
+        }
     }
 }

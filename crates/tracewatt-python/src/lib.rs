@@ -7,6 +7,11 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::time::{Duration, Instant};
+use tracewatt_power::dimm::{
+    DimmLayout, DimmsOn, DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB,
+    MIN_DIMM_GIB,
+};
+use tracewatt_sim::results::arrow_schema;
 use tracewatt_sim::{memory, Column, Config, Format, Progress, SimError};
 use tracewatt_workload::Op;
 
@@ -172,7 +177,8 @@ fn estimate_sim_time(
 
 /// Runs a simulation with the GIL released. `progress(dict)` is called about five times a second
 /// with `sim_time_s`, `events`, `ranks_done`, `ranks_total`; its returning `False`, or Ctrl-C,
-/// interrupts the run. Returns `{"summary": <json str>, "tables": {name: {column: list}}}`.
+/// interrupts the run. Returns `{"summary": <json str>, "tables": {name: {"schema": [(column,
+/// Arrow type)], "columns": {column: values}}}}`.
 #[pyfunction]
 #[pyo3(signature = (text, format, source, progress=None))]
 fn simulate<'py>(
@@ -235,6 +241,8 @@ fn simulate<'py>(
     // simulation, was most of the call.
     let tables = PyDict::new(py);
     for t in &results.tables {
+        let table = PyDict::new(py);
+        table.set_item("schema", arrow_schema(t))?;
         let cols = PyDict::new(py);
         for (name, col) in &t.columns {
             match col {
@@ -248,10 +256,72 @@ fn simulate<'py>(
                 Column::Str(v) => cols.set_item(*name, v)?,
             }
         }
-        tables.set_item(t.name, cols)?;
+        table.set_item("columns", cols)?;
+        tables.set_item(t.name, table)?;
     }
     out.set_item("tables", tables)?;
     Ok(out)
+}
+
+/// The DIMMs on (`tracewatt_power::dimm::DimmLayout::on`) for each memory in use in `gib`
+/// (native-endian `f64`s, GiB) on a node of `channels x dimms_per_channel` DIMMs of `dimm_gib`:
+/// `{"fits_first": bytes, "over": bytes}` (one 0 or 1 byte per memory) and
+/// `{"bandwidth_preserving": bytes, "ideal": bytes}` (native-endian `u32` counts).
+#[pyfunction]
+fn dimms_on<'py>(
+    py: Python<'py>,
+    channels: u32,
+    dimms_per_channel: u32,
+    dimm_gib: f64,
+    gib: &[u8],
+) -> PyResult<Bound<'py, PyDict>> {
+    let layout = DimmLayout {
+        channels,
+        dimms_per_channel,
+        dimm_gib,
+    };
+    if !layout.within_limits() {
+        return Err(PyValueError::new_err(format!(
+            "DIMM layout beyond its limits (DIMM_LIMITS): {layout:?}"
+        )));
+    }
+    let floats = gib.chunks_exact(8);
+    if !floats.remainder().is_empty() {
+        return Err(PyValueError::new_err(format!(
+            "gib: expected 8-byte floats, got {} bytes",
+            gib.len()
+        )));
+    }
+    let on: Vec<_> = floats
+        .map(|b| layout.on(f64::from_ne_bytes(b.try_into().unwrap_or_default())))
+        .collect();
+    let out = PyDict::new(py);
+    let flags = |f: fn(&DimmsOn) -> bool| {
+        PyBytes::new(py, &on.iter().map(|d| u8::from(f(d))).collect::<Vec<_>>())
+    };
+    let counts = |f: fn(&DimmsOn) -> u32| {
+        PyBytes::new(
+            py,
+            &on.iter()
+                .flat_map(|d| f(d).to_ne_bytes())
+                .collect::<Vec<_>>(),
+        )
+    };
+    out.set_item("fits_first", flags(|d| d.fits_first))?;
+    out.set_item("over", flags(|d| d.over))?;
+    out.set_item("bandwidth_preserving", counts(|d| d.bandwidth_preserving))?;
+    out.set_item("ideal", counts(|d| d.ideal))?;
+    Ok(out)
+}
+
+/// The limits of a node's DIMM layout, for `[power.dimms]` and the job-log analysis alike:
+/// `{field: (least, most)}`.
+fn dimm_limits(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("channels", (1, MAX_CHANNELS))?;
+    d.set_item("dimms_per_channel", (1, MAX_DIMMS_PER_CHANNEL))?;
+    d.set_item("dimm_gib", (MIN_DIMM_GIB, MAX_DIMM_GIB))?;
+    Ok(d)
 }
 
 /// `values` as one `bytes` object of their 8-byte native representations.
@@ -350,6 +420,9 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_sim_time, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(dimms_on, m)?)?;
+    m.add("DIMM_LIMITS", dimm_limits(py)?)?;
+    m.add("DIMM_GIB_RANGE", DIMM_GIB_RANGE)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TopologyError", py.get_type::<TopologyError>())?;

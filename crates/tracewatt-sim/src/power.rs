@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{S, US};
 use tracewatt_core::Ps;
 use tracewatt_net::{Channel, Device, LinkClass, Topology};
+use tracewatt_power::dimm::{
+    DimmLayout, DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
+};
 use tracewatt_power::phy;
 use tracewatt_power::{
     Backplanes, CState, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower, Governor,
@@ -19,8 +22,6 @@ const TIMELINE_MAX_BINS: usize = 2048;
 /// The most any power figure may be, W (or W per Mb/s, J per interrupt): a megawatt per
 /// component is beyond any part of a machine, and energies stay finite.
 const MAX_POWER_W: f64 = 1e6;
-/// The most memory channels per node, and DIMMs per channel.
-const MAX_DIMMS_PER_LEVEL: u32 = 256;
 /// The most compute may slow per share of channels off.
 const MAX_BANDWIDTH_SLOWDOWN: f64 = 1000.0;
 
@@ -533,19 +534,23 @@ impl PowerSpec {
                 "channels, dimms_per_channel and dimm_gib must be positive".into(),
             );
         }
-        for (field, v) in [
-            ("power.dimms.channels", self.dimms.channels),
+        for (field, v, max) in [
+            ("power.dimms.channels", self.dimms.channels, MAX_CHANNELS),
             (
                 "power.dimms.dimms_per_channel",
                 self.dimms.dimms_per_channel,
+                MAX_DIMMS_PER_CHANNEL,
             ),
         ] {
-            if v > MAX_DIMMS_PER_LEVEL {
-                return err(
-                    field,
-                    format!("must be at most {MAX_DIMMS_PER_LEVEL}, got {v}"),
-                );
+            if v > max {
+                return err(field, format!("must be at most {max}, got {v}"));
             }
+        }
+        if !(MIN_DIMM_GIB..=MAX_DIMM_GIB).contains(&self.dimms.dimm_gib) {
+            return err(
+                "power.dimms.dimm_gib",
+                format!("must be from {DIMM_GIB_RANGE}, got {}", self.dimms.dimm_gib),
+            );
         }
         if self.dimms.bandwidth_slowdown > MAX_BANDWIDTH_SLOWDOWN {
             return err(
@@ -968,9 +973,11 @@ pub(crate) fn models(
                 DimmPolicyName::BandwidthPreserving => DimmPolicy::BandwidthPreserving,
                 DimmPolicyName::Ideal => DimmPolicy::Ideal,
             },
-            channels: d.channels,
-            dimms_per_channel: d.dimms_per_channel,
-            dimm_gib: d.dimm_gib,
+            layout: DimmLayout {
+                channels: d.channels,
+                dimms_per_channel: d.dimms_per_channel,
+                dimm_gib: d.dimm_gib,
+            },
             standby_w: d.dimm_standby_w,
             online_threshold_gib: d.online_threshold_gib,
             offline_threshold_gib: d.offline_threshold_gib,

@@ -26,6 +26,24 @@ impl Results {
     }
 }
 
+/// The Arrow schema of `table` in the result files: each column's name and Arrow type, from
+/// the kind of column it is built as, so a table without rows has its types too. Counts and ids
+/// are `int64` (missing ones null), measures `float64`, names `string`.
+pub fn arrow_schema(table: &Table) -> Vec<(&'static str, &'static str)> {
+    table
+        .columns
+        .iter()
+        .map(|(name, column)| {
+            let arrow = match column {
+                Column::U64(_) | Column::OptU64(_) => "int64",
+                Column::F64(_) => "float64",
+                Column::Str(_) => "string",
+            };
+            (*name, arrow)
+        })
+        .collect()
+}
+
 fn secs(ps: u64) -> f64 {
     to_seconds(ps)
 }

@@ -359,6 +359,11 @@ fn values_that_would_not_end_overflow_or_be_ignored_are_refused() {
             "at most 256",
         ),
         (
+            pingpong("", "", "", "[power.dimms]\ndimm_gib = 2e6"),
+            "power.dimms.dimm_gib",
+            "from 2^-20 (1 KiB) to 2^20 (1 PiB), got 2000000",
+        ),
+        (
             pingpong("", "", "", "[power.dimms]\nbandwidth_slowdown = 1e300"),
             "power.dimms.bandwidth_slowdown",
             "at most 1000",

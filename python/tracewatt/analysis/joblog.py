@@ -13,9 +13,10 @@ taken as KiB), and the machine's remaining node-time is idle at ``idle_node_gib`
 policy turns the 2nd DIMMs on and off within a job at memory thresholds; from a log only a job's
 peak memory is known, so it decides for the whole job. ``docs/cli.md`` gives every definition.
 
-The log is read line by line (plain or gzip); per job only its start, end and node count are kept,
-for the sweep that finds overcommitted node-time (a log whose jobs use more nodes at once than the
-machine has).
+The log is read line by line (plain or gzip); per job only its start, end, node count, node-time
+and memory are kept: for the sweep that finds overcommitted node-time (a log whose jobs use more
+nodes at once than the machine has), and for the simulator's DIMM rule
+(``tracewatt_power::dimm::DimmLayout::on``), applied to all the jobs at once.
 """
 
 from __future__ import annotations
@@ -25,22 +26,35 @@ import gzip
 import math
 import os
 import re
-import tomllib
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from tracewatt import _tracewatt
 from tracewatt._dependencies import numpy as np
 from tracewatt._dependencies import pandas as pd
-from tracewatt.config import read_text
-from tracewatt.errors import ConfigError, TracewattError
+from tracewatt.analysis.joblog_settings import (
+    JOBLOG_OPTIONS,
+    MAX_MEMORY_KIB,
+    MAX_PROCESSORS,
+    MAX_SECONDS,
+    SETTING_RANGES,
+    JoblogError,
+    JoblogSettings,
+    check_setting,
+    resolve_settings,
+)
 
 __all__ = [
     "JOBLOG_OPTIONS",
+    "MAX_MEMORY_KIB",
+    "MAX_PROCESSORS",
+    "MAX_SECONDS",
     "POLICIES",
+    "SETTING_RANGES",
     "SKIP_REASONS",
     "JoblogError",
     "JoblogResult",
@@ -58,11 +72,6 @@ SKIP_REASONS = ("run_time", "processors", "start_time", "memory")
 SWF_FIELDS = 18
 KIB_PER_GIB = 1024 * 1024
 
-# Limits (docs/cli.md) far beyond any machine or log, and low enough that no product or sum
-# over a log overflows: to an infinite float, or past the int64 node counts of the sweep.
-MAX_PROCESSORS = 10**9
-MAX_SECONDS = 10**12
-MAX_MEMORY_KIB = 2**40
 
 # The SWF fields read (1-based, as the format numbers them): name, largest value, its text.
 _FIELDS: dict[int, tuple[str, float, str]] = {
@@ -78,116 +87,37 @@ _FIELDS: dict[int, tuple[str, float, str]] = {
 _HEADER = re.compile(r";\s*(MaxNodes|MaxProcs)\s*:\s*(\S*)")
 
 
-class JoblogError(TracewattError):
-    """A job log, a settings file or a setting that cannot be used; the message names the file
-    and line, the field or the option, and what was expected."""
-
-
-@dataclass(frozen=True)
-class JoblogSettings:
-    """The machine's memory layout and the analysis's assumptions (defaults and their sources:
-    ``docs/config.md``). ``cores_per_node`` and ``nodes`` default to what the log's header
-    gives; ``assume_gib`` (memory per node of jobs whose log line has none) to no assumption."""
-
-    channels: int = 8
-    dimms_per_channel: int = 2
-    dimm_gib: float = 8.0
-    dimm_standby_w: float = 0.9
-    idle_node_gib: float = 2.0
-    cores_per_node: int | None = None
-    nodes: int | None = None
-    assume_gib: float | None = None
-
-
-#: The settings, as ``analyze joblog`` options and ``[joblog]`` fields.
-JOBLOG_OPTIONS = tuple(f.name for f in dataclasses.fields(JoblogSettings))
-_INT_OPTIONS = ("channels", "dimms_per_channel", "cores_per_node", "nodes")
-_MEMORY = (0.0, 2.0**20, "a number from 0 to 2^20 (1 PiB)")
-#: Each setting's range (inclusive) and how errors state it (docs/cli.md).
-SETTING_RANGES: dict[str, tuple[float, float, str]] = {
-    "channels": (1, 1024, "an integer from 1 to 1024"),
-    "dimms_per_channel": (1, 1024, "an integer from 1 to 1024"),
-    "dimm_gib": (2.0**-20, 2.0**20, "a number from 2^-20 (1 KiB) to 2^20 (1 PiB)"),
-    "dimm_standby_w": (0.001, 1000.0, "a number from 0.001 to 1000"),
-    "idle_node_gib": _MEMORY,
-    "cores_per_node": (1, MAX_PROCESSORS, f"an integer from 1 to {MAX_PROCESSORS:,}"),
-    "nodes": (1, MAX_PROCESSORS, f"an integer from 1 to {MAX_PROCESSORS:,}"),
-    "assume_gib": _MEMORY,
-}
-
-
-def _check_setting(name: str, value: object, where: str) -> int | float:
-    """``value`` if it is valid for setting ``name``, else an error naming ``where``."""
-    lo, hi, expected = SETTING_RANGES[name]
-    kinds = int if name in _INT_OPTIONS else int | float
-    # NaN fails the range test.
-    if isinstance(value, kinds) and not isinstance(value, bool) and lo <= value <= hi:
-        return value if name in _INT_OPTIONS else float(value)
-    raise JoblogError(f"{where}: expected {expected}, got {value!r}")
-
-
-def _read_settings_file(path: str | os.PathLike[str]) -> dict[str, int | float]:
-    p = Path(path)
-    try:
-        doc = tomllib.loads(read_text(p, "settings file"))
-    except ConfigError as e:
-        raise JoblogError(str(e)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise JoblogError(f"{p}: {e}") from None
-    for key in doc:
-        if key != "joblog":
-            raise JoblogError(f"{p}: {key}: unknown key; expected only a [joblog] table")
-    table = doc.get("joblog")
-    if not isinstance(table, dict):
-        raise JoblogError(f"{p}: expected a [joblog] table")
-    out: dict[str, int | float] = {}
-    for key, value in table.items():
-        if key not in JOBLOG_OPTIONS:
-            raise JoblogError(
-                f"{p}: joblog.{key}: unknown field; expected one of {', '.join(JOBLOG_OPTIONS)}"
-            )
-        out[key] = _check_setting(key, value, f"{p}: joblog.{key}")
-    return out
-
-
-def resolve_settings(
-    config: str | os.PathLike[str] | None = None,
-    given: Mapping[str, object] | None = None,
-    label: Callable[[str], str] = str,
-) -> JoblogSettings:
-    """The settings: the defaults, then the ``[joblog]`` table of the TOML file ``config``,
-    then the values in ``given`` that are not None. ``label(name)`` is how an error names a
-    setting from ``given`` (e.g. ``--dimm-gib`` on the command line)."""
-    values: dict[str, Any] = _read_settings_file(config) if config is not None else {}
-    for name, value in (given or {}).items():
-        if value is not None:
-            values[name] = _check_setting(name, value, label(name))
-    return dataclasses.replace(JoblogSettings(), **values)
-
-
 # --------------------------------------------------------------------------- the node's DIMMs
 
 
-class _Node:
-    """Which DIMMs of one node each policy keeps on for a given memory in use."""
+@dataclass(frozen=True)
+class _DimmsOn:
+    """Per memory in use on a node: whether the first DIMMs hold it, the DIMMs on under
+    bandwidth_preserving and ideal, and whether it is more than the node's DIMMs hold."""
 
-    def __init__(self, s: JoblogSettings) -> None:
-        self.first = s.channels
-        self.total = s.channels * s.dimms_per_channel
-        self.dimm_kib = s.dimm_gib * KIB_PER_GIB
-        self.first_kib = s.channels * self.dimm_kib
+    fits_first: np.ndarray
+    bandwidth_preserving: np.ndarray
+    ideal: np.ndarray
+    over: np.ndarray
 
-    def dimms(self, mem_kib: float) -> tuple[bool, int, int, bool]:
-        """(fits the first DIMMs, DIMMs on under bandwidth_preserving, under ideal, more than
-        the node's DIMMs hold) for ``mem_kib`` in use on the node."""
-        fits = mem_kib <= self.first_kib
-        needed = max(1, math.ceil(mem_kib / self.dimm_kib))
-        return (
-            fits,
-            self.first if fits else self.total,
-            min(needed, self.total),
-            needed > self.total,
-        )
+
+def _dimms_on(s: JoblogSettings, gib: np.ndarray) -> _DimmsOn:
+    """The simulator's DIMM rule for each memory in ``gib`` (GiB), in one call."""
+    raw = _tracewatt.dimms_on(
+        s.channels, s.dimms_per_channel, s.dimm_gib, np.ascontiguousarray(gib, float).tobytes()
+    )
+    return _DimmsOn(
+        fits_first=np.frombuffer(raw["fits_first"], dtype=np.bool_),
+        bandwidth_preserving=np.frombuffer(raw["bandwidth_preserving"], dtype=np.uint32),
+        ideal=np.frombuffer(raw["ideal"], dtype=np.uint32),
+        over=np.frombuffer(raw["over"], dtype=np.bool_),
+    )
+
+
+def _in_order(values: np.ndarray) -> float:
+    """The sum of ``values`` added one after the other in the log's order, as the busy
+    node-time is (numpy's own sum groups them otherwise and may differ in the last digit)."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 # --------------------------------------------------------------------------- reading the log
@@ -279,27 +209,32 @@ class _Totals:
     with_memory: int = 0
     from_request: int = 0
     assumed: int = 0
-    over_node: int = 0
     busy_node_s: float = 0.0
-    fits_node_s: float = 0.0
     skipped_node_s: float = 0.0
-    bp_dimm_s: float = 0.0
-    ideal_dimm_s: float = 0.0
+
+
+@dataclass
+class _Jobs:
+    """Each analysed job's start and end (for the span and the overcommitment sweep), nodes,
+    node-time and memory per node."""
+
+    starts: array[float] = dataclasses.field(default_factory=lambda: array("d"))
+    ends: array[float] = dataclasses.field(default_factory=lambda: array("d"))
+    counts: array[int] = dataclasses.field(default_factory=lambda: array("q"))
+    node_s: array[float] = dataclasses.field(default_factory=lambda: array("d"))
+    mem_kib: array[float] = dataclasses.field(default_factory=lambda: array("d"))
 
 
 def _scan(
     path: str, lines: Iterable[str], s: JoblogSettings
-) -> tuple[_Totals, dict[str, int], array[float], array[float], array[int]]:
-    """One pass over the log: per-policy DIMM-seconds of the jobs, counts, and each analysed
-    job's start, end and nodes (for the span and the overcommitment sweep)."""
+) -> tuple[_Totals, dict[str, int], _Jobs]:
+    """One pass over the log: the counts and each analysed job."""
     t = _Totals()
     skipped = dict.fromkeys(SKIP_REASONS, 0)
-    starts: array[float] = array("d")
-    ends: array[float] = array("d")
-    counts: array[int] = array("q")
+    jobs = _Jobs()
+    starts, ends, counts = jobs.starts, jobs.ends, jobs.counts
+    node_ss, mems = jobs.node_s, jobs.mem_kib
     header: dict[str, tuple[str, int]] = {}
-    node = _Node(s)
-    dimms = node.dimms
     assume_kib = None if s.assume_gib is None else s.assume_gib * KIB_PER_GIB
     cores = 0
     # Locals, as floats: this loop runs once per job of logs of millions.
@@ -370,19 +305,14 @@ def _scan(
             skipped["memory"] += 1
             t.skipped_node_s += node_s
             continue
-        fits, bp, ideal, over = dimms(mem_kib)
         t.busy_node_s += node_s
-        if fits:
-            t.fits_node_s += node_s
-        t.bp_dimm_s += bp * node_s
-        t.ideal_dimm_s += ideal * node_s
-        if over:
-            t.over_node += 1
         start = submit + wait
         starts.append(start)
         ends.append(start + run)
         counts.append(n)
-    return t, skipped, starts, ends, counts
+        node_ss.append(node_s)
+        mems.append(mem_kib)
+    return t, skipped, jobs
 
 
 def _overcommitted_node_s(
@@ -498,14 +428,14 @@ def analyze(path: str | os.PathLike[str], settings: JoblogSettings) -> JoblogRes
     for option in JOBLOG_OPTIONS:
         value = getattr(settings, option)
         if value is not None:
-            _check_setting(option, value, f"settings.{option}")
+            check_setting(option, value, f"settings.{option}")
     p = Path(path)
     name = str(path)
     if not p.is_file():
         raise JoblogError(f"{name}: no such file" if not p.exists() else f"{name}: not a file")
     try:
         with _open_text(p) as f:
-            totals, skipped, starts, ends, counts = _scan(name, f, settings)
+            totals, skipped, jobs = _scan(name, f, settings)
     except (OSError, EOFError, zlib.error) as e:
         # A truncated or corrupt gzip stream, or a read error part way.
         raise JoblogError(f"{name}: cannot read the log: {e}") from None
@@ -517,20 +447,24 @@ def analyze(path: str | os.PathLike[str], settings: JoblogSettings) -> JoblogRes
             "the log has no memory data; give a memory per node to assume for every job "
             "(--assume-gib)"
         )
-    if not starts:
+    if not jobs.starts:
         reasons = ", ".join(f"{k} {v:,}" for k, v in skipped.items() if v)
         raise JoblogError(f"{name}: none of its {totals.jobs:,} jobs can be analysed ({reasons})")
     m = totals.machine
-    span_s = max(ends) - min(starts)
-    over_s = _overcommitted_node_s(m.nodes, starts, ends, counts)
+    span_s = max(jobs.ends) - min(jobs.starts)
+    over_s = _overcommitted_node_s(m.nodes, jobs.starts, jobs.ends, jobs.counts)
     idle_s = max(0.0, m.nodes * span_s - totals.busy_node_s + over_s)
     node_s = totals.busy_node_s + idle_s
-    idle_fits, idle_bp, idle_ideal, _ = _Node(settings).dimms(settings.idle_node_gib * KIB_PER_GIB)
+    job_s = np.frombuffer(jobs.node_s)
+    on = _dimms_on(settings, np.frombuffer(jobs.mem_kib) / KIB_PER_GIB)
+    fits_node_s = _in_order(job_s[on.fits_first])
+    idle = _dimms_on(settings, np.array([settings.idle_node_gib]))
     total_dimms = settings.channels * settings.dimms_per_channel
     dimm_s = {
         "always_on": total_dimms * node_s,
-        "bandwidth_preserving": totals.bp_dimm_s + idle_bp * idle_s,
-        "ideal": totals.ideal_dimm_s + idle_ideal * idle_s,
+        "bandwidth_preserving": _in_order(on.bandwidth_preserving * job_s)
+        + int(idle.bandwidth_preserving[0]) * idle_s,
+        "ideal": _in_order(on.ideal * job_s) + int(idle.ideal[0]) * idle_s,
     }
     return JoblogResult(
         log=name,
@@ -541,17 +475,17 @@ def analyze(path: str | os.PathLike[str], settings: JoblogSettings) -> JoblogRes
         cores_source=m.cores_source,
         span_s=span_s,
         jobs=totals.jobs,
-        jobs_analysed=len(starts),
+        jobs_analysed=len(jobs.starts),
         jobs_skipped=skipped,
         jobs_memory_from_request=totals.from_request,
         jobs_memory_assumed=totals.assumed,
-        jobs_memory_over_node=totals.over_node,
+        jobs_memory_over_node=int(on.over.sum()),
         busy_node_s=totals.busy_node_s,
         idle_node_s=idle_s,
         overcommitted_node_s=over_s,
         skipped_node_s=totals.skipped_node_s,
-        share_fits_first_dimms=(totals.fits_node_s + (idle_s if idle_fits else 0.0)) / node_s,
-        busy_share_fits_first_dimms=totals.fits_node_s / totals.busy_node_s,
+        share_fits_first_dimms=(fits_node_s + (idle_s if idle.fits_first[0] else 0.0)) / node_s,
+        busy_share_fits_first_dimms=fits_node_s / totals.busy_node_s,
         energy_j={k: v * settings.dimm_standby_w for k, v in dimm_s.items()},
     )
 
