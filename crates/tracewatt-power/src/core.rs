@@ -1,4 +1,4 @@
-//! Cores and how MPI waits on them (research.md section 4, low-power MPI waiting): each rank
+//! Cores and how MPI waits on them (docs/references.md section 4, low-power MPI waiting): each rank
 //! runs on a core whose power follows what the rank does — computing, working inside MPI,
 //! waiting for a message, idle — and a wait follows the wait policy:
 //!

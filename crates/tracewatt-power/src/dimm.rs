@@ -1,4 +1,4 @@
-//! DIMMs under memory-hotplug policies (research.md section 5, Oe et al.): each node has
+//! DIMMs under memory-hotplug policies (docs/references.md section 5, Ishihara et al.): each node has
 //! `channels x dimms_per_channel` DIMMs drawing `standby_w` each while on. The memory a node
 //! uses over time comes from its job's profile (idle nodes use `idle_gib`).
 //!

@@ -1,4 +1,4 @@
-//! NICs with interrupt coalescing (research.md section 3, Tanaka et al.): per node, frames
+//! NICs with interrupt coalescing (docs/references.md section 3, Kodama et al.): per node, frames
 //! received wait for an interrupt, which fires when no frame has arrived for `rx_usecs` (the timer
 //! restarts at each frame) or when `rx_max_frames` frames are pending. The NIC has one coalescing
 //! timer: a transmit completion starts it at `tx_usecs` when no received frame is pending, and a

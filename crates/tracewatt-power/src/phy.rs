@@ -1,5 +1,5 @@
-//! Presets: minimum transition times per PHY (research.md section 1 and IEEE Std 802.3 Clause
-//! 78), the paper's measured switch defaults, and measured switch power.
+//! Presets: minimum transition times per PHY (docs/references.md section 1 and IEEE Std 802.3
+//! Clause 78), the paper's measured switch defaults, and measured switch power.
 
 use tracewatt_core::time::{PS_PER_NS, PS_PER_US};
 use tracewatt_core::Ps;
@@ -30,7 +30,7 @@ const fn preset(name: &'static str, sleep_time_ps: Ps, wake_time_ps: Ps) -> PhyT
     }
 }
 
-/// The first three are research.md Table 1 (the EEE paper's Table 1). The backplane and fast-wake
+/// The first three are docs/references.md section 1, Table 1 (the EEE paper's Table 1). The backplane and fast-wake
 /// PHYs are IEEE Std 802.3 Clause 78: Ts (min) from Table 78-2 and Tw_sys_tx (min) from Table
 /// 78-4. Fast wake keeps the PHY signalling (no quiet period, no refresh), so it has no Ts.
 pub const PHYS: &[PhyTiming] = &[
@@ -60,7 +60,7 @@ pub fn phy(name: &str) -> Option<PhyTiming> {
 pub const MEASURED_IDLE_TIMEOUT_PS: Ps = us(600);
 pub const MEASURED_WAKE_TIME_PS: Ps = us(17);
 
-/// Measured switch power (research.md section 1): backplane, and per linked port when active and
+/// Measured switch power (docs/references.md section 1): backplane, and per linked port when active and
 /// in LPI.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SwitchModel {

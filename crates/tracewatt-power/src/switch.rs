@@ -1,4 +1,4 @@
-//! Switch backplanes: a constant power per switch while the machine runs (research.md section
+//! Switch backplanes: a constant power per switch while the machine runs (docs/references.md section
 //! 1: ~96 W for the PowerConnect 8132, whatever the traffic). Their ports are link ports.
 
 use crate::model::{Account, EnergyRow, PowerModel, Signals};

@@ -146,7 +146,7 @@ pub struct SwitchPowerSpec {
 
 /// `[power.nic]`: the node-side port of each node link (default: the switch port's figures)
 /// and, with `coalescing = true`, the NIC's receive path with interrupt coalescing and its power
-/// (research.md section 3).
+/// (docs/references.md section 3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NicPowerSpec {
@@ -261,7 +261,7 @@ impl Default for NodesSpec {
     }
 }
 
-/// `[power.dimms]`: each node's DIMMs (research.md section 5).
+/// `[power.dimms]`: each node's DIMMs (docs/references.md section 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DimmsSpec {
@@ -305,7 +305,7 @@ pub enum DimmPolicyName {
     Ideal,
 }
 
-/// Oe et al.'s test machine (8 x 4 GB DDR3-1333 in 4 channels), their 0.9 W per idle DIMM (8 GB
+/// Ishihara et al.'s test machine (8 x 4 GB DDR3-1333 in 4 channels), their 0.9 W per idle DIMM (8 GB
 /// DDR3-1600), their off threshold (24 GB) and on threshold (4 GB), and the job log's 2 GB per
 /// idle node.
 fn default_channels() -> u32 {
@@ -347,7 +347,7 @@ impl Default for DimmsSpec {
     }
 }
 
-/// Tanaka et al.'s NIC (research.md section 3): tg3 driver, rx-usecs 18 us, at most 6 frames per
+/// Kodama et al.'s NIC (docs/references.md section 3): tg3 driver, rx-usecs 18 us, at most 6 frames per
 /// interrupt; node power increase = 1.25e-2 W per Mb/s + 1.56e-4 W per interrupt per second.
 const NIC_RX_USECS: f64 = 18.0;
 const NIC_RX_MAX_FRAMES: u32 = 6;
@@ -703,7 +703,7 @@ fn node_of(c: &Channel) -> Option<u32> {
     }
 }
 
-/// `[mpi.wait]`: how a rank waits for MPI (research.md section 4).
+/// `[mpi.wait]`: how a rank waits for MPI (docs/references.md section 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WaitSpec {
@@ -1057,8 +1057,8 @@ mod tests {
         assert_eq!(p.links.phy.as_deref(), Some("10gbase-t"));
     }
 
-    /// Ts (min) and Tw_sys_tx (min) of IEEE Std 802.3 Tables 78-2 and 78-4, and research.md
-    /// Table 1 for the twisted-pair PHYs.
+    /// Ts (min) and Tw_sys_tx (min) of IEEE Std 802.3 Tables 78-2 and 78-4, and
+    /// docs/references.md section 1, Table 1 for the twisted-pair PHYs.
     #[test]
     fn the_presets_carry_the_standards_minimum_sleep_and_wake() {
         let want = [
