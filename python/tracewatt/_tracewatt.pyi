@@ -36,3 +36,14 @@ def trace_convert(
     flops_per_s: float = 1e9,
     strict: bool = False,
 ) -> str: ...
+def screen_idle(
+    links: dict[str, Any],
+    idle_thresholds: dict[str, Any],
+    idle_hist: dict[str, Any],
+    pairs: dict[str, Any] | None,
+    messages: dict[str, Any] | None,
+    span_s: float,
+    timeouts_us: list[float],
+    wakes_us: list[float],
+    sleeps_us: list[float],
+) -> dict[str, list[Any]]: ...

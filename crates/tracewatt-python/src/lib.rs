@@ -2,10 +2,11 @@
 //! Rust, with the GIL released, and hands back plain Python data. Errors map onto one exception
 //! hierarchy rooted at `TracewattError`.
 
+use pyo3::buffer::{Element, PyBuffer};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::time::{Duration, Instant};
 use tracewatt_sim::{memory, Column, Config, Format, Progress, SimError};
 use tracewatt_workload::Op;
@@ -338,6 +339,280 @@ fn trace_convert(
     info_json(&info)
 }
 
+/// Column `key` of a table handed over as a dict of numpy arrays (any object with the buffer
+/// protocol), copied.
+fn column<T: Element>(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<T>> {
+    let value = table
+        .get_item(key)?
+        .ok_or_else(|| PyValueError::new_err(format!("missing column {key}")))?;
+    PyBuffer::<T>::get(&value)?.to_vec(table.py())
+}
+
+/// An index column (int64): every value must be >= 0.
+fn indices(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<usize>> {
+    column::<i64>(table, key)?
+        .into_iter()
+        .map(|i| {
+            usize::try_from(i)
+                .map_err(|_| PyValueError::new_err(format!("{key}: negative index {i}")))
+        })
+        .collect()
+}
+
+/// A flag column (uint8: 0 false, else true; numpy's bools have no buffer format of their own
+/// that PyO3 reads).
+fn flags(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<bool>> {
+    Ok(column::<u8>(table, key)?
+        .into_iter()
+        .map(|v| v != 0)
+        .collect())
+}
+
+/// An optional index column (int64, -1 for none).
+fn optional_indices(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<Option<usize>>> {
+    Ok(column::<i64>(table, key)?
+        .into_iter()
+        .map(|i| usize::try_from(i).ok())
+        .collect())
+}
+
+fn scalar<'py, T: FromPyObjectOwned<'py>>(table: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    table
+        .get_item(key)?
+        .ok_or_else(|| PyValueError::new_err(format!("missing {key}")))?
+        .extract()
+        .map_err(Into::into)
+}
+
+/// The columns `screen_idle` takes, owned (the core borrows them).
+struct ScreenColumns {
+    links: [Vec<f64>; 5],
+    class: Vec<Option<usize>>,
+    paired: Vec<bool>,
+    selected: Vec<bool>,
+    counts_link: Vec<usize>,
+    counts: [Vec<f64>; 3],
+    hist_link: Vec<usize>,
+    hist: [Vec<f64>; 4],
+    pairs: Option<(usize, [Vec<usize>; 2], [Vec<f64>; 4])>,
+    messages: Option<MessageColumns>,
+}
+
+struct MessageColumns {
+    ranks: usize,
+    classes: usize,
+    horizon_s: f64,
+    ends: [Vec<usize>; 4],
+    links: [Vec<Option<usize>>; 2],
+    times: [Vec<f64>; 3],
+    rendezvous: Vec<bool>,
+    counted: Option<(Vec<usize>, [Vec<f64>; 2])>,
+}
+
+impl ScreenColumns {
+    fn read(
+        links: &Bound<'_, PyDict>,
+        counts: &Bound<'_, PyDict>,
+        hist: &Bound<'_, PyDict>,
+        pairs: Option<&Bound<'_, PyDict>>,
+        messages: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let f = column::<f64>;
+        let pairs = match pairs {
+            Some(p) => Some((
+                scalar(p, "pairs")?,
+                [indices(p, "a")?, indices(p, "b")?],
+                [
+                    f(p, "threshold_s")?,
+                    f(p, "count")?,
+                    f(p, "total_s")?,
+                    f(p, "trailing_idle_s")?,
+                ],
+            )),
+            None => None,
+        };
+        let messages = match messages {
+            Some(m) => {
+                let counted = match m.get_item("counted")?.filter(|c| !c.is_none()) {
+                    Some(c) => {
+                        let c = c.cast_into::<PyDict>()?;
+                        Some((
+                            indices(&c, "message")?,
+                            [f(&c, "threshold_s")?, f(&c, "hops")?],
+                        ))
+                    }
+                    None => None,
+                };
+                Some(MessageColumns {
+                    ranks: scalar(m, "ranks")?,
+                    classes: scalar(m, "classes")?,
+                    horizon_s: scalar(m, "horizon_s")?,
+                    ends: [
+                        indices(m, "src")?,
+                        indices(m, "dst")?,
+                        indices(m, "src_node")?,
+                        indices(m, "dst_node")?,
+                    ],
+                    links: [
+                        optional_indices(m, "uplink")?,
+                        optional_indices(m, "downlink")?,
+                    ],
+                    times: [f(m, "hops")?, f(m, "start_s")?, f(m, "end_s")?],
+                    rendezvous: flags(m, "rendezvous")?,
+                    counted,
+                })
+            }
+            None => None,
+        };
+        Ok(Self {
+            links: [
+                f(links, "trailing_idle_s")?,
+                f(links, "active_w")?,
+                f(links, "lpi_w")?,
+                f(links, "refresh_period_s")?,
+                f(links, "refresh_time_s")?,
+            ],
+            class: optional_indices(links, "class")?,
+            paired: flags(links, "paired")?,
+            selected: flags(links, "selected")?,
+            counts_link: indices(counts, "link")?,
+            counts: [
+                f(counts, "threshold_s")?,
+                f(counts, "count")?,
+                f(counts, "total_s")?,
+            ],
+            hist_link: indices(hist, "link")?,
+            hist: [
+                f(hist, "lo_s")?,
+                f(hist, "hi_s")?,
+                f(hist, "count")?,
+                f(hist, "total_s")?,
+            ],
+            pairs,
+            messages,
+        })
+    }
+
+    fn run(&self, span_s: f64) -> tracewatt_screen::Run<'_> {
+        use tracewatt_screen::{Counted, IdleCounts, IdleHist, Links, Messages, PairCounts, Run};
+        let l = &self.links;
+        Run {
+            links: Links {
+                trailing_idle_s: &l[0],
+                active_w: &l[1],
+                lpi_w: &l[2],
+                refresh_period_s: &l[3],
+                refresh_time_s: &l[4],
+                class: &self.class,
+                paired: &self.paired,
+                selected: &self.selected,
+            },
+            idle_counts: IdleCounts {
+                link: &self.counts_link,
+                threshold_s: &self.counts[0],
+                count: &self.counts[1],
+                total_s: &self.counts[2],
+            },
+            hist: IdleHist {
+                link: &self.hist_link,
+                lo_s: &self.hist[0],
+                hi_s: &self.hist[1],
+                count: &self.hist[2],
+                total_s: &self.hist[3],
+            },
+            pairs: self.pairs.as_ref().map(|(pairs, [a, b], v)| PairCounts {
+                pairs: *pairs,
+                a,
+                b,
+                threshold_s: &v[0],
+                count: &v[1],
+                total_s: &v[2],
+                trailing_idle_s: &v[3],
+            }),
+            messages: self.messages.as_ref().map(|m| Messages {
+                ranks: m.ranks,
+                src: &m.ends[0],
+                dst: &m.ends[1],
+                src_node: &m.ends[2],
+                dst_node: &m.ends[3],
+                uplink: &m.links[0],
+                downlink: &m.links[1],
+                hops: &m.times[0],
+                classes: m.classes,
+                start_s: &m.times[1],
+                end_s: &m.times[2],
+                rendezvous: &m.rendezvous,
+                counted: m.counted.as_ref().map(|(message, v)| Counted {
+                    message,
+                    threshold_s: &v[0],
+                    hops: &v[1],
+                }),
+                horizon_s: m.horizon_s,
+            }),
+            span_s,
+        }
+    }
+}
+
+/// Screens link low-power settings from one run's tables (`tracewatt-screen`), with the GIL
+/// released. Each table is a dict of numpy arrays named as the core's fields (indices int64,
+/// -1 for none); `pairs` and `messages` may be None. Returns the rows as a dict of columns.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn screen_idle<'py>(
+    py: Python<'py>,
+    links: &Bound<'py, PyDict>,
+    idle_thresholds: &Bound<'py, PyDict>,
+    idle_hist: &Bound<'py, PyDict>,
+    pairs: Option<&Bound<'py, PyDict>>,
+    messages: Option<&Bound<'py, PyDict>>,
+    span_s: f64,
+    timeouts_us: Vec<f64>,
+    wakes_us: Vec<f64>,
+    sleeps_us: Vec<f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let columns = ScreenColumns::read(links, idle_thresholds, idle_hist, pairs, messages)?;
+    let settings = tracewatt_screen::Settings {
+        timeouts_us: &timeouts_us,
+        wakes_us: &wakes_us,
+        sleeps_us: &sleeps_us,
+    };
+    let rows = py
+        .detach(|| tracewatt_screen::screen(&columns.run(span_s), &settings))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    let floats: [(&str, fn(&tracewatt_screen::Row) -> f64); 13] = [
+        ("idle_timeout_us", |r| r.idle_timeout_us),
+        ("wake_time_us", |r| r.wake_time_us),
+        ("sleep_time_us", |r| r.sleep_time_us),
+        ("wakes", |r| r.wakes),
+        ("max_link_wakes", |r| r.max_link_wakes),
+        ("lpi_s", |r| r.lpi_s),
+        ("lpi_fraction", |r| r.lpi_fraction),
+        ("link_energy_j", |r| r.link_energy_j),
+        ("link_saving_pct", |r| r.link_saving_pct),
+        ("chain_wakes", |r| r.chain_wakes),
+        ("bound_threshold_us", |r| r.bound_threshold_us),
+        ("penalty_bound_s", |r| r.penalty_bound_s),
+        ("penalty_bound_pct", |r| r.penalty_bound_pct),
+    ];
+    for (name, get) in floats {
+        out.set_item(name, PyList::new(py, rows.iter().map(get))?)?;
+    }
+    out.set_item(
+        "bound",
+        PyList::new(py, rows.iter().map(|r| r.bound.name()))?,
+    )?;
+    out.set_item("exact", PyList::new(py, rows.iter().map(|r| r.exact))?)?;
+    out.set_item("paired", PyList::new(py, rows.iter().map(|r| r.paired))?)?;
+    out.set_item(
+        "pairs_exact",
+        PyList::new(py, rows.iter().map(|r| r.pairs_exact))?,
+    )?;
+    out.set_item("confirm", PyList::new(py, rows.iter().map(|r| r.confirm))?)?;
+    Ok(out)
+}
+
 #[pymodule]
 fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -350,6 +625,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_sim_time, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(screen_idle, m)?)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TopologyError", py.get_type::<TopologyError>())?;

@@ -237,8 +237,8 @@ pub(crate) struct RunOutput {
     pub latency: LatencyHist,
     /// With `[output] messages`: every message, in the order they were received.
     pub messages: Vec<MessageRecord>,
-    /// `[i * T + k]`: the hops on which message `i` could meet a wake at idle threshold `k`
-    /// (see `stats::WakeHops`).
+    /// Row `i`: the hops on which message `i` could meet a wake at each idle threshold, then
+    /// its route's hops per link class (see `stats::MessageHops`).
     pub message_wake_hops: Vec<u16>,
     pub messages_bytes: u64,
     pub events: u64,

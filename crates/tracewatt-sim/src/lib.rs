@@ -485,7 +485,8 @@ fn run(
             })
             .max()
             .unwrap_or(0);
-        stats.track_wake_hops(horizon_ps);
+        let class: Vec<_> = fabric.topology().channels.iter().map(|c| c.class).collect();
+        stats.track_wake_hops(horizon_ps, &class);
     }
     if config.output.pair_idle {
         stats.track_pairs(
