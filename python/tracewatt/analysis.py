@@ -126,9 +126,7 @@ def _node_number(names: pd.Series) -> np.ndarray:
     return _i64(names.str[1:].astype(int))
 
 
-def _messages(
-    results: Results, links: pd.DataFrame, classes: list[str]
-) -> dict[str, Any] | None:
+def _messages(results: Results, links: pd.DataFrame, classes: list[str]) -> dict[str, Any] | None:
     """The run's messages as the core takes them: sender and receiver (rank and node), the node
     links at both ends, the route's switch-to-switch hops per class, the times, the protocol,
     and what the run counted. None without the messages table, or one written without its

@@ -418,7 +418,12 @@ pub fn screen(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>, Screen
         floors: &floors,
         wakes_at: &wakes_at,
     };
-    let always_on_j = sel.iter().map(|&i| l.active_w[i]).sum::<f64>() * run.span_s;
+    let port = |i: usize| PortPower {
+        active_w: l.active_w[i],
+        lpi_w: l.lpi_w[i],
+    };
+    // Summed as the rows' energy is, so a setting that never reaches LPI saves exactly 0.
+    let always_on_j: f64 = sel.iter().map(|&i| port(i).energy_j(run.span_s, 0.0)).sum();
     let refreshed = sel
         .iter()
         .any(|&i| l.refresh_period_s[i] > 0.0 && l.refresh_time_s[i] > 0.0);
@@ -439,12 +444,8 @@ pub fn screen(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>, Screen
             for &i in &sel {
                 let lpi = lpi_time(f.count[i], f.total_s[i], to * 1e-6, ts * 1e-6);
                 let (_, refresh) = refreshes(lpi, l.refresh_period_s[i], l.refresh_time_s[i]);
-                let port = PortPower {
-                    active_w: l.active_w[i],
-                    lpi_w: l.lpi_w[i],
-                };
                 lpi_s += lpi;
-                energy_j += port.energy_j(run.span_s, lpi - refresh);
+                energy_j += port(i).energy_j(run.span_s, lpi - refresh);
             }
             for &tw in settings.wakes_us {
                 let d_s = (tw + ts) * 1e-6;
