@@ -394,8 +394,24 @@ struct ScreenColumns {
     counts: [Vec<f64>; 3],
     hist_link: Vec<usize>,
     hist: [Vec<f64>; 4],
-    pairs: Option<(usize, [Vec<usize>; 2], [Vec<f64>; 4])>,
+    pairs: Option<PairColumns>,
     messages: Option<MessageColumns>,
+}
+
+struct PairColumns {
+    pairs: usize,
+    a: Vec<usize>,
+    b: Vec<usize>,
+    threshold_s: Vec<f64>,
+    count: Vec<f64>,
+    total_s: Vec<f64>,
+    trailing_idle_s: Vec<f64>,
+}
+
+struct CountedColumns {
+    message: Vec<usize>,
+    threshold_s: Vec<f64>,
+    hops: Vec<f64>,
 }
 
 struct MessageColumns {
@@ -406,7 +422,7 @@ struct MessageColumns {
     links: [Vec<Option<usize>>; 2],
     times: [Vec<f64>; 3],
     rendezvous: Vec<bool>,
-    counted: Option<(Vec<usize>, [Vec<f64>; 2])>,
+    counted: Option<CountedColumns>,
 }
 
 impl ScreenColumns {
@@ -419,16 +435,15 @@ impl ScreenColumns {
     ) -> PyResult<Self> {
         let f = column::<f64>;
         let pairs = match pairs {
-            Some(p) => Some((
-                scalar(p, "pairs")?,
-                [indices(p, "a")?, indices(p, "b")?],
-                [
-                    f(p, "threshold_s")?,
-                    f(p, "count")?,
-                    f(p, "total_s")?,
-                    f(p, "trailing_idle_s")?,
-                ],
-            )),
+            Some(p) => Some(PairColumns {
+                pairs: scalar(p, "pairs")?,
+                a: indices(p, "a")?,
+                b: indices(p, "b")?,
+                threshold_s: f(p, "threshold_s")?,
+                count: f(p, "count")?,
+                total_s: f(p, "total_s")?,
+                trailing_idle_s: f(p, "trailing_idle_s")?,
+            }),
             None => None,
         };
         let messages = match messages {
@@ -436,10 +451,11 @@ impl ScreenColumns {
                 let counted = match m.get_item("counted")?.filter(|c| !c.is_none()) {
                     Some(c) => {
                         let c = c.cast_into::<PyDict>()?;
-                        Some((
-                            indices(&c, "message")?,
-                            [f(&c, "threshold_s")?, f(&c, "hops")?],
-                        ))
+                        Some(CountedColumns {
+                            message: indices(&c, "message")?,
+                            threshold_s: f(&c, "threshold_s")?,
+                            hops: f(&c, "hops")?,
+                        })
                     }
                     None => None,
                 };
@@ -520,14 +536,14 @@ impl ScreenColumns {
                 count: &self.hist[2],
                 total_s: &self.hist[3],
             },
-            pairs: self.pairs.as_ref().map(|(pairs, [a, b], v)| PairCounts {
-                pairs: *pairs,
-                a,
-                b,
-                threshold_s: &v[0],
-                count: &v[1],
-                total_s: &v[2],
-                trailing_idle_s: &v[3],
+            pairs: self.pairs.as_ref().map(|p| PairCounts {
+                pairs: p.pairs,
+                a: &p.a,
+                b: &p.b,
+                threshold_s: &p.threshold_s,
+                count: &p.count,
+                total_s: &p.total_s,
+                trailing_idle_s: &p.trailing_idle_s,
             }),
             messages: self.messages.as_ref().map(|m| Messages {
                 ranks: m.ranks,
@@ -542,10 +558,10 @@ impl ScreenColumns {
                 start_s: &m.times[1],
                 end_s: &m.times[2],
                 rendezvous: &m.rendezvous,
-                counted: m.counted.as_ref().map(|(message, v)| Counted {
-                    message,
-                    threshold_s: &v[0],
-                    hops: &v[1],
+                counted: m.counted.as_ref().map(|c| Counted {
+                    message: &c.message,
+                    threshold_s: &c.threshold_s,
+                    hops: &c.hops,
                 }),
                 horizon_s: m.horizon_s,
             }),
@@ -581,7 +597,8 @@ fn screen_idle<'py>(
         .detach(|| tracewatt_screen::screen(&columns.run(span_s), &settings))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
-    let floats: [(&str, fn(&tracewatt_screen::Row) -> f64); 13] = [
+    type Figure = fn(&tracewatt_screen::Row) -> f64;
+    let floats: [(&str, Figure); 13] = [
         ("idle_timeout_us", |r| r.idle_timeout_us),
         ("wake_time_us", |r| r.wake_time_us),
         ("sleep_time_us", |r| r.sleep_time_us),

@@ -191,7 +191,8 @@ impl Messages<'_> {
             .fold(None, |m: Option<f64>, k| Some(m.map_or(k, |m| m.max(k))))?;
         let mut met = vec![0.0; self.len()];
         for i in 0..counted.message.len() {
-            if counted.threshold_s[i] == below {
+            // Both tables write a threshold from the same whole picoseconds: equal bits.
+            if counted.threshold_s[i].total_cmp(&below).is_eq() {
                 met[counted.message[i]] = counted.hops[i];
             }
         }

@@ -1,4 +1,6 @@
 //! Hand-worked cases: every expected figure follows from the idle intervals and settings given.
+// Wake and hop counts are whole numbers, exact in floating point: compared exactly.
+#![allow(clippy::float_cmp)]
 
 use super::*;
 use crate::chain::Counted;
