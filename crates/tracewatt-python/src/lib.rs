@@ -384,18 +384,35 @@ fn scalar<'py, T: FromPyObjectOwned<'py>>(table: &Bound<'py, PyDict>, key: &str)
         .map_err(Into::into)
 }
 
-/// The columns `screen_idle` takes, owned (the core borrows them).
+/// The columns `screen_idle` takes, owned (the core borrows them), named as the core's.
 struct ScreenColumns {
-    links: [Vec<f64>; 5],
+    trailing_idle_s: Vec<f64>,
+    active_w: Vec<f64>,
+    lpi_w: Vec<f64>,
+    refresh_period_s: Vec<f64>,
+    refresh_time_s: Vec<f64>,
     class: Vec<Option<usize>>,
     paired: Vec<bool>,
     selected: Vec<bool>,
-    counts_link: Vec<usize>,
-    counts: [Vec<f64>; 3],
-    hist_link: Vec<usize>,
-    hist: [Vec<f64>; 4],
+    counts: CountColumns,
+    hist: HistColumns,
     pairs: Option<PairColumns>,
     messages: Option<MessageColumns>,
+}
+
+struct CountColumns {
+    link: Vec<usize>,
+    threshold_s: Vec<f64>,
+    count: Vec<f64>,
+    total_s: Vec<f64>,
+}
+
+struct HistColumns {
+    link: Vec<usize>,
+    lo_s: Vec<f64>,
+    hi_s: Vec<f64>,
+    count: Vec<f64>,
+    total_s: Vec<f64>,
 }
 
 struct PairColumns {
@@ -408,21 +425,27 @@ struct PairColumns {
     trailing_idle_s: Vec<f64>,
 }
 
+struct MessageColumns {
+    ranks: usize,
+    src: Vec<usize>,
+    dst: Vec<usize>,
+    src_node: Vec<usize>,
+    dst_node: Vec<usize>,
+    uplink: Vec<Option<usize>>,
+    downlink: Vec<Option<usize>>,
+    hops: Vec<f64>,
+    classes: usize,
+    start_s: Vec<f64>,
+    end_s: Vec<f64>,
+    rendezvous: Vec<bool>,
+    counted: Option<CountedColumns>,
+    horizon_s: f64,
+}
+
 struct CountedColumns {
     message: Vec<usize>,
     threshold_s: Vec<f64>,
     hops: Vec<f64>,
-}
-
-struct MessageColumns {
-    ranks: usize,
-    classes: usize,
-    horizon_s: f64,
-    ends: [Vec<usize>; 4],
-    links: [Vec<Option<usize>>; 2],
-    times: [Vec<f64>; 3],
-    rendezvous: Vec<bool>,
-    counted: Option<CountedColumns>,
 }
 
 impl ScreenColumns {
@@ -461,49 +484,45 @@ impl ScreenColumns {
                 };
                 Some(MessageColumns {
                     ranks: scalar(m, "ranks")?,
+                    src: indices(m, "src")?,
+                    dst: indices(m, "dst")?,
+                    src_node: indices(m, "src_node")?,
+                    dst_node: indices(m, "dst_node")?,
+                    uplink: optional_indices(m, "uplink")?,
+                    downlink: optional_indices(m, "downlink")?,
+                    hops: f(m, "hops")?,
                     classes: scalar(m, "classes")?,
-                    horizon_s: scalar(m, "horizon_s")?,
-                    ends: [
-                        indices(m, "src")?,
-                        indices(m, "dst")?,
-                        indices(m, "src_node")?,
-                        indices(m, "dst_node")?,
-                    ],
-                    links: [
-                        optional_indices(m, "uplink")?,
-                        optional_indices(m, "downlink")?,
-                    ],
-                    times: [f(m, "hops")?, f(m, "start_s")?, f(m, "end_s")?],
+                    start_s: f(m, "start_s")?,
+                    end_s: f(m, "end_s")?,
                     rendezvous: flags(m, "rendezvous")?,
                     counted,
+                    horizon_s: scalar(m, "horizon_s")?,
                 })
             }
             None => None,
         };
         Ok(Self {
-            links: [
-                f(links, "trailing_idle_s")?,
-                f(links, "active_w")?,
-                f(links, "lpi_w")?,
-                f(links, "refresh_period_s")?,
-                f(links, "refresh_time_s")?,
-            ],
+            trailing_idle_s: f(links, "trailing_idle_s")?,
+            active_w: f(links, "active_w")?,
+            lpi_w: f(links, "lpi_w")?,
+            refresh_period_s: f(links, "refresh_period_s")?,
+            refresh_time_s: f(links, "refresh_time_s")?,
             class: optional_indices(links, "class")?,
             paired: flags(links, "paired")?,
             selected: flags(links, "selected")?,
-            counts_link: indices(counts, "link")?,
-            counts: [
-                f(counts, "threshold_s")?,
-                f(counts, "count")?,
-                f(counts, "total_s")?,
-            ],
-            hist_link: indices(hist, "link")?,
-            hist: [
-                f(hist, "lo_s")?,
-                f(hist, "hi_s")?,
-                f(hist, "count")?,
-                f(hist, "total_s")?,
-            ],
+            counts: CountColumns {
+                link: indices(counts, "link")?,
+                threshold_s: f(counts, "threshold_s")?,
+                count: f(counts, "count")?,
+                total_s: f(counts, "total_s")?,
+            },
+            hist: HistColumns {
+                link: indices(hist, "link")?,
+                lo_s: f(hist, "lo_s")?,
+                hi_s: f(hist, "hi_s")?,
+                count: f(hist, "count")?,
+                total_s: f(hist, "total_s")?,
+            },
             pairs,
             messages,
         })
@@ -511,30 +530,29 @@ impl ScreenColumns {
 
     fn run(&self, span_s: f64) -> tracewatt_screen::Run<'_> {
         use tracewatt_screen::{Counted, IdleCounts, IdleHist, Links, Messages, PairCounts, Run};
-        let l = &self.links;
         Run {
             links: Links {
-                trailing_idle_s: &l[0],
-                active_w: &l[1],
-                lpi_w: &l[2],
-                refresh_period_s: &l[3],
-                refresh_time_s: &l[4],
+                trailing_idle_s: &self.trailing_idle_s,
+                active_w: &self.active_w,
+                lpi_w: &self.lpi_w,
+                refresh_period_s: &self.refresh_period_s,
+                refresh_time_s: &self.refresh_time_s,
                 class: &self.class,
                 paired: &self.paired,
                 selected: &self.selected,
             },
             idle_counts: IdleCounts {
-                link: &self.counts_link,
-                threshold_s: &self.counts[0],
-                count: &self.counts[1],
-                total_s: &self.counts[2],
+                link: &self.counts.link,
+                threshold_s: &self.counts.threshold_s,
+                count: &self.counts.count,
+                total_s: &self.counts.total_s,
             },
             hist: IdleHist {
-                link: &self.hist_link,
-                lo_s: &self.hist[0],
-                hi_s: &self.hist[1],
-                count: &self.hist[2],
-                total_s: &self.hist[3],
+                link: &self.hist.link,
+                lo_s: &self.hist.lo_s,
+                hi_s: &self.hist.hi_s,
+                count: &self.hist.count,
+                total_s: &self.hist.total_s,
             },
             pairs: self.pairs.as_ref().map(|p| PairCounts {
                 pairs: p.pairs,
@@ -547,16 +565,16 @@ impl ScreenColumns {
             }),
             messages: self.messages.as_ref().map(|m| Messages {
                 ranks: m.ranks,
-                src: &m.ends[0],
-                dst: &m.ends[1],
-                src_node: &m.ends[2],
-                dst_node: &m.ends[3],
-                uplink: &m.links[0],
-                downlink: &m.links[1],
-                hops: &m.times[0],
+                src: &m.src,
+                dst: &m.dst,
+                src_node: &m.src_node,
+                dst_node: &m.dst_node,
+                uplink: &m.uplink,
+                downlink: &m.downlink,
+                hops: &m.hops,
                 classes: m.classes,
-                start_s: &m.times[1],
-                end_s: &m.times[2],
+                start_s: &m.start_s,
+                end_s: &m.end_s,
                 rendezvous: &m.rendezvous,
                 counted: m.counted.as_ref().map(|c| Counted {
                     message: &c.message,
