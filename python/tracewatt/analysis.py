@@ -3,9 +3,9 @@
 A link direction that sees an idle interval of length ``g`` under the ``timeout`` policy
 (``idle_timeout`` T_o, ``sleep_time`` T_s, ``wake_time`` T_w) wakes once if ``g > T_o`` (unless
 the interval is the one that ends the run: no packet follows it) and spends ``g - T_o - T_s`` in
-LPI if that is positive. Summing over a run's idle intervals gives, for any
-setting at once: the number of wakes, the LPI residency, the link-port energy and a bound on
-the slowdown (below). The arithmetic is the Rust core's (``tracewatt-screen``, with the link
+LPI if that is positive. Summing over a run's idle intervals gives, for any setting at once:
+the number of wakes, the LPI residency, the link-port energy and a bound on the slowdown
+(below). The arithmetic is the Rust core's (``tracewatt-screen``, with the link
 state machine's own LPI and energy formulas); this module reads the run's tables for it.
 
 The penalty bound. A packet that finds a link asleep waits at most ``T_s + T_w`` (the rest of
@@ -25,11 +25,11 @@ moving (``bound_threshold_us``). It is also never more than every wake end to en
 (``wakes x (T_s + T_w)``, the EEE paper's bound), which is what is left without the
 messages. Routes are the ones the run's packets took (the messages table's ``hops_<class>``:
 per link class, the most links of that class one packet of the message, or of its rendezvous
-request or clear-to-send, crossed), so adaptive, Valiant and UGAL routes count as taken. It
-leaves out a packet
-queued behind another route's delayed packet, beyond the sleep + wake time after it, and, with
-``machine.credits = "reverse_link"``, a sender held back by a credit a wake delayed (its buffer
-full); the credit frames themselves end idle intervals and wake links as packets do.
+request or clear-to-send, crossed), so adaptive, Valiant and UGAL routes count as taken.
+It leaves out a packet queued behind another route's delayed packet, beyond the sleep + wake
+time after it, and, with ``machine.credits = "reverse_link"``, a sender held back by a credit
+a wake delayed (its buffer full); the credit frames themselves end idle intervals and wake
+links as packets do.
 
 Where these figures and a full simulation differ, and why:
 
