@@ -337,6 +337,9 @@ def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -
     cfg = _cross_leaf_pingpong({"links": {"policy": "always_on"}})
     cfg["output"] = {"messages": True}
     run = tracewatt.simulate(cfg)
+    # The route each message took: its two node links and the two leaf-spine links.
+    assert list(run.messages.filter(like="hops_").columns) == ["hops_node", "hops_tree1"]
+    assert set(run.messages["hops_node"]) == {2} and set(run.messages["hops_tree1"]) == {2}
     counted = run.tables["message_wake_hops"]
     at_600 = counted[np.isclose(counted["threshold_s"], 600e-6)]
     assert len(at_600) == 58 and set(at_600["hops"]) == {4}
@@ -359,6 +362,22 @@ def test_critical_path_bound_counts_the_wakeable_hops_of_the_ping_pong_chain() -
     node = screen_idle(run, [TIMEOUT_US], [0.1], sleeps_us=[0.0], links=["node"]).iloc[0]
     assert node["chain_wakes"] == 116
     assert node["penalty_bound_s"] == pytest.approx(116 * 0.1e-6)
+
+
+def test_messages_record_the_routes_their_packets_took_on_a_dragonfly() -> None:
+    """The UGAL dragonfly example: a minimal route crosses at most one global link and a local
+    link in each of its two groups; a Valiant detour through an intermediate group at most two
+    global links and four local ones (a local hop in each group, two in the intermediate one).
+    Some messages of the example take each; messages between ranks of one node cross no link."""
+    cfg = tracewatt.Config.load(EXAMPLES / "dragonfly-uniform.toml")
+    m = tracewatt.simulate(cfg.with_overrides({"output.messages": True})).messages
+    assert list(m.filter(like="hops_").columns) == ["hops_node", "hops_local", "hops_global"]
+    assert set(m["hops_node"]) <= {0, 2}
+    local = m[m["hops_node"] == 0]
+    assert (local[["hops_local", "hops_global"]] == 0).all().all()
+    assert m["hops_global"].max() == 2 and m["hops_local"].max() <= 4
+    minimal = (m["hops_global"] <= 1) & (m["hops_local"] <= 2)
+    assert minimal.any() and (~minimal).any()
 
 
 def _ft(size: str, iterations: int) -> tracewatt.Config:

@@ -41,3 +41,14 @@ def trace_convert(
 def dimms_on(
     channels: int, dimms_per_channel: int, dimm_gib: float, gib: bytes
 ) -> dict[str, bytes]: ...
+def screen_idle(
+    links: dict[str, Any],
+    idle_thresholds: dict[str, Any],
+    idle_hist: dict[str, Any],
+    pairs: dict[str, Any] | None,
+    messages: dict[str, Any] | None,
+    span_s: float,
+    timeouts_us: list[float],
+    wakes_us: list[float],
+    sleeps_us: list[float],
+) -> dict[str, list[Any]]: ...

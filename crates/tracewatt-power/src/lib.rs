@@ -25,7 +25,10 @@ pub use crate::core::{
 };
 pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
-pub use link::{LinkControl, LinkPolicy, LinkPower, LinkReport, LinkTiming, PortOwner, PortPower};
+pub use link::{
+    lpi_time, refreshes, LinkControl, LinkPolicy, LinkPower, LinkReport, LinkTiming, PortOwner,
+    PortPower, Span,
+};
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
 pub use nic::{NicParams, NicPort, NicPower};
 pub use switch::Backplanes;

@@ -72,6 +72,66 @@ pub struct PortPower {
     pub lpi_w: f64,
 }
 
+impl PortPower {
+    /// Energy over `span_s` seconds of which `low_s` at low power (LPI less its refreshes, which
+    /// draw active power), the rest at active power.
+    pub fn energy_j(&self, span_s: f64, low_s: f64) -> f64 {
+        self.active_w * (span_s - low_s) + self.lpi_w * low_s
+    }
+}
+
+/// A span of time the LPI arithmetic works in: whole picoseconds in the state machine, seconds
+/// (`f64`) in the screening of one run's idle intervals (`tracewatt-screen`).
+pub trait Span:
+    Copy
+    + PartialOrd
+    + Default
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+}
+
+impl<T> Span for T where
+    T: Copy
+        + PartialOrd
+        + Default
+        + std::ops::Add<Output = T>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>
+        + std::ops::Div<Output = T>
+{
+}
+
+/// Time in LPI over `count` idle gaps of `total` length in all, each longer than the idle
+/// timeout: a gap spends the timeout active and the sleep going down, the rest in LPI. For one
+/// gap this is the state machine's account. Over several it is exact when each is longer than
+/// timeout + sleep; a shorter one spends no time in LPI but takes from the sum, so the result is
+/// then no more than the exact one.
+pub fn lpi_time<T: Span>(count: T, total: T, idle_timeout: T, sleep_time: T) -> T {
+    let before = count * (idle_timeout + sleep_time);
+    if total > before {
+        total - before
+    } else {
+        T::default()
+    }
+}
+
+/// The refreshes of `lpi` in low power (`refresh_time` at active power every `refresh_period`;
+/// a period of 0: none) and the time they take. In whole picoseconds the count is of whole
+/// refreshes, the state machine's account of one stretch of LPI; in seconds it is the mean
+/// rate, which is how the screening prices LPI it knows only in total (a stretch holds
+/// `floor(length / period)` refreshes: the mean rate is high by under one per stretch).
+pub fn refreshes<T: Span>(lpi: T, refresh_period: T, refresh_time: T) -> (T, T) {
+    if refresh_period == T::default() {
+        return (T::default(), T::default());
+    }
+    let n = lpi / refresh_period;
+    let time = n * refresh_time;
+    (n, if time < lpi { time } else { lpi })
+}
+
 /// The device whose port drives a link direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortOwner {
@@ -226,20 +286,21 @@ impl LinkPower {
         }
         let sleep_start = idle_since + t.idle_timeout_ps;
         let lpi_start = sleep_start + t.sleep_time_ps;
+        let lpi_end =
+            lpi_start + lpi_time(1, until - idle_since, t.idle_timeout_ps, t.sleep_time_ps);
         let st = &mut self.units[u];
         let Some(wake_time_ps) = wake else {
             // End of run: whatever part of the sleep and LPI fits.
             st.sleep_ps += t.sleep_time_ps.min(until - sleep_start);
-            let lpi_end = until.max(lpi_start);
             self.lpi(u, lpi_start, lpi_end);
             return until;
         };
-        // A sleep in progress completes before the wake can begin.
-        let wake_start = until.max(lpi_start);
-        let wake_end = wake_start + wake_time_ps;
+        // A sleep in progress completes before the wake can begin: at the end of LPI, or of the
+        // sleep if the gap ends before LPI begins.
+        let wake_end = lpi_end + wake_time_ps;
         st.sleep_ps += t.sleep_time_ps;
         st.wake_ps += wake_time_ps;
-        self.lpi(u, lpi_start, wake_start);
+        self.lpi(u, lpi_start, lpi_end);
         wake_end
     }
 
@@ -250,8 +311,7 @@ impl LinkPower {
         }
         let t = *self.timing(u);
         let len = end - start;
-        let n = len.checked_div(t.refresh_period_ps).unwrap_or(0);
-        let refresh = (n * t.refresh_time_ps).min(len);
+        let (n, refresh) = refreshes(len, t.refresh_period_ps, t.refresh_time_ps);
         let st = &mut self.units[u];
         st.lpi_ps += len;
         st.refreshes += n;
@@ -287,6 +347,7 @@ impl LinkPower {
                 let st = self.units[self.unit(c as ChannelId)];
                 let p = self.port[c];
                 let low_s = (st.lpi_ps - st.refresh_ps) as f64 * 1e-12;
+                let energy_j = p.energy_j(total_s, low_s);
                 LinkReport {
                     sleep_ps: st.sleep_ps,
                     lpi_ps: st.lpi_ps,
@@ -294,7 +355,7 @@ impl LinkPower {
                     refreshes: st.refreshes,
                     wakes: self.wakes_by[c],
                     wake_delay_ps: self.wake_delay_ps[c],
-                    energy_j: p.active_w * (total_s - low_s) + p.lpi_w * low_s,
+                    energy_j,
                 }
             })
             .collect();

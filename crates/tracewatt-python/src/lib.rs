@@ -2,10 +2,11 @@
 //! Rust, with the GIL released, and hands back plain Python data. Errors map onto one exception
 //! hierarchy rooted at `TracewattError`.
 
+use pyo3::buffer::{Element, PyBuffer};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::time::{Duration, Instant};
 use tracewatt_power::dimm::{
     DimmLayout, DimmsOn, DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB,
@@ -408,6 +409,315 @@ fn trace_convert(
     info_json(&info)
 }
 
+/// Column `key` of a table handed over as a dict of numpy arrays (any object with the buffer
+/// protocol), copied.
+fn column<T: Element>(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<T>> {
+    let value = table
+        .get_item(key)?
+        .ok_or_else(|| PyValueError::new_err(format!("missing column {key}")))?;
+    PyBuffer::<T>::get(&value)?.to_vec(table.py())
+}
+
+/// An index column (int64): every value must be >= 0.
+fn indices(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<usize>> {
+    column::<i64>(table, key)?
+        .into_iter()
+        .map(|i| {
+            usize::try_from(i)
+                .map_err(|_| PyValueError::new_err(format!("{key}: negative index {i}")))
+        })
+        .collect()
+}
+
+/// A flag column (uint8: 0 false, else true; numpy's bools have no buffer format of their own
+/// that PyO3 reads).
+fn flags(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<bool>> {
+    Ok(column::<u8>(table, key)?
+        .into_iter()
+        .map(|v| v != 0)
+        .collect())
+}
+
+/// An optional index column (int64, -1 for none).
+fn optional_indices(table: &Bound<'_, PyDict>, key: &str) -> PyResult<Vec<Option<usize>>> {
+    Ok(column::<i64>(table, key)?
+        .into_iter()
+        .map(|i| usize::try_from(i).ok())
+        .collect())
+}
+
+fn scalar<'py, T: FromPyObjectOwned<'py>>(table: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    table
+        .get_item(key)?
+        .ok_or_else(|| PyValueError::new_err(format!("missing {key}")))?
+        .extract()
+        .map_err(Into::into)
+}
+
+/// The columns `screen_idle` takes, owned (the core borrows them), named as the core's.
+struct ScreenColumns {
+    trailing_idle_s: Vec<f64>,
+    active_w: Vec<f64>,
+    lpi_w: Vec<f64>,
+    refresh_period_s: Vec<f64>,
+    refresh_time_s: Vec<f64>,
+    class: Vec<Option<usize>>,
+    paired: Vec<bool>,
+    selected: Vec<bool>,
+    counts: CountColumns,
+    hist: HistColumns,
+    pairs: Option<PairColumns>,
+    messages: Option<MessageColumns>,
+}
+
+struct CountColumns {
+    link: Vec<usize>,
+    threshold_s: Vec<f64>,
+    count: Vec<f64>,
+    total_s: Vec<f64>,
+}
+
+struct HistColumns {
+    link: Vec<usize>,
+    lo_s: Vec<f64>,
+    hi_s: Vec<f64>,
+    count: Vec<f64>,
+    total_s: Vec<f64>,
+}
+
+struct PairColumns {
+    pairs: usize,
+    a: Vec<usize>,
+    b: Vec<usize>,
+    threshold_s: Vec<f64>,
+    count: Vec<f64>,
+    total_s: Vec<f64>,
+    trailing_idle_s: Vec<f64>,
+}
+
+struct MessageColumns {
+    ranks: usize,
+    src: Vec<usize>,
+    dst: Vec<usize>,
+    src_node: Vec<usize>,
+    dst_node: Vec<usize>,
+    uplink: Vec<Option<usize>>,
+    downlink: Vec<Option<usize>>,
+    hops: Vec<f64>,
+    classes: usize,
+    start_s: Vec<f64>,
+    end_s: Vec<f64>,
+    rendezvous: Vec<bool>,
+    counted: Option<CountedColumns>,
+    horizon_s: f64,
+}
+
+struct CountedColumns {
+    message: Vec<usize>,
+    threshold_s: Vec<f64>,
+    hops: Vec<f64>,
+}
+
+impl ScreenColumns {
+    fn read(
+        links: &Bound<'_, PyDict>,
+        counts: &Bound<'_, PyDict>,
+        hist: &Bound<'_, PyDict>,
+        pairs: Option<&Bound<'_, PyDict>>,
+        messages: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let f = column::<f64>;
+        let pairs = match pairs {
+            Some(p) => Some(PairColumns {
+                pairs: scalar(p, "pairs")?,
+                a: indices(p, "a")?,
+                b: indices(p, "b")?,
+                threshold_s: f(p, "threshold_s")?,
+                count: f(p, "count")?,
+                total_s: f(p, "total_s")?,
+                trailing_idle_s: f(p, "trailing_idle_s")?,
+            }),
+            None => None,
+        };
+        let messages = match messages {
+            Some(m) => {
+                let counted = match m.get_item("counted")?.filter(|c| !c.is_none()) {
+                    Some(c) => {
+                        let c = c.cast_into::<PyDict>()?;
+                        Some(CountedColumns {
+                            message: indices(&c, "message")?,
+                            threshold_s: f(&c, "threshold_s")?,
+                            hops: f(&c, "hops")?,
+                        })
+                    }
+                    None => None,
+                };
+                Some(MessageColumns {
+                    ranks: scalar(m, "ranks")?,
+                    src: indices(m, "src")?,
+                    dst: indices(m, "dst")?,
+                    src_node: indices(m, "src_node")?,
+                    dst_node: indices(m, "dst_node")?,
+                    uplink: optional_indices(m, "uplink")?,
+                    downlink: optional_indices(m, "downlink")?,
+                    hops: f(m, "hops")?,
+                    classes: scalar(m, "classes")?,
+                    start_s: f(m, "start_s")?,
+                    end_s: f(m, "end_s")?,
+                    rendezvous: flags(m, "rendezvous")?,
+                    counted,
+                    horizon_s: scalar(m, "horizon_s")?,
+                })
+            }
+            None => None,
+        };
+        Ok(Self {
+            trailing_idle_s: f(links, "trailing_idle_s")?,
+            active_w: f(links, "active_w")?,
+            lpi_w: f(links, "lpi_w")?,
+            refresh_period_s: f(links, "refresh_period_s")?,
+            refresh_time_s: f(links, "refresh_time_s")?,
+            class: optional_indices(links, "class")?,
+            paired: flags(links, "paired")?,
+            selected: flags(links, "selected")?,
+            counts: CountColumns {
+                link: indices(counts, "link")?,
+                threshold_s: f(counts, "threshold_s")?,
+                count: f(counts, "count")?,
+                total_s: f(counts, "total_s")?,
+            },
+            hist: HistColumns {
+                link: indices(hist, "link")?,
+                lo_s: f(hist, "lo_s")?,
+                hi_s: f(hist, "hi_s")?,
+                count: f(hist, "count")?,
+                total_s: f(hist, "total_s")?,
+            },
+            pairs,
+            messages,
+        })
+    }
+
+    fn run(&self, span_s: f64) -> tracewatt_screen::Run<'_> {
+        use tracewatt_screen::{Counted, IdleCounts, IdleHist, Links, Messages, PairCounts, Run};
+        Run {
+            links: Links {
+                trailing_idle_s: &self.trailing_idle_s,
+                active_w: &self.active_w,
+                lpi_w: &self.lpi_w,
+                refresh_period_s: &self.refresh_period_s,
+                refresh_time_s: &self.refresh_time_s,
+                class: &self.class,
+                paired: &self.paired,
+                selected: &self.selected,
+            },
+            idle_counts: IdleCounts {
+                link: &self.counts.link,
+                threshold_s: &self.counts.threshold_s,
+                count: &self.counts.count,
+                total_s: &self.counts.total_s,
+            },
+            hist: IdleHist {
+                link: &self.hist.link,
+                lo_s: &self.hist.lo_s,
+                hi_s: &self.hist.hi_s,
+                count: &self.hist.count,
+                total_s: &self.hist.total_s,
+            },
+            pairs: self.pairs.as_ref().map(|p| PairCounts {
+                pairs: p.pairs,
+                a: &p.a,
+                b: &p.b,
+                threshold_s: &p.threshold_s,
+                count: &p.count,
+                total_s: &p.total_s,
+                trailing_idle_s: &p.trailing_idle_s,
+            }),
+            messages: self.messages.as_ref().map(|m| Messages {
+                ranks: m.ranks,
+                src: &m.src,
+                dst: &m.dst,
+                src_node: &m.src_node,
+                dst_node: &m.dst_node,
+                uplink: &m.uplink,
+                downlink: &m.downlink,
+                hops: &m.hops,
+                classes: m.classes,
+                start_s: &m.start_s,
+                end_s: &m.end_s,
+                rendezvous: &m.rendezvous,
+                counted: m.counted.as_ref().map(|c| Counted {
+                    message: &c.message,
+                    threshold_s: &c.threshold_s,
+                    hops: &c.hops,
+                }),
+                horizon_s: m.horizon_s,
+            }),
+            span_s,
+        }
+    }
+}
+
+/// Screens link low-power settings from one run's tables (`tracewatt-screen`), with the GIL
+/// released. Each table is a dict of numpy arrays named as the core's fields (indices int64,
+/// -1 for none); `pairs` and `messages` may be None. Returns the rows as a dict of columns.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn screen_idle<'py>(
+    py: Python<'py>,
+    links: &Bound<'py, PyDict>,
+    idle_thresholds: &Bound<'py, PyDict>,
+    idle_hist: &Bound<'py, PyDict>,
+    pairs: Option<&Bound<'py, PyDict>>,
+    messages: Option<&Bound<'py, PyDict>>,
+    span_s: f64,
+    timeouts_us: Vec<f64>,
+    wakes_us: Vec<f64>,
+    sleeps_us: Vec<f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let columns = ScreenColumns::read(links, idle_thresholds, idle_hist, pairs, messages)?;
+    let settings = tracewatt_screen::Settings {
+        timeouts_us: &timeouts_us,
+        wakes_us: &wakes_us,
+        sleeps_us: &sleeps_us,
+    };
+    let rows = py
+        .detach(|| tracewatt_screen::screen(&columns.run(span_s), &settings))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    type Figure = fn(&tracewatt_screen::Row) -> f64;
+    let floats: [(&str, Figure); 13] = [
+        ("idle_timeout_us", |r| r.idle_timeout_us),
+        ("wake_time_us", |r| r.wake_time_us),
+        ("sleep_time_us", |r| r.sleep_time_us),
+        ("wakes", |r| r.wakes),
+        ("max_link_wakes", |r| r.max_link_wakes),
+        ("lpi_s", |r| r.lpi_s),
+        ("lpi_fraction", |r| r.lpi_fraction),
+        ("link_energy_j", |r| r.link_energy_j),
+        ("link_saving_pct", |r| r.link_saving_pct),
+        ("chain_wakes", |r| r.chain_wakes),
+        ("bound_threshold_us", |r| r.bound_threshold_us),
+        ("penalty_bound_s", |r| r.penalty_bound_s),
+        ("penalty_bound_pct", |r| r.penalty_bound_pct),
+    ];
+    for (name, get) in floats {
+        out.set_item(name, PyList::new(py, rows.iter().map(get))?)?;
+    }
+    out.set_item(
+        "bound",
+        PyList::new(py, rows.iter().map(|r| r.bound.name()))?,
+    )?;
+    out.set_item("exact", PyList::new(py, rows.iter().map(|r| r.exact))?)?;
+    out.set_item("paired", PyList::new(py, rows.iter().map(|r| r.paired))?)?;
+    out.set_item(
+        "pairs_exact",
+        PyList::new(py, rows.iter().map(|r| r.pairs_exact))?,
+    )?;
+    out.set_item("confirm", PyList::new(py, rows.iter().map(|r| r.confirm))?)?;
+    Ok(out)
+}
+
 #[pymodule]
 fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -423,6 +733,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dimms_on, m)?)?;
     m.add("DIMM_LIMITS", dimm_limits(py)?)?;
     m.add("DIMM_GIB_RANGE", DIMM_GIB_RANGE)?;
+    m.add_function(wrap_pyfunction!(screen_idle, m)?)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TopologyError", py.get_type::<TopologyError>())?;

@@ -378,7 +378,8 @@ fn link_stats(config: &Config, topo: &Topology, node_job: &[u32]) -> LinkStats {
             })
             .max()
             .unwrap_or(0);
-        stats.track_wake_hops(horizon_ps);
+        let class: Vec<_> = topo.channels.iter().map(|c| c.class).collect();
+        stats.track_wake_hops(horizon_ps, &class);
     }
     if config.output.pair_idle {
         stats.track_pairs(&topo.channels.iter().map(|c| c.reverse).collect::<Vec<_>>());

@@ -4,9 +4,11 @@ use crate::config::Config;
 use crate::engine::RunOutput;
 use crate::stats::LinkStats;
 use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use tracewatt_core::time::{to_seconds, PS_PER_S};
 use tracewatt_net::fabric::FabricStats;
-use tracewatt_net::{Device, Topology};
+use tracewatt_net::{Device, LinkClass, Topology};
 use tracewatt_power::{Account, EnergyRow, Scalar};
 
 pub use tracewatt_core::{Column, Table};
@@ -153,7 +155,7 @@ pub(crate) fn build(
         tables.push(pair_table(links));
     }
     if config.output.messages {
-        tables.push(messages_table(out, jobs));
+        tables.push(messages_table(out, jobs, links));
         tables.push(message_wakes_table(out, links));
     }
     Results { summary, tables }
@@ -473,17 +475,15 @@ fn jobs_table(jobs: &[JobFacts], completion: &[u64]) -> Table {
 }
 
 /// `message_wake_hops`: per message (its row in `messages`) and idle threshold, the hops on
-/// which its packets could meet a wake (`stats::WakeHops`); rows with none are left out.
+/// which its packets could meet a wake (`stats::MessageHops`); rows with none are left out.
 fn message_wakes_table(out: &RunOutput, links: &LinkStats) -> Table {
     let t = links.thresholds_ps.len();
     let (mut message, mut thr, mut hops) = (Vec::new(), Vec::new(), Vec::new());
-    if t > 0 {
-        for (i, row) in out.message_wake_hops.chunks_exact(t).enumerate() {
-            for (k, &h) in row.iter().enumerate().filter(|(_, h)| **h > 0) {
-                message.push(i as u64);
-                thr.push(secs(links.thresholds_ps[k]));
-                hops.push(h as u64);
-            }
+    for (i, row) in message_rows(out, links).enumerate() {
+        for (k, &h) in row[..t].iter().enumerate().filter(|(_, h)| **h > 0) {
+            message.push(i as u64);
+            thr.push(secs(links.thresholds_ps[k]));
+            hops.push(h as u64);
         }
     }
     Table {
@@ -494,6 +494,22 @@ fn message_wakes_table(out: &RunOutput, links: &LinkStats) -> Table {
             ("hops", Column::U64(hops)),
         ],
     }
+}
+
+/// Each recorded message's hop counts: per idle threshold, then per link class of its route.
+fn message_rows<'a>(out: &'a RunOutput, links: &LinkStats) -> std::slice::ChunksExact<'a, u16> {
+    let width = links.thresholds_ps.len() + links.route_classes().len();
+    out.message_wake_hops.chunks_exact(width.max(1))
+}
+
+/// `hops_<class>`, the messages table's column of a link class. Column names are `&'static str`:
+/// each distinct one is allocated once for the life of the process (there are a handful).
+fn hops_column(class: LinkClass) -> &'static str {
+    static NAMES: Mutex<BTreeMap<LinkClass, &'static str>> = Mutex::new(BTreeMap::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    names
+        .entry(class)
+        .or_insert_with(|| Box::leak(format!("hops_{}", class.name()).into_boxed_str()))
 }
 
 /// `pair_idle_thresholds`: per link (both directions together, as a `paired` state machine sees
@@ -540,11 +556,24 @@ fn pair_table(links: &LinkStats) -> Table {
     }
 }
 
-/// `messages`: every message, in the order they reached their receivers.
-fn messages_table(out: &RunOutput, jobs: &[JobFacts]) -> Table {
+/// `messages`: every message, in the order they reached their receivers, with its route's hops
+/// per link class (`hops_node`, `hops_tree1`, ..., `hops_global`).
+fn messages_table(out: &RunOutput, jobs: &[JobFacts], links: &LinkStats) -> Table {
     let m = &out.messages;
     let r = &out.ranks;
     let rank = |g: u32| r[g as usize].rank as u64;
+    let t = links.thresholds_ps.len();
+    let classes = links.route_classes();
+    let mut hops = vec![Vec::with_capacity(m.len()); classes.len()];
+    for row in message_rows(out, links) {
+        for (h, &n) in hops.iter_mut().zip(&row[t..]) {
+            h.push(n as u64);
+        }
+    }
+    let hops = classes
+        .iter()
+        .zip(hops)
+        .map(|(c, h)| (hops_column(*c), Column::U64(h)));
     Table {
         name: "messages",
         columns: vec![
@@ -577,7 +606,10 @@ fn messages_table(out: &RunOutput, jobs: &[JobFacts]) -> Table {
                 "latency_s",
                 Column::F64(m.iter().map(|x| secs(x.end_ps - x.start_ps)).collect()),
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(hops)
+        .collect(),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use tracewatt_core::Ps;
 use tracewatt_net::fabric::LinkObserver;
-use tracewatt_net::{ChannelId, NodeId};
+use tracewatt_net::{ChannelId, LinkClass, NodeId};
 
 /// Per link direction: traffic, busy time and idle intervals. An idle interval is a maximal gap
 /// in [0, end of run] during which the link direction transmits nothing; the one before the first
@@ -60,66 +60,87 @@ pub struct LinkStats {
     log_bin: Vec<u16>,
     /// Number of thresholds every gap of each fine bin exceeds.
     exceeds: Vec<u16>,
-    /// With message tracking: the wakes each message's packets can meet (see [`WakeHops`]).
-    wake_hops: Option<WakeHops>,
+    /// With message tracking: the wakes each message's packets can meet and the links they
+    /// cross (see [`MessageHops`]).
+    wake_hops: Option<MessageHops>,
 }
 
-/// Per message and threshold, the hops on which the message's packets could meet a wake: a
-/// packet that starts on a link direction after an idle gap longer than the threshold would
-/// find it asleep, and every packet that follows it within `horizon` of the one before (back
-/// to back, or so soon that the wake's delay, at most sleep + wake time, reaches it) waits for
-/// that wake too. Each packet counts such hops along its path; a message's count is
-/// the largest of its packets' (they pipeline, so the last waits for what delayed the first),
-/// plus what its earlier rendezvous phases met.
+/// Per message: the hops on which its packets could meet a wake, per threshold, and the hops
+/// of its route, per link class.
+///
+/// Wakes: a packet that starts on a link direction after an idle gap longer than the threshold
+/// would find it asleep, and every packet that follows it within `horizon` of the one before
+/// (back to back, or so soon that the wake's delay, at most sleep + wake time, reaches it) waits
+/// for that wake too. Each packet counts such hops along its path; a message's count is the
+/// largest of its packets' (they pipeline, so the last waits for what delayed the first), plus
+/// what its earlier rendezvous phases met.
+///
+/// Route: per link class, the most links of that class one packet of the message crossed; for a
+/// rendezvous message, one packet of its request, its clear-to-send or its data (so each of the
+/// three phases crossed no more). Packets of one message can take different routes (adaptive,
+/// Valiant or UGAL routing): the largest count per class bounds every one of them.
+///
+/// A row holds the `k` threshold counts, then the `classes` route counts.
 #[derive(Debug)]
-pub struct WakeHops {
+pub struct MessageHops {
     k: usize,
     horizon_ps: Ps,
+    /// Link class of each channel, as a column after the thresholds' (`k + class`).
+    column: Vec<u16>,
+    /// The link classes of the route counts, in column order.
+    classes: Vec<LinkClass>,
     /// Per channel: thresholds exceeded by the gap that began its current busy period.
     level: Vec<u16>,
-    /// `[pkt * k + i]`: hops of packet `pkt` past threshold `i` so far.
+    /// `[pkt * width + i]`: hops of packet `pkt` past threshold `i`, or on class `i - k`, so far.
     pkt: Vec<u16>,
-    /// `[token * k + i]`: the largest packet count of the message's current phase, and what
-    /// its earlier phases met.
+    /// `[token * width + i]`: the largest packet count of the message's current phase (of all
+    /// its phases, for the route counts), and what its earlier phases met.
     max: Vec<u16>,
     base: Vec<u16>,
 }
 
-impl WakeHops {
-    fn row(v: &mut Vec<u16>, k: usize, i: u32) -> &mut [u16] {
-        let at = i as usize * k;
-        if v.len() < at + k {
-            v.resize(at + k, 0);
+impl MessageHops {
+    fn width(&self) -> usize {
+        self.k + self.classes.len()
+    }
+
+    fn row(v: &mut Vec<u16>, width: usize, i: u32) -> &mut [u16] {
+        let at = i as usize * width;
+        if v.len() < at + width {
+            v.resize(at + width, 0);
         }
-        &mut v[at..at + k]
+        &mut v[at..at + width]
     }
 
     /// A message (or a rendezvous control message) starts: nothing met yet.
     fn begin(&mut self, token: u32) {
-        let k = self.k;
-        Self::row(&mut self.max, k, token).fill(0);
-        Self::row(&mut self.base, k, token).fill(0);
+        let w = self.width();
+        Self::row(&mut self.max, w, token).fill(0);
+        Self::row(&mut self.base, w, token).fill(0);
     }
 
     /// A rendezvous message's data follows its request (`token`, which it continues) and the
-    /// clear-to-send `cts`: it carries what both met.
+    /// clear-to-send `cts`: it carries what both met, and the longer of their routes.
     fn carry(&mut self, token: u32, cts: u32) {
-        let k = self.k;
-        let cts_total: Vec<u16> = self.total(cts).to_vec();
-        let max = Self::row(&mut self.max, k, token);
-        let moved: Vec<u16> = max.to_vec();
-        max.fill(0);
-        let base = Self::row(&mut self.base, k, token);
-        for ((b, m), c) in base.iter_mut().zip(moved).zip(cts_total) {
-            *b = b.saturating_add(m).saturating_add(c);
+        let (k, w) = (self.k, self.width());
+        let cts_total = self.total(cts);
+        let max = Self::row(&mut self.max, w, token);
+        let moved: Vec<u16> = max[..k].to_vec();
+        max[..k].fill(0);
+        for (m, c) in max[k..].iter_mut().zip(&cts_total[k..]) {
+            *m = (*m).max(*c);
+        }
+        let base = Self::row(&mut self.base, w, token);
+        for ((b, m), c) in base.iter_mut().zip(moved).zip(&cts_total[..k]) {
+            *b = b.saturating_add(m).saturating_add(*c);
         }
     }
 
-    /// What a message met, per threshold.
+    /// What a message met, per threshold, then its route's hops per link class.
     fn total(&mut self, token: u32) -> Vec<u16> {
-        let k = self.k;
-        let max = Self::row(&mut self.max, k, token).to_vec();
-        let base = Self::row(&mut self.base, k, token);
+        let w = self.width();
+        let max = Self::row(&mut self.max, w, token).to_vec();
+        let base = Self::row(&mut self.base, w, token);
         base.iter()
             .zip(max)
             .map(|(b, m)| b.saturating_add(m))
@@ -129,6 +150,11 @@ impl WakeHops {
     /// Thresholds tracked.
     pub fn thresholds(&self) -> usize {
         self.k
+    }
+
+    /// The link classes of the route counts, in order.
+    pub fn classes(&self) -> &[LinkClass] {
+        &self.classes
     }
 }
 
@@ -329,11 +355,23 @@ impl LinkStats {
     }
 
     /// Also counts, per message, the hops on which it could meet a wake at each threshold, for
-    /// wakes that delay the link by up to `horizon_ps`.
-    pub fn track_wake_hops(&mut self, horizon_ps: Ps) {
-        self.wake_hops = Some(WakeHops {
-            k: self.thresholds_ps.len(),
+    /// wakes that delay the link by up to `horizon_ps`, and the hops of its route per link
+    /// class (`class[c]`: channel `c`'s); the classes in their order (`LinkClass`'s).
+    pub fn track_wake_hops(&mut self, horizon_ps: Ps, class: &[LinkClass]) {
+        let mut classes = class.to_vec();
+        classes.sort_unstable();
+        classes.dedup();
+        let k = self.thresholds_ps.len();
+        // A machine has a handful of link classes, so the column fits a u16.
+        let column = class
+            .iter()
+            .map(|c| (k + classes.partition_point(|x| x < c)) as u16)
+            .collect();
+        self.wake_hops = Some(MessageHops {
+            k,
             horizon_ps,
+            column,
+            classes,
             level: vec![0; self.channels],
             pkt: Vec::new(),
             max: Vec::new(),
@@ -342,7 +380,7 @@ impl LinkStats {
     }
 
     /// The per-message wake-hop counts, when tracked.
-    fn wake_hops(&mut self) -> Option<&mut WakeHops> {
+    fn wake_hops(&mut self) -> Option<&mut MessageHops> {
         self.wake_hops.as_mut()
     }
 
@@ -365,12 +403,17 @@ impl LinkStats {
     }
 
     /// Message `token` has arrived: with wake-hop tracking, appends what it met, per threshold,
-    /// to `out`.
+    /// then its route's hops per link class, to `out`.
     #[inline]
     pub fn message_wakes(&mut self, token: u32, out: &mut Vec<u16>) {
         if let Some(w) = self.wake_hops() {
             out.extend(w.total(token));
         }
+    }
+
+    /// The link classes of the messages' route counts, in order (none without message tracking).
+    pub fn route_classes(&self) -> &[LinkClass] {
+        self.wake_hops.as_ref().map_or(&[], |h| h.classes())
     }
 
     /// Counts each job's bytes per channel: `node_job[n]` is node `n`'s job, of `jobs`. Only
@@ -513,11 +556,13 @@ impl LinkObserver for LinkStats {
         self.occupied(ci, start, end);
     }
 
-    /// With wake-hop tracking: a packet `pkt` of message `token` has just been sent on `ch`.
+    /// With message tracking: a packet `pkt` of message `token` has just been sent on `ch`.
     #[inline]
     fn on_packet(&mut self, ch: ChannelId, pkt: u32, token: u32, first_hop: bool) {
-        let Some(WakeHops {
+        let Some(MessageHops {
             k,
+            column,
+            classes,
             level,
             pkt: pkts,
             max,
@@ -526,18 +571,21 @@ impl LinkObserver for LinkStats {
         else {
             return;
         };
-        let (k, lv) = (*k, level[ch as usize] as usize);
-        let row = WakeHops::row(pkts, k, pkt);
+        let w = *k + classes.len();
+        let (lv, col) = (level[ch as usize] as usize, column[ch as usize] as usize);
+        let row = MessageHops::row(pkts, w, pkt);
         if first_hop {
             row.fill(0);
         }
         for c in &mut row[..lv] {
             *c = c.saturating_add(1);
         }
-        let most = WakeHops::row(max, k, token);
+        row[col] = row[col].saturating_add(1);
+        let most = MessageHops::row(max, w, token);
         for (m, c) in most[..lv].iter_mut().zip(&row[..lv]) {
             *m = (*m).max(*c);
         }
+        most[col] = most[col].max(row[col]);
     }
 
     /// A credit frame: it ends the link's idle interval as a packet does (so idle intervals and
@@ -678,11 +726,12 @@ mod tests {
 
     #[test]
     fn a_message_counts_the_wakes_its_packets_can_meet() {
-        // Thresholds 10 and 100. Message 5's packet 0 starts on channel 0 after 50 idle (past
-        // 10 only); message 6's packet 1 goes back to back behind it (the same busy period,
-        // the same wake); packet 0 then crosses channel 1 after 200 idle (past both).
+        // Thresholds 10 and 100; channel 0 a node link, channel 1 a local one. Message 5's
+        // packet 0 starts on channel 0 after 50 idle (past 10 only); message 6's packet 1 goes
+        // back to back behind it (the same busy period, the same wake); packet 0 then crosses
+        // channel 1 after 200 idle (past both).
         let mut s = LinkStats::new(2, vec![10, 100], 10);
-        s.track_wake_hops(4);
+        s.track_wake_hops(4, &[LinkClass::Node, LinkClass::Local]);
         let w = s.wake_hops().unwrap();
         w.begin(5);
         w.begin(6);
@@ -698,16 +747,59 @@ mod tests {
         s.on_packet(0, 2, 6, true);
         s.on_transmit(0, 88, 98, 100, 0);
         s.on_packet(0, 3, 6, true);
+        // Per threshold, then the route per class (node, local): 5 crossed one of each, each of
+        // 6's packets one node link.
         let w = s.wake_hops().unwrap();
-        assert_eq!(w.total(5), vec![2, 1]);
-        assert_eq!(w.total(6), vec![1, 0]);
+        assert_eq!(w.thresholds(), 2);
+        assert_eq!(w.classes(), &[LinkClass::Node, LinkClass::Local]);
+        assert_eq!(w.total(5), vec![2, 1, 1, 1]);
+        assert_eq!(w.total(6), vec![1, 0, 1, 0]);
         // A rendezvous: request 5 met [2, 1], its clear-to-send 6 [1, 0]; the data starts
-        // from their sum and adds its own packets' largest count.
+        // from their sum and adds its own packets' largest count; its route is the longest.
         w.carry(5, 6);
-        assert_eq!(w.total(5), vec![3, 1]);
+        assert_eq!(w.total(5), vec![3, 1, 1, 1]);
         s.on_transmit(1, 400, 410, 100, 0);
         s.on_packet(1, 0, 5, true);
-        assert_eq!(s.wake_hops().unwrap().total(5), vec![4, 2]);
+        assert_eq!(s.wake_hops().unwrap().total(5), vec![4, 2, 1, 1]);
+    }
+
+    #[test]
+    fn a_message_counts_the_links_of_its_longest_route_per_class() {
+        // A dragonfly path: node link 0, local links 1 and 3, global link 2, node link 4. No
+        // thresholds: the rows hold the route counts alone, by class (node, local, global).
+        let class = [
+            LinkClass::Node,
+            LinkClass::Local,
+            LinkClass::Global,
+            LinkClass::Local,
+            LinkClass::Node,
+        ];
+        let mut s = LinkStats::new(5, vec![], 10);
+        s.track_wake_hops(0, &class);
+        s.wake_hops().unwrap().begin(7);
+        // Packet 0 goes minimal (node, global, node); packet 1 the long way round (node, local,
+        // global, local, node).
+        let mut t = 0;
+        for (pkt, path) in [(0, &[0, 2, 4][..]), (1, &[0, 1, 2, 3, 4][..])] {
+            for (i, &ch) in path.iter().enumerate() {
+                s.on_transmit(ch, t, t + 10, 100, 0);
+                s.on_packet(ch, pkt, 7, i == 0);
+                t += 10;
+            }
+        }
+        assert_eq!(s.wake_hops().unwrap().total(7), vec![2, 2, 1]);
+        // Its clear-to-send 8 crossed the global link twice (a Valiant detour): the data
+        // carries the larger count of each class.
+        s.wake_hops().unwrap().begin(8);
+        for (i, ch) in [4, 2, 2, 0].into_iter().enumerate() {
+            s.on_transmit(ch, t, t + 10, 100, 0);
+            s.on_packet(ch, 2, 8, i == 0);
+            t += 10;
+        }
+        let w = s.wake_hops().unwrap();
+        assert_eq!(w.total(8), vec![2, 0, 2]);
+        w.carry(7, 8);
+        assert_eq!(w.total(7), vec![2, 2, 2]);
     }
 
     #[test]

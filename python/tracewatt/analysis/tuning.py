@@ -117,7 +117,10 @@ def screen_candidates(
                     "wake_time_us": r["wake_time_us"],
                     "control": control,
                 }
-                saved = kind_j - float(r["link_energy_j"])
+                # From the screen's own saving: its energy and always-on total are summed
+                # alike, so a setting that never sleeps saves exactly 0 (a difference of two
+                # sums made apart could leave a rounding error that reads as a saving).
+                saved = kind_j * float(r["link_saving_pct"]) / 100.0
                 rows.append((kind, setting, saved, r["penalty_bound_pct"], r["wakes"]))
         options.append(rows)
     out = []

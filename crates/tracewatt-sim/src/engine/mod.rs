@@ -114,8 +114,8 @@ pub(crate) struct RunOutput {
     pub latency: LatencyHist,
     /// With `[output] messages`: every message, in the order they were received.
     pub messages: Vec<MessageRecord>,
-    /// `[i * T + k]`: the hops on which message `i` could meet a wake at idle threshold `k`
-    /// (see `stats::WakeHops`).
+    /// Row `i`: the hops on which message `i` could meet a wake at each idle threshold, then
+    /// its route's hops per link class (see `stats::MessageHops`).
     pub message_wake_hops: Vec<u16>,
     pub messages_bytes: u64,
     pub events: u64,
@@ -173,7 +173,7 @@ pub(crate) struct Engine<'a> {
     /// `Some` when every message is kept.
     messages: Option<Vec<MessageRecord>>,
     /// With the messages: per message (in their order), the hops on which it could meet a
-    /// wake at each idle threshold.
+    /// wake at each idle threshold, then its route's hops per link class.
     message_wake_hops: Vec<u16>,
     done: u64,
     expand_buf: Vec<Op>,
