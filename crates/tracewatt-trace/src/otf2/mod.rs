@@ -676,167 +676,211 @@ impl Otf2Calls {
     fn kind(&mut self, o: &Open) -> CallKind {
         let m = &self.model;
         let name = m.regions.get(&o.region).map_or("", |r| r.name.as_str());
-        let evs = &self.evs;
-        let unsupported = |why: &str| CallKind::Unsupported {
-            name: if why.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name} ({why})")
-            },
-        };
-        let first = |f: fn(&Ev) -> Option<Msg>| evs.iter().find_map(|(e, _)| f(e));
-        let peer = |p: u32| i32::try_from(p).unwrap_or(PROC_NULL);
-        let tag = |t: u32| i32::try_from(t).unwrap_or(crate::call::ANY);
+        let evs = self.evs.as_slice();
         if o.func == funcs::F_UNKNOWN {
-            return unsupported("");
+            return unsupported(name, "");
         }
         match name {
             "init" | "init_thread" => CallKind::Init,
             "finalize" => CallKind::Finalize,
-            "send" | "bsend" | "ssend" | "rsend" => match first(send) {
-                Some(s) => CallKind::Send {
-                    comm: m.comm(s.comm).0,
-                    peer: peer(s.peer),
-                    tag: tag(s.tag),
-                    bytes: s.bytes,
-                },
+            "send" | "bsend" | "ssend" | "rsend" => match first(evs, send) {
+                Some(s) => {
+                    let (comm, peer, tag, bytes) = envelope(m, s);
+                    CallKind::Send {
+                        comm,
+                        peer,
+                        tag,
+                        bytes,
+                    }
+                }
                 None => CallKind::Local, // MPI_PROC_NULL: Score-P records no message
             },
-            "isend" | "ibsend" | "issend" | "irsend" => {
-                let isend = evs.iter().find_map(|(e, _)| match e {
-                    Ev::Isend(s, req) => Some((*s, *req)),
-                    _ => None,
-                });
-                let (s, req) = match (isend, first(send)) {
-                    (Some(x), _) => x,
-                    (None, Some(s)) => {
-                        // Recorded as a send without request: completed at the end.
-                        self.synthetic_reqs += 1;
-                        (s, u64::MAX - self.synthetic_reqs)
+            "isend" | "ibsend" | "issend" | "irsend" => isend(m, evs, &mut self.synthetic_reqs),
+            "recv" => match first(evs, recv) {
+                Some(r) => {
+                    let (comm, peer, tag, bytes) = envelope(m, r);
+                    CallKind::Recv {
+                        comm,
+                        peer,
+                        tag,
+                        bytes,
                     }
-                    (None, None) => return CallKind::Local,
-                };
-                CallKind::Isend {
-                    comm: m.comm(s.comm).0,
-                    peer: peer(s.peer),
-                    tag: tag(s.tag),
-                    bytes: s.bytes,
-                    req,
                 }
-            }
-            "recv" => match first(recv) {
-                Some(r) => CallKind::Recv {
-                    comm: m.comm(r.comm).0,
-                    peer: peer(r.peer),
-                    tag: tag(r.tag),
-                    bytes: r.bytes,
-                },
                 None => CallKind::Local,
             },
-            "irecv" => {
-                let post = evs.iter().find_map(|(e, out)| match (e, out) {
-                    (Ev::IrecvRequest(req), Some(out)) => Some((*req, *out)),
-                    _ => None,
-                });
-                match post {
-                    Some((req, Outcome::Irecv(r))) => CallKind::Irecv {
-                        comm: m.comm(r.comm).0,
-                        peer: peer(r.peer),
-                        tag: tag(r.tag),
-                        bytes: r.bytes,
-                        req,
-                    },
-                    Some((req, _)) => CallKind::Irecv {
-                        comm: WORLD_HANDLE,
-                        peer: PROC_NULL,
-                        tag: 0,
-                        bytes: 0,
-                        req,
-                    },
-                    None => CallKind::Local,
-                }
-            }
-            "sendrecv" | "sendrecv_replace" => {
-                let (s, r) = (first(send), first(recv));
-                let Some(c) = s.or(r) else {
-                    return CallKind::Local;
-                };
-                CallKind::Sendrecv {
-                    comm: m.comm(c.comm).0,
-                    dst: s.map_or(PROC_NULL, |s| peer(s.peer)),
-                    send_tag: s.map_or(0, |s| tag(s.tag)),
-                    send_bytes: s.map_or(0, |s| s.bytes),
-                    src: r.map_or(PROC_NULL, |r| peer(r.peer)),
-                    recv_tag: r.map_or(0, |r| tag(r.tag)),
-                    recv_bytes: r.map_or(0, |r| r.bytes),
-                }
-            }
+            "irecv" => irecv(m, evs),
+            "sendrecv" | "sendrecv_replace" => sendrecv(m, evs),
             "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-            | "testsome" | "request_free" => {
-                if first(recv).is_some() {
-                    return unsupported("receive completed without a request record");
-                }
-                let done: Vec<ReqHandle> = evs
-                    .iter()
-                    .filter_map(|(e, _)| match e {
-                        Ev::IsendComplete(r)
-                        | Ev::Irecv(_, r)
-                        | Ev::NbcComplete(_, r)
-                        | Ev::RequestCancelled(r) => Some(*r),
-                        _ => None,
-                    })
-                    .collect();
-                let tested = evs.iter().find_map(|(e, _)| match e {
-                    Ev::RequestTest(r) => Some(*r),
-                    _ => None,
-                });
-                let flag = !done.is_empty();
-                let all: Vec<i32> = (0..done.len() as i32).collect();
-                match name {
-                    "wait" if done.len() == 1 => CallKind::Wait { req: done[0] },
-                    "wait" | "waitall" => CallKind::Waitall { reqs: done },
-                    "waitany" => CallKind::Waitany {
-                        index: if flag { 0 } else { -1 },
-                        reqs: done,
-                    },
-                    "waitsome" => CallKind::Waitsome {
-                        reqs: done,
-                        indices: all,
-                    },
-                    "test" => CallKind::Test {
-                        req: done.first().copied().or(tested).unwrap_or(0),
-                        flag,
-                    },
-                    "testall" => CallKind::Testall { reqs: done, flag },
-                    "testany" => CallKind::Testany {
-                        index: if flag { 0 } else { -1 },
-                        reqs: done,
-                        flag,
-                    },
-                    "testsome" => CallKind::Testsome {
-                        reqs: done,
-                        indices: all,
-                    },
-                    _ => match done.first() {
-                        Some(&req) => CallKind::RequestFree { req },
-                        None => CallKind::Local,
-                    },
-                }
-            }
-            n if coll_name(n).is_some() => {
-                let record = evs.iter().find_map(|(e, out)| match (e, out) {
-                    (Ev::CollEnd(c), _) => Some(*c),
-                    (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
-                    _ => None,
-                });
-                match record {
-                    Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported("")),
-                    None => unsupported("no collective record"),
-                }
-            }
-            n if is_unsupported(n) => unsupported(""),
+            | "testsome" | "request_free" => completion(name, evs),
+            n if coll_name(n).is_some() => collective(m, name, evs),
+            n if is_unsupported(n) => unsupported(name, ""),
             _ => CallKind::Local,
         }
+    }
+}
+
+/// The events recorded inside one MPI call's region, with the outcomes read ahead for its
+/// request posts.
+type CallEvents = [(Ev, Option<Outcome>)];
+
+/// The call `name` as unsupported, with why if `why` is not empty.
+fn unsupported(name: &str, why: &str) -> CallKind {
+    CallKind::Unsupported {
+        name: if why.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} ({why})")
+        },
+    }
+}
+
+/// The first of a call's events that `f` picks.
+fn first(evs: &CallEvents, f: fn(&Ev) -> Option<Msg>) -> Option<Msg> {
+    evs.iter().find_map(|(e, _)| f(e))
+}
+
+/// A message record's communicator, peer, tag and size as a call gives them (a peer or tag
+/// out of range: MPI_PROC_NULL, MPI_ANY_TAG).
+fn envelope(m: &Model, s: Msg) -> (CommHandle, i32, i32, u64) {
+    let peer = i32::try_from(s.peer).unwrap_or(PROC_NULL);
+    let tag = i32::try_from(s.tag).unwrap_or(crate::call::ANY);
+    (m.comm(s.comm).0, peer, tag, s.bytes)
+}
+
+/// An isend: its send record and request, or a send recorded without one (completed at the
+/// end, under a request handle made up from `synthetic_reqs`).
+fn isend(m: &Model, evs: &CallEvents, synthetic_reqs: &mut u64) -> CallKind {
+    let isend = evs.iter().find_map(|(e, _)| match e {
+        Ev::Isend(s, req) => Some((*s, *req)),
+        _ => None,
+    });
+    let (s, req) = match (isend, first(evs, send)) {
+        (Some(x), _) => x,
+        (None, Some(s)) => {
+            *synthetic_reqs += 1;
+            (s, u64::MAX - *synthetic_reqs)
+        }
+        (None, None) => return CallKind::Local,
+    };
+    let (comm, peer, tag, bytes) = envelope(m, s);
+    CallKind::Isend {
+        comm,
+        peer,
+        tag,
+        bytes,
+        req,
+    }
+}
+
+/// An irecv: its request record, with the message that completed it (read ahead).
+fn irecv(m: &Model, evs: &CallEvents) -> CallKind {
+    let post = evs.iter().find_map(|(e, out)| match (e, out) {
+        (Ev::IrecvRequest(req), Some(out)) => Some((*req, *out)),
+        _ => None,
+    });
+    match post {
+        Some((req, Outcome::Irecv(r))) => {
+            let (comm, peer, tag, bytes) = envelope(m, r);
+            CallKind::Irecv {
+                comm,
+                peer,
+                tag,
+                bytes,
+                req,
+            }
+        }
+        Some((req, _)) => CallKind::Irecv {
+            comm: WORLD_HANDLE,
+            peer: PROC_NULL,
+            tag: 0,
+            bytes: 0,
+            req,
+        },
+        None => CallKind::Local,
+    }
+}
+
+fn sendrecv(m: &Model, evs: &CallEvents) -> CallKind {
+    let (s, r) = (first(evs, send), first(evs, recv));
+    let Some(c) = s.or(r) else {
+        return CallKind::Local;
+    };
+    let (_, dst, send_tag, send_bytes) = s.map_or((0, PROC_NULL, 0, 0), |s| envelope(m, s));
+    let (_, src, recv_tag, recv_bytes) = r.map_or((0, PROC_NULL, 0, 0), |r| envelope(m, r));
+    CallKind::Sendrecv {
+        comm: m.comm(c.comm).0,
+        dst,
+        send_tag,
+        send_bytes,
+        src,
+        recv_tag,
+        recv_bytes,
+    }
+}
+
+/// A wait, test or request free `name`: the requests its completion records name.
+fn completion(name: &str, evs: &CallEvents) -> CallKind {
+    if first(evs, recv).is_some() {
+        return unsupported(name, "receive completed without a request record");
+    }
+    let done: Vec<ReqHandle> = evs
+        .iter()
+        .filter_map(|(e, _)| match e {
+            Ev::IsendComplete(r)
+            | Ev::Irecv(_, r)
+            | Ev::NbcComplete(_, r)
+            | Ev::RequestCancelled(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    let tested = evs.iter().find_map(|(e, _)| match e {
+        Ev::RequestTest(r) => Some(*r),
+        _ => None,
+    });
+    let flag = !done.is_empty();
+    let all: Vec<i32> = (0..done.len() as i32).collect();
+    match name {
+        "wait" if done.len() == 1 => CallKind::Wait { req: done[0] },
+        "wait" | "waitall" => CallKind::Waitall { reqs: done },
+        "waitany" => CallKind::Waitany {
+            index: if flag { 0 } else { -1 },
+            reqs: done,
+        },
+        "waitsome" => CallKind::Waitsome {
+            reqs: done,
+            indices: all,
+        },
+        "test" => CallKind::Test {
+            req: done.first().copied().or(tested).unwrap_or(0),
+            flag,
+        },
+        "testall" => CallKind::Testall { reqs: done, flag },
+        "testany" => CallKind::Testany {
+            index: if flag { 0 } else { -1 },
+            reqs: done,
+            flag,
+        },
+        "testsome" => CallKind::Testsome {
+            reqs: done,
+            indices: all,
+        },
+        _ => match done.first() {
+            Some(&req) => CallKind::RequestFree { req },
+            None => CallKind::Local,
+        },
+    }
+}
+
+/// A collective `name`: its collective record (blocking), or its request's (non-blocking).
+fn collective(m: &Model, name: &str, evs: &CallEvents) -> CallKind {
+    let record = evs.iter().find_map(|(e, out)| match (e, out) {
+        (Ev::CollEnd(c), _) => Some(*c),
+        (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
+        _ => None,
+    });
+    match record {
+        Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported(name, "")),
+        None => unsupported(name, "no collective record"),
     }
 }
 
