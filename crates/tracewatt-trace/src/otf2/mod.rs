@@ -101,119 +101,19 @@ impl Model {
         let stem = anchor_path.with_extension("");
         let defs_path = anchor_path.with_extension("def");
         let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
-        // A missing definition has no offset; name where a corrupt one most likely is, else
-        // where the definitions end (a corrupt record length can skip onto an early end).
-        let near = |off: Option<u64>| Location::at(&defs_path, None, off.unwrap_or(d.end_at));
         let Some(clock) = d.clock else {
             return Err(TraceError::format(
-                near(d.first_skipped_at),
+                near(&d, &defs_path, d.first_skipped_at),
                 "a ClockProperties definition (none found; this is the first definition the \
                  reader skips, or where the definitions end)",
             ));
         };
-        let rank_locations = rank_locations(&d);
-        if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
-            // Only the MPI locations group can name an undefined one.
-            let group = d.groups.iter().find(|(_, g)| g.members.contains(bad));
-            let off = group
-                .and_then(|(id, _)| d.group_at.get(id))
-                .copied()
-                .unwrap_or(0);
-            return Err(TraceError::format(
-                Location::at(&defs_path, None, off),
-                format!("MPI ranks that are defined locations, got location {bad}"),
-            ));
-        }
-        if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
-            // The ranks come from MPI's locations group, else the process location groups.
-            let mpi_group = d
-                .groups
-                .iter()
-                .find(|(_, g)| {
-                    g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI
-                })
-                .and_then(|(id, _)| d.group_at.get(id).copied());
-            return Err(TraceError::format(
-                near(
-                    mpi_group
-                        .or(d.first_location_group_at)
-                        .or(d.first_skipped_at),
-                ),
-                format!(
-                    "1..2^24 MPI ranks (the members of MPI's locations group or the process \
-                     location groups; found {}; this is MPI's locations group, the first \
-                     location group, the first definition the reader skips, or where the \
-                     definitions end)",
-                    rank_locations.len()
-                ),
-            ));
-        }
+        let rank_locations = checked_rank_locations(&d, &defs_path)?;
         let mut regions = BTreeMap::new();
         for (&id, region) in &d.regions {
-            let at = Location::at(&defs_path, None, d.region_at.get(&id).copied().unwrap_or(0));
-            let string = |s: u32| {
-                d.strings.get(&s).ok_or_else(|| {
-                    TraceError::format(
-                        at.clone(),
-                        format!("a region named by defined strings, got string {s}"),
-                    )
-                })
-            };
-            let name = string(region.name)?;
-            // An MPI function's region names it twice (name, canonical name) and says MPI is
-            // its paradigm: a corrupt reference to another string breaks the agreement.
-            let canonical = region.canonical_name.map(string).transpose()?;
-            let mpi = |s: &str| s.starts_with("MPI_");
-            if canonical.is_some_and(|c| (mpi(c) || mpi(name)) && c != name) {
-                return Err(TraceError::format(
-                    at,
-                    format!(
-                        "an MPI function's region with its name as its canonical name, got \
-                         `{name}` and `{}`",
-                        canonical.map_or("", |c| c.as_str())
-                    ),
-                ));
+            if let Some(r) = mpi_region(&d, &defs_path, id, region)? {
+                regions.insert(id, r);
             }
-            if mpi(name) && region.paradigm.is_some_and(|p| p != defs::PARADIGM_MPI) {
-                return Err(TraceError::format(
-                    at,
-                    format!(
-                        "`{name}` with MPI's paradigm ({}), got paradigm {}",
-                        defs::PARADIGM_MPI,
-                        region.paradigm.unwrap_or(0)
-                    ),
-                ));
-            }
-            // The other way round, an MPI region other than the tool's own artificial ones
-            // (SST/macro's `PARALLEL`) is an MPI function: a corrupt name string, which name
-            // and canonical name share, would otherwise turn the call into a user region.
-            let function = region
-                .role
-                .is_some_and(|r| r != defs::REGION_ROLE_ARTIFICIAL);
-            if !mpi(name) && function && region.paradigm == Some(defs::PARADIGM_MPI) {
-                return Err(TraceError::format(
-                    at,
-                    format!(
-                        "an MPI function's region (paradigm MPI, role {}) named `MPI_...`, got \
-                         `{name}`",
-                        region.role.unwrap_or(0)
-                    ),
-                ));
-            }
-            let Some(rest) = name.strip_prefix("MPI_") else {
-                continue;
-            };
-            // MPI function names are identifiers: anything else is a corrupt string.
-            if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                let off = d.string_at.get(&region.name).copied().unwrap_or(0);
-                return Err(TraceError::format(
-                    Location::at(&defs_path, None, off),
-                    format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
-                ));
-            }
-            let name = rest.to_ascii_lowercase();
-            let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
-            regions.insert(id, MpiRegion { func, name });
         }
         let (comms, defined) = communicators(&d, rank_locations.len() as u32);
         let rank_nodes = rank_locations
@@ -267,6 +167,128 @@ impl Model {
             None => (id + 2, 1),
         }
     }
+}
+
+/// Where in the definitions `defs_path` an error is: at `off`, or (a missing definition has
+/// no offset) where the definitions end, since a corrupt record length can skip onto an early
+/// end.
+fn near(d: &GlobalDefs, defs_path: &Path, off: Option<u64>) -> Location {
+    Location::at(defs_path, None, off.unwrap_or(d.end_at))
+}
+
+/// World rank -> location id, each a defined location, 1 to 2^24 of them.
+fn checked_rank_locations(d: &GlobalDefs, defs_path: &Path) -> Result<Vec<u64>, TraceError> {
+    let rank_locations = rank_locations(d);
+    if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
+        // Only the MPI locations group can name an undefined one.
+        let group = d.groups.iter().find(|(_, g)| g.members.contains(bad));
+        let off = group
+            .and_then(|(id, _)| d.group_at.get(id))
+            .copied()
+            .unwrap_or(0);
+        return Err(TraceError::format(
+            Location::at(defs_path, None, off),
+            format!("MPI ranks that are defined locations, got location {bad}"),
+        ));
+    }
+    if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
+        // The ranks come from MPI's locations group, else the process location groups.
+        let mpi_group = d
+            .groups
+            .iter()
+            .find(|(_, g)| g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI)
+            .and_then(|(id, _)| d.group_at.get(id).copied());
+        return Err(TraceError::format(
+            near(
+                d,
+                defs_path,
+                mpi_group
+                    .or(d.first_location_group_at)
+                    .or(d.first_skipped_at),
+            ),
+            format!(
+                "1..2^24 MPI ranks (the members of MPI's locations group or the process \
+                 location groups; found {}; this is MPI's locations group, the first \
+                 location group, the first definition the reader skips, or where the \
+                 definitions end)",
+                rank_locations.len()
+            ),
+        ));
+    }
+    Ok(rank_locations)
+}
+
+/// The MPI call a region `id` is (`None`: a user or tool region), checked against the
+/// corruptions that would turn one into the other.
+fn mpi_region(
+    d: &GlobalDefs,
+    defs_path: &Path,
+    id: u32,
+    region: &defs::RegionDef,
+) -> Result<Option<MpiRegion>, TraceError> {
+    let at = Location::at(defs_path, None, d.region_at.get(&id).copied().unwrap_or(0));
+    let string = |s: u32| {
+        d.strings.get(&s).ok_or_else(|| {
+            TraceError::format(
+                at.clone(),
+                format!("a region named by defined strings, got string {s}"),
+            )
+        })
+    };
+    let name = string(region.name)?;
+    // An MPI function's region names it twice (name, canonical name) and says MPI is its
+    // paradigm: a corrupt reference to another string breaks the agreement.
+    let canonical = region.canonical_name.map(string).transpose()?;
+    let mpi = |s: &str| s.starts_with("MPI_");
+    if canonical.is_some_and(|c| (mpi(c) || mpi(name)) && c != name) {
+        return Err(TraceError::format(
+            at,
+            format!(
+                "an MPI function's region with its name as its canonical name, got `{name}` \
+                 and `{}`",
+                canonical.map_or("", |c| c.as_str())
+            ),
+        ));
+    }
+    if mpi(name) && region.paradigm.is_some_and(|p| p != defs::PARADIGM_MPI) {
+        return Err(TraceError::format(
+            at,
+            format!(
+                "`{name}` with MPI's paradigm ({}), got paradigm {}",
+                defs::PARADIGM_MPI,
+                region.paradigm.unwrap_or(0)
+            ),
+        ));
+    }
+    // The other way round, an MPI region other than the tool's own artificial ones
+    // (SST/macro's `PARALLEL`) is an MPI function: a corrupt name string, which name and
+    // canonical name share, would otherwise turn the call into a user region.
+    let function = region
+        .role
+        .is_some_and(|r| r != defs::REGION_ROLE_ARTIFICIAL);
+    if !mpi(name) && function && region.paradigm == Some(defs::PARADIGM_MPI) {
+        return Err(TraceError::format(
+            at,
+            format!(
+                "an MPI function's region (paradigm MPI, role {}) named `MPI_...`, got `{name}`",
+                region.role.unwrap_or(0)
+            ),
+        ));
+    }
+    let Some(rest) = name.strip_prefix("MPI_") else {
+        return Ok(None);
+    };
+    // MPI function names are identifiers: anything else is a corrupt string.
+    if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        let off = d.string_at.get(&region.name).copied().unwrap_or(0);
+        return Err(TraceError::format(
+            Location::at(defs_path, None, off),
+            format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
+        ));
+    }
+    let name = rest.to_ascii_lowercase();
+    let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
+    Ok(Some(MpiRegion { func, name }))
 }
 
 /// The system tree node that is the host of a process whose location group's parent is
