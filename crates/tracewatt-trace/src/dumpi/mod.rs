@@ -1075,35 +1075,12 @@ impl DumpiCalls {
     }
 }
 
-/// Calls with effects the simulator does not model (persistent requests, RMA, I/O, dynamic
-/// processes, communicators built from groups or topologies).
+/// Calls with effects the simulator does not model ([`funcs::is_unmodelled`]) and, in DUMPI
+/// traces, communicators built from topologies (an OTF2 trace defines every communicator up
+/// front) and ROMIO's `MPIO_` calls.
 fn is_unsupported(n: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "Send_init",
-        "Bsend_init",
-        "Ssend_init",
-        "Rsend_init",
-        "Recv_init",
-        "Start",
-        "Startall",
-        "Comm_spawn",
-        "Comm_spawn_multiple",
-        "Comm_accept",
-        "Comm_connect",
-        "Comm_join",
-        "Comm_disconnect",
-        "Intercomm_create",
-        "Intercomm_merge",
-        "Cart_create",
-        "Cart_sub",
-        "Graph_create",
-        "Accumulate",
-        "Get",
-        "Put",
-        "Grequest_start",
-        "Grequest_complete",
-    ];
-    NAMES.contains(&n) || n.starts_with("File_") || n.starts_with("MPIO_") || n.starts_with("Win_")
+    const TOPOLOGIES: &[&str] = &["Cart_create", "Cart_sub", "Graph_create"];
+    funcs::is_unmodelled(n) || TOPOLOGIES.contains(&n) || n.starts_with("MPIO_")
 }
 
 impl CallStream for DumpiCalls {

@@ -735,7 +735,7 @@ impl Otf2Calls {
             "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
             | "testsome" | "request_free" => completion(name, evs),
             n if coll_name(n).is_some() => collective(m, name, evs),
-            n if is_unsupported(n) => unsupported(name, ""),
+            n if funcs::is_unmodelled(n) => unsupported(name, ""),
             _ => CallKind::Local,
         }
     }
@@ -980,33 +980,6 @@ fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
         root,
         bytes,
     })
-}
-
-/// Calls with effects the simulator does not model (as for DUMPI).
-fn is_unsupported(n: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "send_init",
-        "bsend_init",
-        "ssend_init",
-        "rsend_init",
-        "recv_init",
-        "start",
-        "startall",
-        "comm_spawn",
-        "comm_spawn_multiple",
-        "comm_accept",
-        "comm_connect",
-        "comm_join",
-        "comm_disconnect",
-        "intercomm_create",
-        "intercomm_merge",
-        "accumulate",
-        "get",
-        "put",
-        "grequest_start",
-        "grequest_complete",
-    ];
-    NAMES.contains(&n) || n.starts_with("file_") || n.starts_with("win_")
 }
 
 impl CallStream for Otf2Calls {
