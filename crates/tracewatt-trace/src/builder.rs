@@ -577,10 +577,11 @@ impl OpBuilder {
         req: Option<ReqHandle>,
     ) -> Result<(), TraceError> {
         if peer < 0 || (req.is_some() && self.cancelled_post()) {
-            return self.bind_null(req); // PROC_NULL
+            self.bind_null(req);
+            return Ok(()); // MPI_PROC_NULL, or a cancelled isend
         }
         let (Some(comm), true) = (self.comm(comm), tag >= 0) else {
-            self.bind_null(req)?;
+            self.bind_null(req);
             return self.unsupported(&format!("{name} (unknown communicator or negative tag)"));
         };
         let dst = peer as Rank;
@@ -615,10 +616,11 @@ impl OpBuilder {
         req: Option<ReqHandle>,
     ) -> Result<(), TraceError> {
         if peer < ANY || (req.is_some() && self.cancelled_post()) {
-            return self.bind_null(req); // PROC_NULL
+            self.bind_null(req);
+            return Ok(()); // MPI_PROC_NULL, or a cancelled irecv
         }
         let Some(comm) = self.comm(comm) else {
-            self.bind_null(req)?;
+            self.bind_null(req);
             return self.unsupported(&format!("{name} (unknown communicator)"));
         };
         let (src, tag) = (src_sel(peer), tag_sel(tag));
@@ -682,11 +684,10 @@ impl OpBuilder {
     }
 
     /// Binds the request handle of a call that posts nothing (if it has one).
-    fn bind_null(&mut self, req: Option<ReqHandle>) -> Result<(), TraceError> {
+    fn bind_null(&mut self, req: Option<ReqHandle>) {
         if let Some(h) = req {
             self.bind(h, Slot::Null);
         }
-        Ok(())
     }
 
     /// A new live request for the trace's handle `h`, posted by the call being fed.

@@ -621,7 +621,7 @@ fn prescan(
     let mut creations: Vec<Vec<Pos>> = Vec::with_capacity(n as usize);
     let mut cancelled = Vec::with_capacity(n as usize);
     for rank in 0..n {
-        let scan = scan_rank(
+        let (created, posts) = scan_rank(
             source.as_ref(),
             rank,
             opts,
@@ -629,8 +629,8 @@ fn prescan(
             &mut resolver,
             &mut tally,
         )?;
-        creations.push(scan.0);
-        cancelled.push(scan.1);
+        creations.push(created);
+        cancelled.push(posts);
     }
     if let Some((rank, k, what)) = resolver.disagreement() {
         let file = source.rank_file(rank);
