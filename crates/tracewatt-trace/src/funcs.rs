@@ -114,7 +114,7 @@ pub fn is_pseudo(id: Func) -> bool {
     id == F_COMPUTE || id == F_COMM_DEFINE || id == F_CANCEL_OUTCOME
 }
 
-/// Whether `name` (without `MPI_`, in any case) is a call with effects the simulator does not
+/// Whether `name` (a [`FUNC_NAMES`] entry) is a call with effects the simulator does not
 /// model: persistent requests, dynamic processes, intercommunicators, one-sided communication,
 /// generalized requests, I/O. Every reader reports these as unsupported.
 pub(crate) fn is_unmodelled(name: &str) -> bool {
@@ -140,15 +140,7 @@ pub(crate) fn is_unmodelled(name: &str) -> bool {
         "grequest_start",
         "grequest_complete",
     ];
-    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
-        || has_prefix(name, "file_")
-        || has_prefix(name, "win_")
-}
-
-/// Whether `name` starts with `prefix`, in any case.
-fn has_prefix(name: &str, prefix: &str) -> bool {
-    name.get(..prefix.len())
-        .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+    NAMES.contains(&name) || name.starts_with("file_") || name.starts_with("win_")
 }
 
 /// The id of an MPI name (lower-case, without `MPI_`), if known.

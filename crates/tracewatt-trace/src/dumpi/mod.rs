@@ -814,7 +814,7 @@ impl DumpiCalls {
             }
             self.check_peers(start_off, mpi_name)?;
             let func = label as Func;
-            let kind = self.kind(mpi_name);
+            let kind = self.kind(func, mpi_name);
             if let Some(dt) = self.unknown_type.take() {
                 self.rd.off = start_off;
                 return Err(self.rd.err(format!(
@@ -836,7 +836,8 @@ impl DumpiCalls {
         }
     }
 
-    fn kind(&self, mpi_name: &str) -> CallKind {
+    /// The call `mpi_name` (function id `func`, which is its DUMPI label) of the fields read.
+    fn kind(&self, func: Func, mpi_name: &str) -> CallKind {
         let name = mpi_name.trim_start_matches("MPI_");
         match name {
             "Init" | "Init_thread" => CallKind::Init,
@@ -847,7 +848,7 @@ impl DumpiCalls {
                 .or_else(|| self.collective(name))
                 .or_else(|| self.comm_or_group(name))
                 .unwrap_or_else(|| {
-                    if is_unsupported(name) {
+                    if is_unsupported(func) {
                         CallKind::Unsupported {
                             name: name.to_ascii_lowercase(),
                         }
@@ -1077,10 +1078,12 @@ impl DumpiCalls {
 
 /// Calls with effects the simulator does not model ([`funcs::is_unmodelled`]) and, in DUMPI
 /// traces, communicators built from topologies (an OTF2 trace defines every communicator up
-/// front) and ROMIO's `MPIO_` calls.
-fn is_unsupported(n: &str) -> bool {
-    const TOPOLOGIES: &[&str] = &["Cart_create", "Cart_sub", "Graph_create"];
-    funcs::is_unmodelled(n) || TOPOLOGIES.contains(&n) || n.starts_with("MPIO_")
+/// front) and ROMIO's `MPIO_` calls. A DUMPI label is its function's id, so `func` names the
+/// call as DUMPI does, in lower case.
+fn is_unsupported(func: Func) -> bool {
+    const TOPOLOGIES: &[&str] = &["cart_create", "cart_sub", "graph_create"];
+    let name = funcs::func_name(func);
+    funcs::is_unmodelled(name) || TOPOLOGIES.contains(&name) || name.starts_with("mpio_")
 }
 
 impl CallStream for DumpiCalls {
