@@ -475,107 +475,27 @@ impl OpBuilder {
                 peer,
                 tag,
                 bytes,
-            } => {
-                if peer < 0 {
-                    return Ok(()); // PROC_NULL
-                }
-                match (self.comm(comm), tag >= 0) {
-                    (Some(comm), true) => self.out.push_back(Op::Send {
-                        comm,
-                        dst: peer as Rank,
-                        tag,
-                        bytes,
-                    }),
-                    _ => {
-                        self.unsupported(&format!("{name} (unknown communicator or negative tag)"))?
-                    }
-                }
-            }
-            CallKind::Recv {
-                comm,
-                peer,
-                tag,
-                bytes,
-            } => {
-                if peer < ANY {
-                    return Ok(());
-                }
-                match self.comm(comm) {
-                    Some(comm) => self.out.push_back(Op::Recv {
-                        comm,
-                        src: src_sel(peer),
-                        tag: tag_sel(tag),
-                        bytes,
-                    }),
-                    None => self.unsupported(&format!("{name} (unknown communicator)"))?,
-                }
-            }
+            } => self.send(name, comm, peer, tag, bytes, None)?,
             CallKind::Isend {
                 comm,
                 peer,
                 tag,
                 bytes,
                 req,
-            } => {
-                if peer < 0 || self.cancelled_post() {
-                    self.bind(req, Slot::Null);
-                    return Ok(());
-                }
-                match (self.comm(comm), tag >= 0) {
-                    (Some(comm), true) => {
-                        let id = self.alloc();
-                        let post = Post {
-                            call: self.fed - 1,
-                            recv: false,
-                        };
-                        self.bind(req, Slot::Live(id, post));
-                        self.out.push_back(Op::Isend {
-                            comm,
-                            dst: peer as Rank,
-                            tag,
-                            bytes,
-                            req: id,
-                        });
-                    }
-                    _ => {
-                        self.bind(req, Slot::Null);
-                        self.unsupported(&format!("{name} (unknown communicator or negative tag)"))?
-                    }
-                }
-            }
+            } => self.send(name, comm, peer, tag, bytes, Some(req))?,
+            CallKind::Recv {
+                comm,
+                peer,
+                tag,
+                bytes,
+            } => self.recv(name, comm, peer, tag, bytes, None)?,
             CallKind::Irecv {
                 comm,
                 peer,
                 tag,
                 bytes,
                 req,
-            } => {
-                if peer < ANY || self.cancelled_post() {
-                    self.bind(req, Slot::Null);
-                    return Ok(());
-                }
-                match self.comm(comm) {
-                    Some(comm) => {
-                        let id = self.alloc();
-                        let post = Post {
-                            call: self.fed - 1,
-                            recv: true,
-                        };
-                        self.bind(req, Slot::Live(id, post));
-                        self.out.push_back(Op::Irecv {
-                            comm,
-                            src: src_sel(peer),
-                            tag: tag_sel(tag),
-                            bytes,
-                            req: id,
-                        });
-                    }
-                    None => {
-                        self.bind(req, Slot::Null);
-                        self.unsupported(&format!("{name} (unknown communicator)"))?
-                    }
-                }
-            }
+            } => self.recv(name, comm, peer, tag, bytes, Some(req))?,
             CallKind::Sendrecv {
                 comm,
                 dst,
@@ -584,323 +504,487 @@ impl OpBuilder {
                 src,
                 recv_tag,
                 recv_bytes,
-            } => {
-                let Some(c) = self.comm(comm) else {
-                    return self.unsupported(&format!("{name} (unknown communicator)"));
-                };
-                let mut ids = Vec::new();
-                if src >= ANY {
-                    let id = self.alloc();
-                    ids.push(id);
-                    self.out.push_back(Op::Irecv {
-                        comm: c,
-                        src: src_sel(src),
-                        tag: tag_sel(recv_tag),
-                        bytes: recv_bytes,
-                        req: id,
-                    });
-                }
-                if dst >= 0 && send_tag >= 0 {
-                    let id = self.alloc();
-                    ids.push(id);
-                    self.out.push_back(Op::Isend {
-                        comm: c,
-                        dst: dst as Rank,
-                        tag: send_tag,
-                        bytes: send_bytes,
-                        req: id,
-                    });
-                }
-                self.wait_ids(ids);
-            }
-            CallKind::Wait { req } => {
-                let ids = self.complete(&[req]);
-                self.wait_ids(ids);
-            }
-            CallKind::Waitall { reqs } => {
-                let ids = self.complete(&reqs);
-                self.wait_ids(ids);
-            }
-            CallKind::Test { req, flag } => {
-                if flag {
-                    let ids = self.complete(&[req]);
-                    self.wait_ids(ids);
-                }
-            }
-            CallKind::Testall { reqs, flag } => {
-                if flag {
-                    let ids = self.complete(&reqs);
-                    self.wait_ids(ids);
-                }
+            } => self.sendrecv(
+                name,
+                comm,
+                (dst, send_tag, send_bytes),
+                (src, recv_tag, recv_bytes),
+            )?,
+            CallKind::Wait { req } | CallKind::Test { req, flag: true } => self.wait_for(&[req]),
+            CallKind::Waitall { reqs } | CallKind::Testall { reqs, flag: true } => {
+                self.wait_for(&reqs)
             }
             CallKind::Waitany { reqs, index }
             | CallKind::Testany {
                 reqs,
                 index,
                 flag: true,
-            } => {
-                if let Some(h) = usize::try_from(index).ok().and_then(|i| reqs.get(i)) {
-                    let ids = self.complete(&[*h]);
-                    self.wait_ids(ids);
-                }
-            }
-            CallKind::Testany { .. } => {}
+            } => self.wait_for(&picked(&reqs, &[index])),
             CallKind::Waitsome { reqs, indices } | CallKind::Testsome { reqs, indices } => {
-                let hs: Vec<ReqHandle> = indices
-                    .iter()
-                    .filter_map(|&i| usize::try_from(i).ok().and_then(|i| reqs.get(i)).copied())
-                    .collect();
-                let ids = self.complete(&hs);
-                self.wait_ids(ids);
+                self.wait_for(&picked(&reqs, &indices))
             }
-            CallKind::RequestFree { req } => {
-                self.retire(req);
-                if let Some(Slot::Live(id, _)) = self.reqs.remove(&req) {
-                    self.detached.push(id);
-                }
-            }
-            CallKind::Cancel { req } => {
-                if let Some(&Slot::Live(_, post)) = self.reqs.get(&req) {
-                    self.cancelling.insert(req, post);
-                }
-            }
-            CallKind::CancelOutcome { req, cancelled } => {
-                let h = req.or(self.last_completed);
-                let post = h.and_then(|h| {
-                    self.cancel_completed
-                        .remove(&h)
-                        .or_else(|| self.cancelling.remove(&h))
-                });
-                if let Some(p) = post {
-                    self.resolve(p, Some(cancelled));
-                }
-            }
+            // A test that found nothing complete completes nothing.
+            CallKind::Test { .. } | CallKind::Testall { .. } | CallKind::Testany { .. } => {}
+            CallKind::RequestFree { req } => self.request_free(req),
+            CallKind::Cancel { req } => self.cancel(req),
+            CallKind::CancelOutcome { req, cancelled } => self.cancel_outcome(req, cancelled),
             CallKind::Coll {
                 comm,
                 kind,
                 root,
                 bytes,
-            } => {
-                if comm == SELF_HANDLE {
-                    return Ok(());
-                }
-                let Some(c) = self.comm(comm) else {
-                    return self.unsupported(&format!("{name} (unknown communicator)"));
-                };
-                let rooted = matches!(
-                    kind,
-                    CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
-                );
-                if rooted && root < 0 {
-                    return self.unsupported(&format!("{name} (intercommunicator root)"));
-                }
-                let root = if rooted { root as Rank } else { 0 };
-                self.out.push_back(Op::Collective {
-                    comm: c,
-                    kind,
-                    root,
-                    bytes,
-                    algo: CollAlgo::Auto,
-                });
-            }
+            } => self.collective(name, comm, kind, root, bytes)?,
             CallKind::VColl {
                 comm,
                 kind,
                 root,
                 send,
                 recv,
-            } => {
-                if comm == SELF_HANDLE {
-                    return Ok(());
-                }
-                let Some(c) = self.comm(comm) else {
-                    return self.unsupported(&format!("{name} (unknown communicator)"));
-                };
-                let Some(table) = hook.table() else {
-                    return Ok(()); // pre-pass: sizes are not final yet, ops are discarded anyway
-                };
-                let n = table.size(c).unwrap_or(0) as usize;
-                let me = table.rank_in(c, self.rank).unwrap_or(0) as usize;
-                let first = |v: &[u64]| v.first().copied().unwrap_or(0);
-                let fit = |v: &[u64]| -> Box<[u64]> {
-                    let mut v = v.to_vec();
-                    v.resize(n, 0);
-                    v.into_boxed_slice()
-                };
-                let root = usize::try_from(root).unwrap_or(usize::MAX);
-                let op = match kind {
-                    VKind::Alltoallv => Some((fit(&send), fit(&recv))),
-                    VKind::Allgatherv => {
-                        Some((vec![first(&send); n].into_boxed_slice(), fit(&recv)))
-                    }
-                    VKind::Gatherv if root < n => {
-                        let mut s = vec![0; n];
-                        s[root] = first(&send);
-                        let r = if me == root {
-                            fit(&recv)
-                        } else {
-                            vec![0; n].into_boxed_slice()
-                        };
-                        Some((s.into_boxed_slice(), r))
-                    }
-                    VKind::Scatterv if root < n => {
-                        let mut r = vec![0; n];
-                        r[root] = first(&recv);
-                        let s = if me == root {
-                            fit(&send)
-                        } else {
-                            vec![0; n].into_boxed_slice()
-                        };
-                        Some((s, r.into_boxed_slice()))
-                    }
-                    VKind::ReduceScatter => {
-                        let total = recv.iter().fold(0u64, |a, b| a.saturating_add(*b));
-                        let bytes = if recv.is_empty() {
-                            0
-                        } else {
-                            total.div_ceil(recv.len() as u64)
-                        };
-                        self.out.push_back(Op::Collective {
-                            comm: c,
-                            kind: CollKind::ReduceScatter,
-                            root: 0,
-                            bytes,
-                            algo: CollAlgo::Auto,
-                        });
-                        None
-                    }
-                    _ => {
-                        self.unsupported(&format!("{name} (bad root)"))?;
-                        None
-                    }
-                };
-                if let Some((send_bytes, recv_bytes)) = op {
-                    self.out.push_back(Op::Alltoallv {
-                        comm: c,
-                        send_bytes,
-                        recv_bytes,
-                        algo: CollAlgo::Auto,
-                    });
-                }
-            }
+            } => self.v_collective(name, comm, kind, root, (send, recv), hook)?,
             CallKind::CommSplit {
                 parent,
                 color,
                 key,
                 new,
-            } => {
-                let k = self.splits;
-                self.splits += 1;
-                let p = self.comm(parent);
-                let gid = hook.split(self.rank, k, p, color, key);
-                match gid {
-                    Some(g) if new != NULL_COMM_HANDLE => {
-                        self.comms.insert(new, g);
-                    }
-                    _ => {
-                        self.comms.remove(&new);
-                        if p.is_none() {
-                            self.unsupported(&format!("{name} (unknown parent communicator)"))?;
-                        }
-                    }
-                }
+            } => self.comm_split(name, parent, (color, key), new, hook)?,
+            CallKind::CommCreate { parent, group, new } => {
+                self.comm_create(name, parent, group, new, hook)?
             }
-            CallKind::GroupFromComm { comm, group } => {
-                let members = match self.comm(comm) {
-                    Some(WORLD) => Some((0..self.num_ranks).collect()),
-                    Some(c) => self.created.get(&c).cloned().or_else(|| {
-                        hook.table()
-                            .and_then(|t| t.members.get(c as usize).cloned())
-                    }),
-                    None => None,
-                };
-                match members {
-                    Some(m) => {
-                        self.groups.insert(group, m);
-                    }
-                    None => {
-                        self.groups.remove(&group);
-                    }
-                }
-            }
+            CallKind::CommDefine { new, members } => self.comm_define(new, members, hook),
+            CallKind::CommFree { comm } => self.comm_free(comm),
+            CallKind::GroupFromComm { comm, group } => self.group_from_comm(comm, group, hook),
             CallKind::GroupSelect {
                 group,
                 ranks,
                 exclude,
                 new,
-            } => {
-                let sel = self.groups.get(&group).and_then(|g| {
-                    if exclude {
-                        let out: Vec<Rank> = g
-                            .iter()
-                            .enumerate()
-                            .filter(|(i, _)| !ranks.contains(&(*i as i32)))
-                            .map(|(_, &w)| w)
-                            .collect();
-                        Some(out)
-                    } else {
-                        ranks
-                            .iter()
-                            .map(|&i| usize::try_from(i).ok().and_then(|i| g.get(i)).copied())
-                            .collect()
-                    }
-                });
-                match sel {
-                    Some(m) => {
-                        self.groups.insert(new, m);
-                    }
-                    None => {
-                        self.groups.remove(&new);
-                    }
-                }
-            }
-            CallKind::GroupFree { group } => {
-                self.groups.remove(&group);
-            }
-            CallKind::CommCreate { parent, group, new } => {
-                let k = self.splits;
-                self.splits += 1;
-                let p = self.comm(parent);
-                let members = self.groups.get(&group).cloned();
-                let gid = hook.create(self.rank, k, p, members.as_deref());
-                match gid {
-                    Some(g) if new != NULL_COMM_HANDLE => {
-                        self.comms.insert(new, g);
-                        if let Some(m) = members {
-                            self.created.insert(g, m);
-                        }
-                    }
-                    _ => {
-                        self.comms.remove(&new);
-                        if p.is_none() || members.is_none() {
-                            self.unsupported(&format!(
-                                "{name} (unknown parent communicator or group)"
-                            ))?;
-                        }
-                    }
-                }
-            }
-            CallKind::CommDefine { new, members } => {
-                let k = self.splits;
-                self.splits += 1;
-                match hook.define(self.rank, k, new, &members) {
-                    Some(g) if new != NULL_COMM_HANDLE => {
-                        self.comms.insert(new, g);
-                        self.created.insert(g, members);
-                    }
-                    _ => {
-                        self.comms.remove(&new);
-                    }
-                }
-            }
-            CallKind::CommFree { comm } => {
-                if comm != WORLD_HANDLE {
-                    self.comms.remove(&comm);
-                }
-            }
+            } => self.group_select(group, &ranks, exclude, new),
+            CallKind::GroupFree { group } => self.set_group(group, None),
         }
         Ok(())
     }
+
+    // ---- point-to-point ----
+
+    /// A send, or with the trace's request handle `req` an isend (a cancelled one is dropped).
+    fn send(
+        &mut self,
+        name: &str,
+        comm: CommHandle,
+        peer: i32,
+        tag: i32,
+        bytes: u64,
+        req: Option<ReqHandle>,
+    ) -> Result<(), TraceError> {
+        if peer < 0 || (req.is_some() && self.cancelled_post()) {
+            self.bind_null(req);
+            return Ok(()); // MPI_PROC_NULL, or a cancelled isend
+        }
+        let (Some(comm), true) = (self.comm(comm), tag >= 0) else {
+            self.bind_null(req);
+            return self.unsupported(&format!("{name} (unknown communicator or negative tag)"));
+        };
+        let dst = peer as Rank;
+        let op = match req {
+            None => Op::Send {
+                comm,
+                dst,
+                tag,
+                bytes,
+            },
+            Some(h) => Op::Isend {
+                comm,
+                dst,
+                tag,
+                bytes,
+                req: self.post(h, false),
+            },
+        };
+        self.out.push_back(op);
+        Ok(())
+    }
+
+    /// A receive, or with the trace's request handle `req` an irecv (a cancelled one is
+    /// dropped).
+    fn recv(
+        &mut self,
+        name: &str,
+        comm: CommHandle,
+        peer: i32,
+        tag: i32,
+        bytes: u64,
+        req: Option<ReqHandle>,
+    ) -> Result<(), TraceError> {
+        if peer < ANY || (req.is_some() && self.cancelled_post()) {
+            self.bind_null(req);
+            return Ok(()); // MPI_PROC_NULL, or a cancelled irecv
+        }
+        let Some(comm) = self.comm(comm) else {
+            self.bind_null(req);
+            return self.unsupported(&format!("{name} (unknown communicator)"));
+        };
+        let (src, tag) = (src_sel(peer), tag_sel(tag));
+        let op = match req {
+            None => Op::Recv {
+                comm,
+                src,
+                tag,
+                bytes,
+            },
+            Some(h) => Op::Irecv {
+                comm,
+                src,
+                tag,
+                bytes,
+                req: self.post(h, true),
+            },
+        };
+        self.out.push_back(op);
+        Ok(())
+    }
+
+    /// A sendrecv: an irecv and an isend, then a wait for both. `to` and `from`: peer, tag and
+    /// bytes of the send and of the receive.
+    fn sendrecv(
+        &mut self,
+        name: &str,
+        comm: CommHandle,
+        to: (i32, i32, u64),
+        from: (i32, i32, u64),
+    ) -> Result<(), TraceError> {
+        let Some(c) = self.comm(comm) else {
+            return self.unsupported(&format!("{name} (unknown communicator)"));
+        };
+        let ((dst, send_tag, send_bytes), (src, recv_tag, recv_bytes)) = (to, from);
+        let mut ids = Vec::new();
+        if src >= ANY {
+            let id = self.alloc();
+            ids.push(id);
+            self.out.push_back(Op::Irecv {
+                comm: c,
+                src: src_sel(src),
+                tag: tag_sel(recv_tag),
+                bytes: recv_bytes,
+                req: id,
+            });
+        }
+        if dst >= 0 && send_tag >= 0 {
+            let id = self.alloc();
+            ids.push(id);
+            self.out.push_back(Op::Isend {
+                comm: c,
+                dst: dst as Rank,
+                tag: send_tag,
+                bytes: send_bytes,
+                req: id,
+            });
+        }
+        self.wait_ids(ids);
+        Ok(())
+    }
+
+    /// Binds the request handle of a call that posts nothing (if it has one).
+    fn bind_null(&mut self, req: Option<ReqHandle>) {
+        if let Some(h) = req {
+            self.bind(h, Slot::Null);
+        }
+    }
+
+    /// A new live request for the trace's handle `h`, posted by the call being fed.
+    fn post(&mut self, h: ReqHandle, recv: bool) -> ReqId {
+        let id = self.alloc();
+        let post = Post {
+            call: self.fed - 1,
+            recv,
+        };
+        self.bind(h, Slot::Live(id, post));
+        id
+    }
+
+    // ---- completion and cancelling ----
+
+    /// Completes the trace's requests `hs` and waits for the live ones.
+    fn wait_for(&mut self, hs: &[ReqHandle]) {
+        let ids = self.complete(hs);
+        self.wait_ids(ids);
+    }
+
+    fn request_free(&mut self, req: ReqHandle) {
+        self.retire(req);
+        if let Some(Slot::Live(id, _)) = self.reqs.remove(&req) {
+            self.detached.push(id);
+        }
+    }
+
+    fn cancel(&mut self, req: ReqHandle) {
+        if let Some(&Slot::Live(_, post)) = self.reqs.get(&req) {
+            self.cancelling.insert(req, post);
+        }
+    }
+
+    fn cancel_outcome(&mut self, req: Option<ReqHandle>, cancelled: bool) {
+        let h = req.or(self.last_completed);
+        let post = h.and_then(|h| {
+            self.cancel_completed
+                .remove(&h)
+                .or_else(|| self.cancelling.remove(&h))
+        });
+        if let Some(p) = post {
+            self.resolve(p, Some(cancelled));
+        }
+    }
+
+    // ---- collectives ----
+
+    fn collective(
+        &mut self,
+        name: &str,
+        comm: CommHandle,
+        kind: CollKind,
+        root: i32,
+        bytes: u64,
+    ) -> Result<(), TraceError> {
+        if comm == SELF_HANDLE {
+            return Ok(());
+        }
+        let Some(c) = self.comm(comm) else {
+            return self.unsupported(&format!("{name} (unknown communicator)"));
+        };
+        let rooted = matches!(
+            kind,
+            CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
+        );
+        if rooted && root < 0 {
+            return self.unsupported(&format!("{name} (intercommunicator root)"));
+        }
+        let root = if rooted { root as Rank } else { 0 };
+        self.out.push_back(Op::Collective {
+            comm: c,
+            kind,
+            root,
+            bytes,
+            algo: CollAlgo::Auto,
+        });
+        Ok(())
+    }
+
+    /// A collective with per-rank sizes (`send`, `recv` as the trace gives them): an
+    /// `Alltoallv` with every pair's size, or a reduce_scatter of the mean block.
+    fn v_collective(
+        &mut self,
+        name: &str,
+        comm: CommHandle,
+        kind: VKind,
+        root: i32,
+        (send, recv): (Vec<u64>, Vec<u64>),
+        hook: &mut dyn CommHook,
+    ) -> Result<(), TraceError> {
+        if comm == SELF_HANDLE {
+            return Ok(());
+        }
+        let Some(c) = self.comm(comm) else {
+            return self.unsupported(&format!("{name} (unknown communicator)"));
+        };
+        let Some(table) = hook.table() else {
+            return Ok(()); // pre-pass: sizes are not final yet, ops are discarded anyway
+        };
+        let n = table.size(c).unwrap_or(0) as usize;
+        let me = table.rank_in(c, self.rank).unwrap_or(0) as usize;
+        let first = |v: &[u64]| v.first().copied().unwrap_or(0);
+        let fit = |v: &[u64]| -> Box<[u64]> {
+            let mut v = v.to_vec();
+            v.resize(n, 0);
+            v.into_boxed_slice()
+        };
+        let root = usize::try_from(root).unwrap_or(usize::MAX);
+        let (send_bytes, recv_bytes) = match kind {
+            VKind::Alltoallv => (fit(&send), fit(&recv)),
+            VKind::Allgatherv => (vec![first(&send); n].into_boxed_slice(), fit(&recv)),
+            VKind::Gatherv if root < n => {
+                let mut s = vec![0; n];
+                s[root] = first(&send);
+                let r = if me == root {
+                    fit(&recv)
+                } else {
+                    vec![0; n].into_boxed_slice()
+                };
+                (s.into_boxed_slice(), r)
+            }
+            VKind::Scatterv if root < n => {
+                let mut r = vec![0; n];
+                r[root] = first(&recv);
+                let s = if me == root {
+                    fit(&send)
+                } else {
+                    vec![0; n].into_boxed_slice()
+                };
+                (s, r.into_boxed_slice())
+            }
+            VKind::ReduceScatter => {
+                let total = recv.iter().fold(0u64, |a, b| a.saturating_add(*b));
+                let bytes = if recv.is_empty() {
+                    0
+                } else {
+                    total.div_ceil(recv.len() as u64)
+                };
+                self.out.push_back(Op::Collective {
+                    comm: c,
+                    kind: CollKind::ReduceScatter,
+                    root: 0,
+                    bytes,
+                    algo: CollAlgo::Auto,
+                });
+                return Ok(());
+            }
+            VKind::Gatherv | VKind::Scatterv => {
+                return self.unsupported(&format!("{name} (bad root)"));
+            }
+        };
+        self.out.push_back(Op::Alltoallv {
+            comm: c,
+            send_bytes,
+            recv_bytes,
+            algo: CollAlgo::Auto,
+        });
+        Ok(())
+    }
+
+    // ---- communicators and groups ----
+
+    /// The index of the rank's next communicator creation (the hook matches them across ranks
+    /// by it).
+    fn next_creation(&mut self) -> usize {
+        let k = self.splits;
+        self.splits += 1;
+        k
+    }
+
+    /// Names the created communicator `gid` by the trace's handle `new`; a creation that made
+    /// none (or into MPI_COMM_NULL) forgets the handle instead.
+    fn name_comm(&mut self, new: CommHandle, gid: Option<CommId>) -> Option<CommId> {
+        match gid {
+            Some(g) if new != NULL_COMM_HANDLE => {
+                self.comms.insert(new, g);
+                Some(g)
+            }
+            _ => {
+                self.comms.remove(&new);
+                None
+            }
+        }
+    }
+
+    fn comm_split(
+        &mut self,
+        name: &str,
+        parent: CommHandle,
+        (color, key): (i32, i32),
+        new: CommHandle,
+        hook: &mut dyn CommHook,
+    ) -> Result<(), TraceError> {
+        let k = self.next_creation();
+        let p = self.comm(parent);
+        let gid = hook.split(self.rank, k, p, color, key);
+        if self.name_comm(new, gid).is_none() && p.is_none() {
+            self.unsupported(&format!("{name} (unknown parent communicator)"))?;
+        }
+        Ok(())
+    }
+
+    fn comm_create(
+        &mut self,
+        name: &str,
+        parent: CommHandle,
+        group: GroupHandle,
+        new: CommHandle,
+        hook: &mut dyn CommHook,
+    ) -> Result<(), TraceError> {
+        let k = self.next_creation();
+        let p = self.comm(parent);
+        let members = self.groups.get(&group).cloned();
+        let gid = hook.create(self.rank, k, p, members.as_deref());
+        match self.name_comm(new, gid) {
+            Some(g) => {
+                if let Some(m) = members {
+                    self.created.insert(g, m);
+                }
+            }
+            None if p.is_none() || members.is_none() => {
+                self.unsupported(&format!("{name} (unknown parent communicator or group)"))?;
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn comm_define(&mut self, new: CommHandle, members: Vec<Rank>, hook: &mut dyn CommHook) {
+        let k = self.next_creation();
+        let gid = hook.define(self.rank, k, new, &members);
+        if let Some(g) = self.name_comm(new, gid) {
+            self.created.insert(g, members);
+        }
+    }
+
+    fn comm_free(&mut self, comm: CommHandle) {
+        if comm != WORLD_HANDLE {
+            self.comms.remove(&comm);
+        }
+    }
+
+    /// Names `members` (or forgets the handle, if `None`) as the trace's group `h`.
+    fn set_group(&mut self, h: GroupHandle, members: Option<Vec<Rank>>) {
+        match members {
+            Some(m) => {
+                self.groups.insert(h, m);
+            }
+            None => {
+                self.groups.remove(&h);
+            }
+        }
+    }
+
+    fn group_from_comm(&mut self, comm: CommHandle, group: GroupHandle, hook: &mut dyn CommHook) {
+        let members = match self.comm(comm) {
+            Some(WORLD) => Some((0..self.num_ranks).collect()),
+            Some(c) => self.created.get(&c).cloned().or_else(|| {
+                hook.table()
+                    .and_then(|t| t.members.get(c as usize).cloned())
+            }),
+            None => None,
+        };
+        self.set_group(group, members);
+    }
+
+    /// `MPI_Group_incl` (`exclude` false) or `MPI_Group_excl`: the group `new` of the listed
+    /// positions of `group`, or of all others.
+    fn group_select(&mut self, group: GroupHandle, ranks: &[i32], exclude: bool, new: GroupHandle) {
+        let sel = self.groups.get(&group).and_then(|g| {
+            if exclude {
+                let out: Vec<Rank> = g
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !ranks.contains(&(*i as i32)))
+                    .map(|(_, &w)| w)
+                    .collect();
+                Some(out)
+            } else {
+                ranks
+                    .iter()
+                    .map(|&i| usize::try_from(i).ok().and_then(|i| g.get(i)).copied())
+                    .collect()
+            }
+        });
+        self.set_group(new, sel);
+    }
+}
+
+/// The handles a `*any`/`*some` call says completed: `reqs` at `indices` (out-of-range and
+/// negative indices name none).
+fn picked(reqs: &[ReqHandle], indices: &[i32]) -> Vec<ReqHandle> {
+    indices
+        .iter()
+        .filter_map(|&i| usize::try_from(i).ok().and_then(|i| reqs.get(i)).copied())
+        .collect()
 }
 
 fn src_sel(peer: i32) -> SrcSel {

@@ -114,6 +114,35 @@ pub fn is_pseudo(id: Func) -> bool {
     id == F_COMPUTE || id == F_COMM_DEFINE || id == F_CANCEL_OUTCOME
 }
 
+/// Whether `name` (a [`FUNC_NAMES`] entry) is a call with effects the simulator does not
+/// model: persistent requests, dynamic processes, intercommunicators, one-sided communication,
+/// generalized requests, I/O. Every reader reports these as unsupported.
+pub(crate) fn is_unmodelled(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "send_init",
+        "bsend_init",
+        "ssend_init",
+        "rsend_init",
+        "recv_init",
+        "start",
+        "startall",
+        "comm_spawn",
+        "comm_spawn_multiple",
+        "comm_accept",
+        "comm_connect",
+        "comm_join",
+        "comm_disconnect",
+        "intercomm_create",
+        "intercomm_merge",
+        "accumulate",
+        "get",
+        "put",
+        "grequest_start",
+        "grequest_complete",
+    ];
+    NAMES.contains(&name) || name.starts_with("file_") || name.starts_with("win_")
+}
+
 /// The id of an MPI name (lower-case, without `MPI_`), if known.
 pub fn func_id(name: &str) -> Option<Func> {
     FUNC_NAMES

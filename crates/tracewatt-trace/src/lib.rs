@@ -613,100 +613,24 @@ fn prescan(
         None => 0,
     };
     let mut resolver = Resolver::new(n);
-    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
-    let mut unsupported: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut p2p, mut coll) = (0u64, 0u64);
-    let mut duration: Option<f64> = None;
-    let (mut rank_times, mut warnings) = (Vec::new(), Vec::new());
-    let mut rank_flops = vec![0.0; n as usize];
+    let mut tally = Tally {
+        rank_flops: vec![0.0; n as usize],
+        ..Tally::default()
+    };
     // Where each rank's communicator creations are (named if their callers disagree).
-    let mut creations: Vec<Vec<Pos>> = vec![Vec::new(); n as usize];
+    let mut creations: Vec<Vec<Pos>> = Vec::with_capacity(n as usize);
     let mut cancelled = Vec::with_capacity(n as usize);
     for rank in 0..n {
-        let mut b = builder_for(source.as_ref(), rank, opts, origin_ns, &[]);
-        let (mut first, mut last) = (None::<u64>, None::<u64>);
-        let (mut wall, mut cpu) = (Gaps::default(), Gaps::default());
-        let (mut wall_ns, mut cpu_ns, mut mpi_ns) = (0u64, Some(0u64), 0u64);
-        let mut timed = false;
-        let mut stream = source.calls(rank)?;
-        while let Some(call) = stream.next() {
-            let call = call?;
-            if call.start_ns != 0 || call.end_ns != 0 {
-                timed = true;
-                wall_ns += wall.gap_ns(call.start_ns, call.end_ns);
-                mpi_ns += call.end_ns.saturating_sub(call.start_ns);
-                cpu_ns = match (cpu_ns, call.cpu_ns) {
-                    (Some(sum), Some((s, e))) => Some(sum + cpu.gap_ns(s, e)),
-                    _ => None,
-                };
-            }
-            if matches!(
-                call.kind,
-                CallKind::CommSplit { .. }
-                    | CallKind::CommCreate { .. }
-                    | CallKind::CommDefine { .. }
-            ) {
-                creations[rank as usize].push(stream.pos());
-            }
-            let name = match &call.kind {
-                CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
-                _ => funcs::func_name(call.func),
-            };
-            if !funcs::is_pseudo(call.func) {
-                *calls.entry(name.to_string()).or_insert(0) += 1;
-            }
-            if let CallKind::Compute { flops: Some(f), .. } = call.kind {
-                rank_flops[rank as usize] += f;
-            }
-            p2p = p2p.saturating_add(call.p2p_bytes());
-            coll = coll.saturating_add(call.coll_bytes());
-            if call.start_ns != 0 || call.end_ns != 0 {
-                first = Some(first.map_or(call.start_ns, |f| f.min(call.start_ns)));
-                last = Some(last.map_or(call.end_ns, |l| l.max(call.end_ns)));
-            }
-            b.feed(call, &mut resolver)
-                .map_err(|e| e.located(&stream.pos().location(&source.rank_file(rank), rank)))?;
-            b.out.clear();
-        }
-        b.finish();
-        if let Some(problem) = b.window_problem() {
-            return Err(TraceError::format(
-                Location {
-                    file: source.rank_file(rank),
-                    rank: Some(rank),
-                    ..Default::default()
-                },
-                format!("a window every rank goes through: {problem}"),
-            ));
-        }
-        for (k, v) in b.unsupported {
-            *unsupported.entry(k).or_insert(0) += v;
-        }
-        cancelled.push(b.cancelled);
-        if timed {
-            let t = RankTimes {
-                rank,
-                compute_wall_s: wall_ns as f64 / 1e9,
-                compute_cpu_s: cpu_ns.map(|c| c as f64 / 1e9),
-                mpi_s: mpi_ns as f64 / 1e9,
-            };
-            let wall_replay = opts.compute_clock == ComputeClock::Wall;
-            if let Some(r) = t
-                .wall_over_cpu()
-                .filter(|&r| wall_replay && r > TIMESHARED_RATIO)
-            {
-                warnings.push(format!(
-                    "rank {rank}: compute on the wall clock is {r:.2}x its CPU time (ranks shared \
-                     cores while traced); compute_clock = \"wall\" replays it too slowly, \
-                     compute_clock = \"cpu\" replays the CPU time"
-                ));
-            }
-            rank_times.push(t);
-        }
-        if let (Some(f), Some(l)) = (first, last) {
-            let d = l.saturating_sub(f) as f64 / 1e9;
-            duration = Some(duration.map_or(d, |x: f64| x.max(d)));
-        }
+        let (created, posts) = scan_rank(
+            source.as_ref(),
+            rank,
+            opts,
+            origin_ns,
+            &mut resolver,
+            &mut tally,
+        )?;
+        creations.push(created);
+        cancelled.push(posts);
     }
     if let Some((rank, k, what)) = resolver.disagreement() {
         let file = source.rank_file(rank);
@@ -723,22 +647,23 @@ fn prescan(
         path: path.display().to_string(),
         ranks: n,
         communicators: comms.members.len().saturating_sub(1) as u32,
-        calls,
-        p2p_bytes: p2p,
-        collective_bytes: coll,
-        duration_s: duration,
-        unsupported: unsupported
+        calls: tally.calls,
+        p2p_bytes: tally.p2p,
+        collective_bytes: tally.coll,
+        duration_s: tally.duration,
+        unsupported: tally
+            .unsupported
             .into_iter()
             .map(|(name, count)| UnsupportedCall { name, count })
             .collect(),
-        rank_times,
+        rank_times: tally.rank_times,
         rank_flops: if source.format() == TraceFormat::SimgridTi {
-            rank_flops
+            tally.rank_flops
         } else {
             Vec::new()
         },
         wire_bytes: None,
-        warnings,
+        warnings: tally.warnings,
     };
     Ok(TraceWorkload {
         source,
@@ -748,4 +673,153 @@ fn prescan(
         origin_ns,
         cancelled: Arc::new(cancelled),
     })
+}
+
+/// What the pre-pass counts over every rank's calls for [`TraceInfo`].
+#[derive(Debug, Default)]
+struct Tally {
+    calls: BTreeMap<String, u64>,
+    unsupported: BTreeMap<String, u64>,
+    p2p: u64,
+    coll: u64,
+    /// The longest rank's span from its first call's start to its last call's end, s.
+    duration: Option<f64>,
+    rank_times: Vec<RankTimes>,
+    warnings: Vec<String>,
+    rank_flops: Vec<f64>,
+}
+
+impl Tally {
+    fn call(&mut self, rank: Rank, call: &Call) {
+        let name = match &call.kind {
+            CallKind::Unsupported { name } if call.func == funcs::F_UNKNOWN => name.as_str(),
+            _ => funcs::func_name(call.func),
+        };
+        if !funcs::is_pseudo(call.func) {
+            *self.calls.entry(name.to_string()).or_insert(0) += 1;
+        }
+        if let CallKind::Compute { flops: Some(f), .. } = call.kind {
+            self.rank_flops[rank as usize] += f;
+        }
+        self.p2p = self.p2p.saturating_add(call.p2p_bytes());
+        self.coll = self.coll.saturating_add(call.coll_bytes());
+    }
+
+    /// A rank's times, once all its calls are read; warns if its compute on the wall clock
+    /// is far above its CPU time and the replay uses the wall clock.
+    fn rank_times(&mut self, rank: Rank, clock: &RankClock, opts: &ReadOptions) {
+        if clock.first.is_some() {
+            let t = RankTimes {
+                rank,
+                compute_wall_s: clock.wall_ns as f64 / 1e9,
+                compute_cpu_s: clock.cpu_ns.map(|c| c as f64 / 1e9),
+                mpi_s: clock.mpi_ns as f64 / 1e9,
+            };
+            let wall_replay = opts.compute_clock == ComputeClock::Wall;
+            if let Some(r) = t
+                .wall_over_cpu()
+                .filter(|&r| wall_replay && r > TIMESHARED_RATIO)
+            {
+                self.warnings.push(format!(
+                    "rank {rank}: compute on the wall clock is {r:.2}x its CPU time (ranks shared \
+                     cores while traced); compute_clock = \"wall\" replays it too slowly, \
+                     compute_clock = \"cpu\" replays the CPU time"
+                ));
+            }
+            self.rank_times.push(t);
+        }
+        if let (Some(f), Some(l)) = (clock.first, clock.last) {
+            let d = l.saturating_sub(f) as f64 / 1e9;
+            self.duration = Some(self.duration.map_or(d, |x: f64| x.max(d)));
+        }
+    }
+}
+
+/// One rank's timestamps summed up: compute gaps on both clocks, time in MPI, and its span
+/// (`first` is `None` while no call has times).
+#[derive(Debug)]
+struct RankClock {
+    wall: Gaps,
+    cpu: Gaps,
+    wall_ns: u64,
+    /// `None` once a timed call has no CPU times.
+    cpu_ns: Option<u64>,
+    mpi_ns: u64,
+    first: Option<u64>,
+    last: Option<u64>,
+}
+
+impl RankClock {
+    fn new() -> Self {
+        RankClock {
+            wall: Gaps::default(),
+            cpu: Gaps::default(),
+            wall_ns: 0,
+            cpu_ns: Some(0),
+            mpi_ns: 0,
+            first: None,
+            last: None,
+        }
+    }
+
+    fn add(&mut self, call: &Call) {
+        if call.start_ns == 0 && call.end_ns == 0 {
+            return;
+        }
+        self.wall_ns += self.wall.gap_ns(call.start_ns, call.end_ns);
+        self.mpi_ns += call.end_ns.saturating_sub(call.start_ns);
+        self.cpu_ns = match (self.cpu_ns, call.cpu_ns) {
+            (Some(sum), Some((s, e))) => Some(sum + self.cpu.gap_ns(s, e)),
+            _ => None,
+        };
+        self.first = Some(self.first.map_or(call.start_ns, |f| f.min(call.start_ns)));
+        self.last = Some(self.last.map_or(call.end_ns, |l| l.max(call.end_ns)));
+    }
+}
+
+/// The pre-pass over one rank: feeds its calls to an op builder (which names its communicators
+/// to `resolver`) and counts them in `tally`. Returns where the rank creates communicators and
+/// the calls that posted the requests it cancelled.
+fn scan_rank(
+    source: &dyn CallSource,
+    rank: Rank,
+    opts: &ReadOptions,
+    origin_ns: u64,
+    resolver: &mut Resolver,
+    tally: &mut Tally,
+) -> Result<(Vec<Pos>, Vec<u64>), TraceError> {
+    let mut b = builder_for(source, rank, opts, origin_ns, &[]);
+    let mut clock = RankClock::new();
+    let mut creations = Vec::new();
+    let mut stream = source.calls(rank)?;
+    while let Some(call) = stream.next() {
+        let call = call?;
+        clock.add(&call);
+        if matches!(
+            call.kind,
+            CallKind::CommSplit { .. } | CallKind::CommCreate { .. } | CallKind::CommDefine { .. }
+        ) {
+            creations.push(stream.pos());
+        }
+        tally.call(rank, &call);
+        b.feed(call, resolver)
+            .map_err(|e| e.located(&stream.pos().location(&source.rank_file(rank), rank)))?;
+        b.out.clear();
+    }
+    b.finish();
+    if let Some(problem) = b.window_problem() {
+        return Err(TraceError::format(
+            Location {
+                file: source.rank_file(rank),
+                rank: Some(rank),
+                ..Default::default()
+            },
+            format!("a window every rank goes through: {problem}"),
+        ));
+    }
+    for (k, v) in b.unsupported {
+        *tally.unsupported.entry(k).or_insert(0) += v;
+    }
+    tally.rank_times(rank, &clock, opts);
+    Ok((creations, b.cancelled))
 }

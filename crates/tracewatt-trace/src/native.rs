@@ -141,8 +141,30 @@ fn vkind_from(c: u8) -> Option<VKind> {
 
 /// Appends one record to `b`; `prev` holds the previous record's ends (0 at the start).
 pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
+    let tag = record_tag(&c.kind);
+    b.push(if c.cpu_ns.is_some() {
+        tag | TAG_CPU
+    } else {
+        tag
+    });
+    put_v(b, c.func as u64);
+    if timed {
+        put_z(b, c.start_ns.wrapping_sub(prev.wall_ns) as i64);
+        put_z(b, c.end_ns.wrapping_sub(c.start_ns) as i64);
+        prev.wall_ns = c.end_ns;
+    }
+    if let Some((start, end)) = c.cpu_ns {
+        put_z(b, start.wrapping_sub(prev.cpu_ns) as i64);
+        put_z(b, end.wrapping_sub(start) as i64);
+        prev.cpu_ns = end;
+    }
+    put_fields(b, &c.kind);
+}
+
+/// The record tag of a call kind (without [`TAG_CPU`]).
+fn record_tag(kind: &CallKind) -> u8 {
     use CallKind as K;
-    let tag: u8 = match &c.kind {
+    match kind {
         K::Local => 0,
         K::Unsupported { .. } => 1,
         K::Compute { .. } => 2,
@@ -173,24 +195,20 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
         K::CommDefine { .. } => 27,
         K::Cancel { .. } => 28,
         K::CancelOutcome { .. } => 29,
-    };
-    b.push(if c.cpu_ns.is_some() {
-        tag | TAG_CPU
-    } else {
-        tag
-    });
-    put_v(b, c.func as u64);
-    if timed {
-        put_z(b, c.start_ns.wrapping_sub(prev.wall_ns) as i64);
-        put_z(b, c.end_ns.wrapping_sub(c.start_ns) as i64);
-        prev.wall_ns = c.end_ns;
     }
-    if let Some((start, end)) = c.cpu_ns {
-        put_z(b, start.wrapping_sub(prev.cpu_ns) as i64);
-        put_z(b, end.wrapping_sub(start) as i64);
-        prev.cpu_ns = end;
-    }
-    match &c.kind {
+}
+
+/// A message's peer, tag and size (as [`NativeCalls`] reads them back).
+fn put_envelope(b: &mut Vec<u8>, peer: i32, tag: i32, bytes: u64) {
+    put_z(b, peer as i64);
+    put_z(b, tag as i64);
+    put_v(b, bytes);
+}
+
+/// The fields of a record, after its tag, function id and times.
+fn put_fields(b: &mut Vec<u8>, kind: &CallKind) {
+    use CallKind as K;
+    match kind {
         K::Local | K::Init | K::Finalize => {}
         K::Unsupported { name } => {
             put_v(b, name.len() as u64);
@@ -210,9 +228,7 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
             bytes,
         } => {
             put_v(b, *comm as u64);
-            put_z(b, *peer as i64);
-            put_z(b, *tag as i64);
-            put_v(b, *bytes);
+            put_envelope(b, *peer, *tag, *bytes);
         }
         K::Isend {
             comm,
@@ -229,9 +245,7 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
             req,
         } => {
             put_v(b, *comm as u64);
-            put_z(b, *peer as i64);
-            put_z(b, *tag as i64);
-            put_v(b, *bytes);
+            put_envelope(b, *peer, *tag, *bytes);
             put_v(b, *req);
         }
         K::Sendrecv {
@@ -244,12 +258,8 @@ pub fn encode_call(b: &mut Vec<u8>, c: &Call, timed: bool, prev: &mut PrevEnd) {
             recv_bytes,
         } => {
             put_v(b, *comm as u64);
-            put_z(b, *dst as i64);
-            put_z(b, *send_tag as i64);
-            put_v(b, *send_bytes);
-            put_z(b, *src as i64);
-            put_z(b, *recv_tag as i64);
-            put_v(b, *recv_bytes);
+            put_envelope(b, *dst, *send_tag, *send_bytes);
+            put_envelope(b, *src, *recv_tag, *recv_bytes);
         }
         K::Wait { req } | K::RequestFree { req } | K::Cancel { req } => put_v(b, *req),
         K::CancelOutcome { req, cancelled } => {
@@ -839,20 +849,10 @@ impl NativeCalls {
     }
 
     fn next_call(&mut self) -> Result<Option<Call>, TraceError> {
-        use CallKind as K;
         let rec = self.off;
         let mut tag = self.u8("a record tag or the end record")?;
         if tag == END_TAG {
-            let n = self.v("the record count")?;
-            if n != self.count {
-                return Err(self.err_at(
-                    rec,
-                    format!("an end record counting {} records, got {n}", self.count),
-                ));
-            }
-            if !self.at_end() {
-                return Err(self.err("the end of the file after the end record"));
-            }
+            self.end_record(rec)?;
             return Ok(None);
         }
         let with_cpu = tag & TAG_CPU != 0 && self.version >= 3;
@@ -864,82 +864,161 @@ impl NativeCalls {
             Func::try_from(func).map_err(|_| self.err_at(rec + 1, "a 16-bit function id"))?;
         let (mut start, mut end) = (0, 0);
         if self.timed {
-            start = self
-                .prev
-                .wall_ns
-                .wrapping_add(self.z("a start time delta")? as u64);
-            end = start.wrapping_add(self.z("a duration")? as u64);
+            (start, end) = self.span(self.prev.wall_ns, "a start time delta", "a duration")?;
             self.prev.wall_ns = end;
         }
         let mut cpu = None;
         if with_cpu {
-            let s = self
-                .prev
-                .cpu_ns
-                .wrapping_add(self.z("a CPU start time delta")? as u64);
-            let e = s.wrapping_add(self.z("a CPU duration")? as u64);
+            let (s, e) = self.span(self.prev.cpu_ns, "a CPU start time delta", "a CPU duration")?;
             self.prev.cpu_ns = e;
             cpu = Some((s, e));
         }
-        let kind = match tag {
+        let kind = self.kind(tag, rec)?;
+        self.count += 1;
+        self.call_at = rec;
+        Ok(Some(Call {
+            func,
+            start_ns: start,
+            end_ns: end,
+            cpu_ns: cpu,
+            kind,
+        }))
+    }
+
+    /// The end record (its tag read at stream offset `rec`): the record count, then the file's
+    /// end.
+    fn end_record(&mut self, rec: u64) -> Result<(), TraceError> {
+        let n = self.v("the record count")?;
+        if n != self.count {
+            return Err(self.err_at(
+                rec,
+                format!("an end record counting {} records, got {n}", self.count),
+            ));
+        }
+        if !self.at_end() {
+            return Err(self.err("the end of the file after the end record"));
+        }
+        Ok(())
+    }
+
+    /// A record's start and end on one clock: the start as a delta from `prev_end` (the
+    /// previous record's end), then the duration.
+    fn span(
+        &mut self,
+        prev_end: u64,
+        start: &str,
+        duration: &str,
+    ) -> Result<(u64, u64), TraceError> {
+        let s = prev_end.wrapping_add(self.z(start)? as u64);
+        let e = s.wrapping_add(self.z(duration)? as u64);
+        Ok((s, e))
+    }
+
+    /// The fields of a record of tag `tag` (read at stream offset `rec`).
+    fn kind(&mut self, tag: u8, rec: u64) -> Result<CallKind, TraceError> {
+        use CallKind as K;
+        Ok(match tag {
             0 => K::Local,
-            1 => {
-                let n = self.len_of("a call name")?;
-                let mut b = vec![0u8; n];
-                self.read(&mut b, "a call name")?;
-                K::Unsupported {
-                    name: String::from_utf8(b).map_err(|_| self.err("a UTF-8 call name"))?,
-                }
-            }
+            1 => K::Unsupported {
+                name: self.call_name()?,
+            },
             2 => K::Compute {
                 ps: self.v("compute ps")?,
                 flops: None,
             },
             3 => K::Init,
             4 => K::Finalize,
-            5..=8 => {
-                let comm = self.u32("a communicator")?;
-                let peer = self.i32("a peer")?;
-                let t = self.i32("a tag")?;
-                let bytes = self.v("bytes")?;
-                match tag {
-                    5 => K::Send {
-                        comm,
-                        peer,
-                        tag: t,
-                        bytes,
-                    },
-                    6 => K::Recv {
-                        comm,
-                        peer,
-                        tag: t,
-                        bytes,
-                    },
-                    7 => K::Isend {
-                        comm,
-                        peer,
-                        tag: t,
-                        bytes,
-                        req: self.v("a request")?,
-                    },
-                    _ => K::Irecv {
-                        comm,
-                        peer,
-                        tag: t,
-                        bytes,
-                        req: self.v("a request")?,
-                    },
+            5..=9 => self.message(tag)?,
+            10..=18 => self.completion(tag)?,
+            19 => self.coll()?,
+            20 => self.v_coll()?,
+            21..=27 => self.comm_or_group(tag)?,
+            28 => K::Cancel {
+                req: self.v("a request")?,
+            },
+            29 => K::CancelOutcome {
+                req: if self.flag()? {
+                    Some(self.v("a request")?)
+                } else {
+                    None
+                },
+                cancelled: self.flag()?,
+            },
+            t => {
+                return Err(self.err_at(
+                    rec,
+                    format!(
+                        "a record tag 0..=29 (plus {TAG_CPU:#x} with CPU times, version 3) or \
+                         255, got {t}"
+                    ),
+                ))
+            }
+        })
+    }
+
+    fn call_name(&mut self) -> Result<String, TraceError> {
+        let n = self.len_of("a call name")?;
+        let mut b = vec![0u8; n];
+        self.read(&mut b, "a call name")?;
+        String::from_utf8(b).map_err(|_| self.err("a UTF-8 call name"))
+    }
+
+    /// A message's peer, tag and size.
+    fn envelope(&mut self) -> Result<(i32, i32, u64), TraceError> {
+        Ok((self.i32("a peer")?, self.i32("a tag")?, self.v("bytes")?))
+    }
+
+    /// Records 5 to 9: send, recv, isend, irecv, sendrecv.
+    fn message(&mut self, tag: u8) -> Result<CallKind, TraceError> {
+        use CallKind as K;
+        let comm = self.u32("a communicator")?;
+        let (peer, t, bytes) = self.envelope()?;
+        Ok(match tag {
+            5 => K::Send {
+                comm,
+                peer,
+                tag: t,
+                bytes,
+            },
+            6 => K::Recv {
+                comm,
+                peer,
+                tag: t,
+                bytes,
+            },
+            7 => K::Isend {
+                comm,
+                peer,
+                tag: t,
+                bytes,
+                req: self.v("a request")?,
+            },
+            8 => K::Irecv {
+                comm,
+                peer,
+                tag: t,
+                bytes,
+                req: self.v("a request")?,
+            },
+            _ => {
+                let (src, recv_tag, recv_bytes) = self.envelope()?;
+                K::Sendrecv {
+                    comm,
+                    dst: peer,
+                    send_tag: t,
+                    send_bytes: bytes,
+                    src,
+                    recv_tag,
+                    recv_bytes,
                 }
             }
-            9 => K::Sendrecv {
-                comm: self.u32("a communicator")?,
-                dst: self.i32("a peer")?,
-                send_tag: self.i32("a tag")?,
-                send_bytes: self.v("bytes")?,
-                src: self.i32("a peer")?,
-                recv_tag: self.i32("a tag")?,
-                recv_bytes: self.v("bytes")?,
-            },
+        })
+    }
+
+    /// Records 10 to 18: waits, tests and request frees.
+    fn completion(&mut self, tag: u8) -> Result<CallKind, TraceError> {
+        use CallKind as K;
+        Ok(match tag {
             10 => K::Wait {
                 req: self.v("a request")?,
             },
@@ -971,36 +1050,47 @@ impl NativeCalls {
                 reqs: self.vec("requests")?,
                 indices: self.ivec("indices")?,
             },
-            18 => K::RequestFree {
+            _ => K::RequestFree {
                 req: self.v("a request")?,
             },
-            19 => {
-                let comm = self.u32("a communicator")?;
-                let c = self.u8("a collective kind")?;
-                let kind = coll_from(c).ok_or_else(|| {
-                    self.err_at(self.off - 1, format!("a collective kind 0..=10, got {c}"))
-                })?;
-                K::Coll {
-                    comm,
-                    kind,
-                    root: self.i32("a root")?,
-                    bytes: self.v("bytes")?,
-                }
-            }
-            20 => {
-                let comm = self.u32("a communicator")?;
-                let c = self.u8("a v-collective kind")?;
-                let kind = vkind_from(c).ok_or_else(|| {
-                    self.err_at(self.off - 1, format!("a v-collective kind 0..=4, got {c}"))
-                })?;
-                K::VColl {
-                    comm,
-                    kind,
-                    root: self.i32("a root")?,
-                    send: self.vec("send sizes")?,
-                    recv: self.vec("receive sizes")?,
-                }
-            }
+        })
+    }
+
+    /// Record 19: a collective with one size.
+    fn coll(&mut self) -> Result<CallKind, TraceError> {
+        let comm = self.u32("a communicator")?;
+        let c = self.u8("a collective kind")?;
+        let kind = coll_from(c).ok_or_else(|| {
+            self.err_at(self.off - 1, format!("a collective kind 0..=10, got {c}"))
+        })?;
+        Ok(CallKind::Coll {
+            comm,
+            kind,
+            root: self.i32("a root")?,
+            bytes: self.v("bytes")?,
+        })
+    }
+
+    /// Record 20: a collective with per-rank sizes.
+    fn v_coll(&mut self) -> Result<CallKind, TraceError> {
+        let comm = self.u32("a communicator")?;
+        let c = self.u8("a v-collective kind")?;
+        let kind = vkind_from(c).ok_or_else(|| {
+            self.err_at(self.off - 1, format!("a v-collective kind 0..=4, got {c}"))
+        })?;
+        Ok(CallKind::VColl {
+            comm,
+            kind,
+            root: self.i32("a root")?,
+            send: self.vec("send sizes")?,
+            recv: self.vec("receive sizes")?,
+        })
+    }
+
+    /// Records 21 to 27: communicators and groups made, freed and defined.
+    fn comm_or_group(&mut self, tag: u8) -> Result<CallKind, TraceError> {
+        use CallKind as K;
+        Ok(match tag {
             21 => K::CommSplit {
                 parent: self.u32("a communicator")?,
                 color: self.i32("a color")?,
@@ -1028,7 +1118,7 @@ impl NativeCalls {
                 group: self.u32("a group")?,
                 new: self.u32("a communicator")?,
             },
-            27 => K::CommDefine {
+            _ => K::CommDefine {
                 new: self.u32("a communicator")?,
                 members: {
                     let n = self.len_of("communicator members")?;
@@ -1037,36 +1127,7 @@ impl NativeCalls {
                         .collect::<Result<_, _>>()?
                 },
             },
-            28 => K::Cancel {
-                req: self.v("a request")?,
-            },
-            29 => K::CancelOutcome {
-                req: if self.flag()? {
-                    Some(self.v("a request")?)
-                } else {
-                    None
-                },
-                cancelled: self.flag()?,
-            },
-            t => {
-                return Err(self.err_at(
-                    rec,
-                    format!(
-                        "a record tag 0..=29 (plus {TAG_CPU:#x} with CPU times, version 3) or \
-                         255, got {t}"
-                    ),
-                ))
-            }
-        };
-        self.count += 1;
-        self.call_at = rec;
-        Ok(Some(Call {
-            func,
-            start_ns: start,
-            end_ns: end,
-            cpu_ns: cpu,
-            kind,
-        }))
+        })
     }
 }
 

@@ -414,123 +414,68 @@ impl TiCalls {
         }
         h
     }
-
-    fn action(&mut self, t: &[&str]) -> Result<(), TraceError> {
-        let me = self.rank as i64;
-        let name = t[1];
-        let f = |n: &str| func_id(n).unwrap_or(funcs::F_UNKNOWN);
-        let coll = |kind, root: i64, bytes| CallKind::Coll {
+    /// The latest outstanding request (what `wait` without arguments waits for).
+    fn take_latest_req(&mut self) -> Option<u64> {
+        let h = self.outstanding.keys().next_back().copied()?;
+        if let Some(k) = self.outstanding.remove(&h) {
+            if let Some(q) = self.by_key.get_mut(&k) {
+                q.retain(|&x| x != h);
+                if q.is_empty() {
+                    self.by_key.remove(&k);
+                }
+            }
+        }
+        Some(h)
+    }
+    /// An optional root at argument `i` (0 if the line ends before it).
+    fn root(&self, t: &[&str], i: usize) -> Result<i64, TraceError> {
+        if t.len() > i {
+            self.int(t, i, "a root")
+        } else {
+            Ok(0)
+        }
+    }
+    /// A collective on MPI_COMM_WORLD (every SimGrid collective is on it).
+    fn coll(&mut self, func: Func, kind: CollKind, root: i64, bytes: u64) {
+        let kind = CallKind::Coll {
             comm: WORLD_HANDLE,
             kind,
             root: root as i32,
             bytes,
         };
+        self.push(func, kind);
+    }
+    /// A collective with per-rank sizes on MPI_COMM_WORLD.
+    fn v_coll(&mut self, func: Func, kind: VKind, root: i64, send: Vec<u64>, recv: Vec<u64>) {
+        let kind = CallKind::VColl {
+            comm: WORLD_HANDLE,
+            kind,
+            root: root as i32,
+            send,
+            recv,
+        };
+        self.push(func, kind);
+    }
+
+    /// The calls of one line `t` (`<rank> <action> [args]`).
+    fn action(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let name = t[1];
         match name {
             "init" => {
                 self.default_dt = if t.len() > 2 { 8 } else { 1 };
                 self.push(funcs::F_INIT, CallKind::Init);
             }
             "finalize" => self.push(funcs::F_FINALIZE, CallKind::Finalize),
-            "comm_size" | "comm_split" | "comm_dup" => self.push(f(name), CallKind::Local),
+            "comm_size" | "comm_split" | "comm_dup" => self.push(func(name), CallKind::Local),
             "location" => {}
             "compute" => {
                 let fl = self.num(t, 2, "flops")?;
                 self.compute(fl);
             }
-            "sleep" => {
-                let s = self.num(t, 2, "seconds")?;
-                let ps = s * 1e12;
-                if ps > 0.0 {
-                    self.push(
-                        funcs::F_COMPUTE,
-                        CallKind::Compute {
-                            ps: ps.round() as u64,
-                            flops: None,
-                        },
-                    );
-                }
-            }
-            "send" | "isend" | "recv" | "irecv" => {
-                let peer = self.peer(t, 2)?;
-                let (tag, count, dt) = if t.len() == 4 {
-                    (0, self.cnt(t, 3, "a count")?, self.default_dt)
-                } else {
-                    (
-                        self.int(t, 3, "a tag")? as i32,
-                        self.cnt(t, 4, "a count")?,
-                        self.dt(t, 5)?,
-                    )
-                };
-                let bytes = count.saturating_mul(dt);
-                let comm = WORLD_HANDLE;
-                let kind = match name {
-                    "send" => CallKind::Send {
-                        comm,
-                        peer,
-                        tag,
-                        bytes,
-                    },
-                    "recv" => CallKind::Recv {
-                        comm,
-                        peer,
-                        tag,
-                        bytes,
-                    },
-                    "isend" => {
-                        let req = self.new_req((me, peer as i64, tag as i64));
-                        CallKind::Isend {
-                            comm,
-                            peer,
-                            tag,
-                            bytes,
-                            req,
-                        }
-                    }
-                    _ => {
-                        let req = self.new_req((peer as i64, me, tag as i64));
-                        CallKind::Irecv {
-                            comm,
-                            peer,
-                            tag,
-                            bytes,
-                            req,
-                        }
-                    }
-                };
-                self.push(f(name), kind);
-            }
-            "wait" => {
-                let h = if t.len() >= 5 {
-                    let key = (
-                        self.int(t, 2, "src")?,
-                        self.int(t, 3, "dst")?,
-                        self.int(t, 4, "tag")?,
-                    );
-                    self.take_req(key)
-                } else {
-                    match self.outstanding.keys().next_back().copied() {
-                        Some(h) => {
-                            if let Some(k) = self.outstanding.remove(&h) {
-                                if let Some(q) = self.by_key.get_mut(&k) {
-                                    q.retain(|&x| x != h);
-                                    if q.is_empty() {
-                                        self.by_key.remove(&k);
-                                    }
-                                }
-                            }
-                            Some(h)
-                        }
-                        None => None,
-                    }
-                };
-                // A wait on a request a test already completed is a no-op in SimGrid too.
-                self.push(
-                    funcs::F_WAIT,
-                    CallKind::Wait {
-                        req: h.unwrap_or(u64::MAX),
-                    },
-                );
-            }
+            "sleep" => self.sleep(t)?,
+            "send" | "isend" | "recv" | "irecv" => self.message(name, t)?,
+            "sendRecv" => self.sendrecv(t)?,
+            "wait" => self.wait(t)?,
             "test" => self.push(
                 funcs::F_TEST,
                 CallKind::Test {
@@ -538,189 +483,259 @@ impl TiCalls {
                     flag: false,
                 },
             ),
-            "waitall" => {
-                let reqs: Vec<u64> = self.outstanding.keys().copied().collect();
-                self.outstanding.clear();
-                self.by_key.clear();
-                self.push(funcs::F_WAITALL, CallKind::Waitall { reqs });
-            }
-            "barrier" => self.push(funcs::F_BARRIER, coll(CollKind::Barrier, 0, 0)),
-            "bcast" => {
-                let size = self.cnt(t, 2, "a count")?;
-                let root = if t.len() > 3 {
-                    self.int(t, 3, "a root")?
-                } else {
-                    0
-                };
-                let dt = self.dt(t, 4)?;
-                self.push(
-                    funcs::F_BCAST,
-                    coll(CollKind::Bcast, root, size.saturating_mul(dt)),
-                );
-            }
-            "reduce" | "allreduce" => {
-                let size = self.cnt(t, 2, "a count")?;
-                let comp = self.num(t, 3, "comp_size")?;
-                let (root, dt) = if name == "reduce" {
-                    (
-                        if t.len() > 4 {
-                            self.int(t, 4, "a root")?
-                        } else {
-                            0
-                        },
-                        self.dt(t, 5)?,
-                    )
-                } else {
-                    (0, self.dt(t, 4)?)
-                };
-                let kind = if name == "reduce" {
-                    CollKind::Reduce
-                } else {
-                    CollKind::Allreduce
-                };
-                self.push(f(name), coll(kind, root, size.saturating_mul(dt)));
-                self.compute(comp);
-            }
-            "alltoall" | "allgather" => {
-                let send = self.cnt(t, 2, "a send count")?;
-                self.cnt(t, 3, "a receive count")?;
-                let dt = self.dt(t, 4)?;
-                let kind = if name == "alltoall" {
-                    CollKind::Alltoall
-                } else {
-                    CollKind::Allgather
-                };
-                self.push(f(name), coll(kind, 0, send.saturating_mul(dt)));
-            }
-            "gather" | "scatter" => {
-                let send = self.cnt(t, 2, "a send count")?;
-                let recv = self.cnt(t, 3, "a receive count")?;
-                let root = if t.len() > 4 {
-                    self.int(t, 4, "a root")?
-                } else {
-                    0
-                };
-                let (dt1, dt2) = (self.dt(t, 5)?, self.dt(t, 6)?);
-                let (kind, bytes) = if name == "gather" {
-                    (CollKind::Gather, send.saturating_mul(dt1))
-                } else {
-                    (CollKind::Scatter, recv.saturating_mul(dt2))
-                };
-                self.push(f(name), coll(kind, root, bytes));
-            }
-            "alltoallv" => {
-                let n = self.n as usize;
-                let dt1 = self.dt(t, 4 + 2 * n)?;
-                let dt2 = self.dt(t, 5 + 2 * n)?;
-                let send = self.counts(t, 3, dt1, "a send count")?;
-                let recv = self.counts(t, 4 + n, dt2, "a receive count")?;
-                self.push(
-                    f(name),
-                    CallKind::VColl {
-                        comm: WORLD_HANDLE,
-                        kind: VKind::Alltoallv,
-                        root: 0,
-                        send,
-                        recv,
-                    },
-                );
-            }
-            "gatherv" | "allgatherv" => {
-                let n = self.n as usize;
-                let send = self.cnt(t, 2, "a send count")?;
-                let (root, dt1, dt2) = if name == "gatherv" {
-                    let root = if t.len() > 3 + n {
-                        self.int(t, 3 + n, "a root")?
-                    } else {
-                        0
-                    };
-                    (root, self.dt(t, 4 + n)?, self.dt(t, 5 + n)?)
-                } else if t.len() > 3 + 2 * n {
-                    (0, self.dt(t, 3 + n)?, self.dt(t, 4 + n)?)
-                } else if t.len() > 3 + n + 2 {
-                    (0, self.default_dt, self.default_dt) // displacements, no types
-                } else {
-                    (0, self.dt(t, 3 + n)?, self.dt(t, 4 + n)?)
-                };
-                let recv = self.counts(t, 3, dt2, "a receive count")?;
-                let kind = if name == "gatherv" {
-                    VKind::Gatherv
-                } else {
-                    VKind::Allgatherv
-                };
-                let send = vec![send.saturating_mul(dt1)];
-                self.push(
-                    f(name),
-                    CallKind::VColl {
-                        comm: WORLD_HANDLE,
-                        kind,
-                        root: root as i32,
-                        send,
-                        recv,
-                    },
-                );
-            }
-            "scatterv" => {
-                let n = self.n as usize;
-                let recv = self.cnt(t, 2 + n, "a receive count")?;
-                let root = if t.len() > 3 + n {
-                    self.int(t, 3 + n, "a root")?
-                } else {
-                    0
-                };
-                let (dt1, dt2) = (self.dt(t, 4 + n)?, self.dt(t, 5 + n)?);
-                let send = self.counts(t, 2, dt1, "a send count")?;
-                let recv = vec![recv.saturating_mul(dt2)];
-                self.push(
-                    f(name),
-                    CallKind::VColl {
-                        comm: WORLD_HANDLE,
-                        kind: VKind::Scatterv,
-                        root: root as i32,
-                        send,
-                        recv,
-                    },
-                );
-            }
-            "reducescatter" => {
-                let n = self.n as usize;
-                let comp = self.num(t, 2 + n, "comp_size")?;
-                let dt = self.dt(t, 3 + n)?;
-                let recv = self.counts(t, 2, dt, "a receive count")?;
-                self.push(
-                    funcs::F_REDUCE_SCATTER,
-                    CallKind::VColl {
-                        comm: WORLD_HANDLE,
-                        kind: VKind::ReduceScatter,
-                        root: 0,
-                        send: recv.clone(),
-                        recv,
-                    },
-                );
-                self.compute(comp);
-            }
-            "scan" | "exscan" => self.push(f(name), CallKind::Unsupported { name: name.into() }),
-            "sendRecv" => {
-                let sc = self.cnt(t, 2, "a send count")?;
-                let dst = self.peer(t, 3)?;
-                let rc = self.cnt(t, 4, "a receive count")?;
-                let src = self.peer(t, 5)?;
-                let (dt1, dt2) = (self.dt(t, 6)?, self.dt(t, 7)?);
-                self.push(
-                    funcs::F_SENDRECV,
-                    CallKind::Sendrecv {
-                        comm: WORLD_HANDLE,
-                        dst,
-                        send_tag: 0,
-                        send_bytes: sc.saturating_mul(dt1),
-                        src,
-                        recv_tag: 0,
-                        recv_bytes: rc.saturating_mul(dt2),
-                    },
-                );
-            }
+            "waitall" => self.waitall(),
+            "barrier" => self.coll(funcs::F_BARRIER, CollKind::Barrier, 0, 0),
+            "bcast" => self.bcast(t)?,
+            "reduce" | "allreduce" => self.reduce(name, t)?,
+            "alltoall" | "allgather" => self.alltoall(name, t)?,
+            "gather" | "scatter" => self.gather(name, t)?,
+            "alltoallv" => self.alltoallv(t)?,
+            "gatherv" | "allgatherv" => self.gatherv(name, t)?,
+            "scatterv" => self.scatterv(t)?,
+            "reducescatter" => self.reduce_scatter(t)?,
+            "scan" | "exscan" => self.push(func(name), CallKind::Unsupported { name: name.into() }),
             other => return Err(self.err(format!("a SimGrid action, got `{other}`"))),
         }
+        Ok(())
+    }
+
+    /// `sleep <seconds>`.
+    fn sleep(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let s = self.num(t, 2, "seconds")?;
+        let ps = s * 1e12;
+        if ps > 0.0 {
+            self.push(
+                funcs::F_COMPUTE,
+                CallKind::Compute {
+                    ps: ps.round() as u64,
+                    flops: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// `send`, `isend`, `recv`, `irecv`: `<peer> <tag> <count> [type]`, or `<peer> <count>`.
+    fn message(&mut self, name: &str, t: &[&str]) -> Result<(), TraceError> {
+        let me = self.rank as i64;
+        let peer = self.peer(t, 2)?;
+        let (tag, count, dt) = if t.len() == 4 {
+            (0, self.cnt(t, 3, "a count")?, self.default_dt)
+        } else {
+            (
+                self.int(t, 3, "a tag")? as i32,
+                self.cnt(t, 4, "a count")?,
+                self.dt(t, 5)?,
+            )
+        };
+        let bytes = count.saturating_mul(dt);
+        let comm = WORLD_HANDLE;
+        let kind = match name {
+            "send" => CallKind::Send {
+                comm,
+                peer,
+                tag,
+                bytes,
+            },
+            "recv" => CallKind::Recv {
+                comm,
+                peer,
+                tag,
+                bytes,
+            },
+            "isend" => {
+                let req = self.new_req((me, peer as i64, tag as i64));
+                CallKind::Isend {
+                    comm,
+                    peer,
+                    tag,
+                    bytes,
+                    req,
+                }
+            }
+            _ => {
+                let req = self.new_req((peer as i64, me, tag as i64));
+                CallKind::Irecv {
+                    comm,
+                    peer,
+                    tag,
+                    bytes,
+                    req,
+                }
+            }
+        };
+        self.push(func(name), kind);
+        Ok(())
+    }
+
+    /// `sendRecv <send count> <dst> <receive count> <src> [send type] [receive type]`.
+    fn sendrecv(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let sc = self.cnt(t, 2, "a send count")?;
+        let dst = self.peer(t, 3)?;
+        let rc = self.cnt(t, 4, "a receive count")?;
+        let src = self.peer(t, 5)?;
+        let (dt1, dt2) = (self.dt(t, 6)?, self.dt(t, 7)?);
+        self.push(
+            funcs::F_SENDRECV,
+            CallKind::Sendrecv {
+                comm: WORLD_HANDLE,
+                dst,
+                send_tag: 0,
+                send_bytes: sc.saturating_mul(dt1),
+                src,
+                recv_tag: 0,
+                recv_bytes: rc.saturating_mul(dt2),
+            },
+        );
+        Ok(())
+    }
+
+    /// `wait <src> <dst> <tag>`, or `wait` alone for the latest request.
+    fn wait(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let h = if t.len() >= 5 {
+            let key = (
+                self.int(t, 2, "src")?,
+                self.int(t, 3, "dst")?,
+                self.int(t, 4, "tag")?,
+            );
+            self.take_req(key)
+        } else {
+            self.take_latest_req()
+        };
+        // A wait on a request a test already completed is a no-op in SimGrid too.
+        self.push(
+            funcs::F_WAIT,
+            CallKind::Wait {
+                req: h.unwrap_or(u64::MAX),
+            },
+        );
+        Ok(())
+    }
+
+    fn waitall(&mut self) {
+        let reqs: Vec<u64> = self.outstanding.keys().copied().collect();
+        self.outstanding.clear();
+        self.by_key.clear();
+        self.push(funcs::F_WAITALL, CallKind::Waitall { reqs });
+    }
+
+    /// `bcast <count> [root] [type]`.
+    fn bcast(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let size = self.cnt(t, 2, "a count")?;
+        let root = self.root(t, 3)?;
+        let dt = self.dt(t, 4)?;
+        self.coll(
+            funcs::F_BCAST,
+            CollKind::Bcast,
+            root,
+            size.saturating_mul(dt),
+        );
+        Ok(())
+    }
+
+    /// `reduce <count> <comp_size> [root] [type]`, `allreduce <count> <comp_size> [type]`; the
+    /// reduction's `comp_size` flops follow as compute.
+    fn reduce(&mut self, name: &str, t: &[&str]) -> Result<(), TraceError> {
+        let size = self.cnt(t, 2, "a count")?;
+        let comp = self.num(t, 3, "comp_size")?;
+        let (kind, root, dt) = if name == "reduce" {
+            (CollKind::Reduce, self.root(t, 4)?, self.dt(t, 5)?)
+        } else {
+            (CollKind::Allreduce, 0, self.dt(t, 4)?)
+        };
+        self.coll(func(name), kind, root, size.saturating_mul(dt));
+        self.compute(comp);
+        Ok(())
+    }
+
+    /// `alltoall`, `allgather`: `<send count> <receive count> [type]`.
+    fn alltoall(&mut self, name: &str, t: &[&str]) -> Result<(), TraceError> {
+        let send = self.cnt(t, 2, "a send count")?;
+        self.cnt(t, 3, "a receive count")?;
+        let dt = self.dt(t, 4)?;
+        let kind = if name == "alltoall" {
+            CollKind::Alltoall
+        } else {
+            CollKind::Allgather
+        };
+        self.coll(func(name), kind, 0, send.saturating_mul(dt));
+        Ok(())
+    }
+
+    /// `gather`, `scatter`: `<send count> <receive count> [root] [send type] [receive type]`.
+    fn gather(&mut self, name: &str, t: &[&str]) -> Result<(), TraceError> {
+        let send = self.cnt(t, 2, "a send count")?;
+        let recv = self.cnt(t, 3, "a receive count")?;
+        let root = self.root(t, 4)?;
+        let (dt1, dt2) = (self.dt(t, 5)?, self.dt(t, 6)?);
+        let (kind, bytes) = if name == "gather" {
+            (CollKind::Gather, send.saturating_mul(dt1))
+        } else {
+            (CollKind::Scatter, recv.saturating_mul(dt2))
+        };
+        self.coll(func(name), kind, root, bytes);
+        Ok(())
+    }
+
+    /// `alltoallv <send buffer> <n send counts> <receive buffer> <n receive counts> [types]`.
+    fn alltoallv(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let n = self.n as usize;
+        let dt1 = self.dt(t, 4 + 2 * n)?;
+        let dt2 = self.dt(t, 5 + 2 * n)?;
+        let send = self.counts(t, 3, dt1, "a send count")?;
+        let recv = self.counts(t, 4 + n, dt2, "a receive count")?;
+        self.v_coll(funcs::F_ALLTOALLV, VKind::Alltoallv, 0, send, recv);
+        Ok(())
+    }
+
+    /// `gatherv <send count> <n receive counts> [root] [types]`, `allgatherv <send count>
+    /// <n receive counts> [displacements] [types]`.
+    fn gatherv(&mut self, name: &str, t: &[&str]) -> Result<(), TraceError> {
+        let n = self.n as usize;
+        let send = self.cnt(t, 2, "a send count")?;
+        let (root, dt1, dt2) = if name == "gatherv" {
+            let root = self.root(t, 3 + n)?;
+            (root, self.dt(t, 4 + n)?, self.dt(t, 5 + n)?)
+        } else if t.len() > 3 + 2 * n {
+            (0, self.dt(t, 3 + n)?, self.dt(t, 4 + n)?)
+        } else if t.len() > 3 + n + 2 {
+            (0, self.default_dt, self.default_dt) // displacements, no types
+        } else {
+            (0, self.dt(t, 3 + n)?, self.dt(t, 4 + n)?)
+        };
+        let recv = self.counts(t, 3, dt2, "a receive count")?;
+        let kind = if name == "gatherv" {
+            VKind::Gatherv
+        } else {
+            VKind::Allgatherv
+        };
+        let send = vec![send.saturating_mul(dt1)];
+        self.v_coll(func(name), kind, root, send, recv);
+        Ok(())
+    }
+
+    /// `scatterv <n send counts> <receive count> [root] [types]`.
+    fn scatterv(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let n = self.n as usize;
+        let recv = self.cnt(t, 2 + n, "a receive count")?;
+        let root = self.root(t, 3 + n)?;
+        let (dt1, dt2) = (self.dt(t, 4 + n)?, self.dt(t, 5 + n)?);
+        let send = self.counts(t, 2, dt1, "a send count")?;
+        let recv = vec![recv.saturating_mul(dt2)];
+        self.v_coll(funcs::F_SCATTERV, VKind::Scatterv, root, send, recv);
+        Ok(())
+    }
+
+    /// `reducescatter <n receive counts> <comp_size> [type]`; `comp_size` flops follow as
+    /// compute.
+    fn reduce_scatter(&mut self, t: &[&str]) -> Result<(), TraceError> {
+        let n = self.n as usize;
+        let comp = self.num(t, 2 + n, "comp_size")?;
+        let dt = self.dt(t, 3 + n)?;
+        let recv = self.counts(t, 2, dt, "a receive count")?;
+        let send = recv.clone();
+        self.v_coll(funcs::F_REDUCE_SCATTER, VKind::ReduceScatter, 0, send, recv);
+        self.compute(comp);
         Ok(())
     }
 
@@ -762,6 +777,11 @@ impl TiCalls {
             r?;
         }
     }
+}
+
+/// The function id of a SimGrid action named as the MPI call.
+fn func(name: &str) -> Func {
+    func_id(name).unwrap_or(funcs::F_UNKNOWN)
 }
 
 impl CallStream for TiCalls {

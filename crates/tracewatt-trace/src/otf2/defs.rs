@@ -10,7 +10,7 @@ use std::path::Path;
 
 use tracewatt_workload::Rank;
 
-use super::buffer::{read_unchunked, ChunkReader, Cur};
+use super::buffer::{read_unchunked, Bad, ChunkReader, Cur};
 use crate::error::TraceError;
 
 /// OTF2's undefined value for 32-bit references.
@@ -185,7 +185,7 @@ fn group_type_pre_1_2(t: u8) -> (u8, u8) {
 }
 
 /// Array lengths are checked against the record before allocating (each entry is >= 1 byte).
-fn array_len(c: &mut Cur, n: u64, left: usize, what: &str) -> Result<usize, super::buffer::Bad> {
+fn array_len(c: &mut Cur, n: u64, left: usize, what: &str) -> Result<usize, Bad> {
     if n > left as u64 {
         return Err(c.bad(format!(
             "{what}: a length that fits in the record (got {n})"
@@ -201,22 +201,7 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
         let body = r.record("a definition record")?;
         let len = body.len();
         match t {
-            DEF_CLOCK_PROPERTIES => {
-                let clock = r.body(body, |c| {
-                    let ticks_per_s = c.u64c("the timer resolution")?;
-                    let origin_ticks = c.u64c("the global offset")?;
-                    let length_ticks = c.u64c("the trace length")?;
-                    if ticks_per_s == 0 {
-                        return Err(c.bad("a timer resolution above 0"));
-                    }
-                    Ok(Clock {
-                        ticks_per_s,
-                        origin_ticks,
-                        length_ticks,
-                    })
-                })?;
-                d.clock = Some(clock);
-            }
+            DEF_CLOCK_PROPERTIES => d.clock = Some(r.body(body, clock_def)?),
             DEF_STRING => {
                 let at = r.offset_of(&body);
                 let (id, s) = r.body(body, |c| {
@@ -228,61 +213,22 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
                 d.string_at.insert(id, at);
             }
             DEF_SYSTEM_TREE_NODE => {
-                let (id, node) = r.body(body, |c| {
-                    let id = c.u32c("a system tree node id")?;
-                    let name = c.u32c("a system tree node name")?;
-                    let class = c.u32c("a system tree node class")?;
-                    Ok((id, (name, class, c.u32c("a system tree node's parent")?)))
-                })?;
+                let (id, node) = r.body(body, system_tree_node_def)?;
                 d.system_tree.insert(id, node);
             }
             DEF_LOCATION_GROUP => {
                 d.first_location_group_at.get_or_insert(r.offset_of(&body));
-                let (id, ty, node) = r.body(body, |c| {
-                    let id = c.u32c("a location group id")?;
-                    c.u32c("a location group name")?;
-                    let ty = c.u8("a location group type")?;
-                    let node = c.u32c("a location group's system tree parent")?;
-                    Ok((id, ty, node))
-                })?;
+                let (id, ty, node) = r.body(body, location_group_def)?;
                 d.location_groups.insert(id, ty);
                 d.location_group_nodes.insert(id, node);
             }
             DEF_LOCATION => {
-                let (id, loc) = r.body(body, |c| {
-                    let id = c.u64c("a location id")?;
-                    c.u32c("a location name")?;
-                    c.u8("a location type")?;
-                    c.u64c("a location's number of events")?;
-                    let group = c.u32c("a location's group")?;
-                    Ok((id, LocationDef { group }))
-                })?;
+                let (id, loc) = r.body(body, location_def)?;
                 d.locations.insert(id, loc);
             }
             DEF_REGION => {
                 let at = r.offset_of(&body);
-                let (id, region) = r.body(body, |c| {
-                    let id = c.u32c("a region id")?;
-                    let name = c.u32c("a region name")?;
-                    c.u32c("a region description")?;
-                    c.u8("a region type")?;
-                    c.u32c("a region source file")?;
-                    c.u32c("a region begin line")?;
-                    c.u32c("a region end line")?;
-                    let (mut canonical_name, mut role, mut paradigm) = (None, None, None);
-                    if !c.at_end() {
-                        canonical_name = Some(c.u32c("a region canonical name")?);
-                        role = Some(c.u8("a region role")?);
-                        paradigm = Some(c.u8("a region paradigm")?);
-                    }
-                    let region = RegionDef {
-                        name,
-                        canonical_name,
-                        role,
-                        paradigm,
-                    };
-                    Ok((id, region))
-                })?;
+                let (id, region) = r.body(body, region_def)?;
                 if d.regions.insert(id, region).is_some() {
                     return Err(r.error_at(at, format!("region {id} defined once")));
                 }
@@ -290,41 +236,12 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
             }
             DEF_GROUP => {
                 let at = r.offset_of(&body);
-                let (id, g) = r.body(body, |c| {
-                    let id = c.u32c("a group id")?;
-                    c.u32c("a group name")?;
-                    let pre12 = c.u8("a group type")?;
-                    let n = c.u32c("a group's number of members")? as u64;
-                    let n = array_len(c, n, len, "a group's number of members")?;
-                    let mut members = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        members.push(c.u64c("a group member")?);
-                    }
-                    let (ty, paradigm) = if c.at_end() {
-                        group_type_pre_1_2(pre12)
-                    } else {
-                        (c.u8("a group type")?, c.u8("a group paradigm")?)
-                    };
-                    Ok((
-                        id,
-                        Group {
-                            ty,
-                            paradigm,
-                            members,
-                        },
-                    ))
-                })?;
+                let (id, g) = r.body(body, |c| group_def(c, len))?;
                 d.groups.insert(id, g);
                 d.group_at.insert(id, at);
             }
             DEF_COMM => {
-                let (id, comm) = r.body(body, |c| {
-                    let id = c.u32c("a communicator id")?;
-                    c.u32c("a communicator name")?;
-                    let group = c.u32c("a communicator's group")?;
-                    let parent = c.u32c("a communicator's parent")?;
-                    Ok((id, Comm { group, parent }))
-                })?;
+                let (id, comm) = r.body(body, comm_def)?;
                 d.comms.insert(id, comm);
             }
             _ => {
@@ -334,6 +251,103 @@ pub(crate) fn read_global_defs(path: &Path, chunk_size: u64) -> Result<GlobalDef
     }
     d.end_at = r.offset() - 1;
     Ok(d)
+}
+
+fn clock_def(c: &mut Cur) -> Result<Clock, Bad> {
+    let ticks_per_s = c.u64c("the timer resolution")?;
+    let origin_ticks = c.u64c("the global offset")?;
+    let length_ticks = c.u64c("the trace length")?;
+    if ticks_per_s == 0 {
+        return Err(c.bad("a timer resolution above 0"));
+    }
+    Ok(Clock {
+        ticks_per_s,
+        origin_ticks,
+        length_ticks,
+    })
+}
+
+/// A system tree node: its id, then its name, class and parent.
+fn system_tree_node_def(c: &mut Cur) -> Result<(u32, (u32, u32, u32)), Bad> {
+    let id = c.u32c("a system tree node id")?;
+    let name = c.u32c("a system tree node name")?;
+    let class = c.u32c("a system tree node class")?;
+    Ok((id, (name, class, c.u32c("a system tree node's parent")?)))
+}
+
+/// A location group: its id, type and system tree parent.
+fn location_group_def(c: &mut Cur) -> Result<(u32, u8, u32), Bad> {
+    let id = c.u32c("a location group id")?;
+    c.u32c("a location group name")?;
+    let ty = c.u8("a location group type")?;
+    let node = c.u32c("a location group's system tree parent")?;
+    Ok((id, ty, node))
+}
+
+fn location_def(c: &mut Cur) -> Result<(u64, LocationDef), Bad> {
+    let id = c.u64c("a location id")?;
+    c.u32c("a location name")?;
+    c.u8("a location type")?;
+    c.u64c("a location's number of events")?;
+    let group = c.u32c("a location's group")?;
+    Ok((id, LocationDef { group }))
+}
+
+fn region_def(c: &mut Cur) -> Result<(u32, RegionDef), Bad> {
+    let id = c.u32c("a region id")?;
+    let name = c.u32c("a region name")?;
+    c.u32c("a region description")?;
+    c.u8("a region type")?;
+    c.u32c("a region source file")?;
+    c.u32c("a region begin line")?;
+    c.u32c("a region end line")?;
+    let (mut canonical_name, mut role, mut paradigm) = (None, None, None);
+    if !c.at_end() {
+        canonical_name = Some(c.u32c("a region canonical name")?);
+        role = Some(c.u8("a region role")?);
+        paradigm = Some(c.u8("a region paradigm")?);
+    }
+    let region = RegionDef {
+        name,
+        canonical_name,
+        role,
+        paradigm,
+    };
+    Ok((id, region))
+}
+
+/// A group whose record is `len` bytes long (its member count must fit in it).
+fn group_def(c: &mut Cur, len: usize) -> Result<(u32, Group), Bad> {
+    let id = c.u32c("a group id")?;
+    c.u32c("a group name")?;
+    let pre12 = c.u8("a group type")?;
+    let n = c.u32c("a group's number of members")? as u64;
+    let n = array_len(c, n, len, "a group's number of members")?;
+    let mut members = Vec::with_capacity(n);
+    for _ in 0..n {
+        members.push(c.u64c("a group member")?);
+    }
+    let (ty, paradigm) = if c.at_end() {
+        group_type_pre_1_2(pre12)
+    } else {
+        (c.u8("a group type")?, c.u8("a group paradigm")?)
+    };
+    Ok((
+        id,
+        Group {
+            ty,
+            paradigm,
+            members,
+        },
+    ))
+}
+
+fn comm_def(c: &mut Cur) -> Result<(u32, Comm), Bad> {
+    let id = c.u32c("a communicator id")?;
+    c.u32c("a communicator name")?;
+    let group = c.u32c("a communicator's group")?;
+    let parent = c.u32c("a communicator's parent")?;
+    Ok((id, Comm { group, parent }))
 }
 
 /// Local-to-global id map of one definition kind.

@@ -11,6 +11,7 @@
 //! consecutive offsets, extrapolation past the last, as OTF2 does; a single offset changes
 //! nothing) and ids are translated with its mapping tables.
 
+use std::ops::Range;
 use std::path::Path;
 
 use tracewatt_workload::Rank;
@@ -193,21 +194,7 @@ impl EvtStream {
             self.at = self.r.offset() - 1;
             let ev = match t {
                 TIMESTAMP => {
-                    let t = self.r.read(|c| c.u64_full("a timestamp"))?;
-                    // A location records its events in time order: an earlier time is corrupt
-                    // (a call's Leave before its Enter would otherwise read as a call of no
-                    // duration).
-                    if t < self.time {
-                        return Err(self.r.error_at(
-                            self.at,
-                            format!(
-                                "a timestamp not before the previous event's (time runs forward \
-                                 in a location; {} ticks earlier)",
-                                self.time - t
-                            ),
-                        ));
-                    }
-                    self.time = t;
+                    self.timestamp()?;
                     continue;
                 }
                 1 | 3 | 4 => {
@@ -238,80 +225,10 @@ impl EvtStream {
                     self.r.read(|c| c.u64c("an OpenMP event attribute"))?;
                     Ev::Other
                 }
-                _ => {
-                    let body = self.r.record("an event record")?;
-                    match t {
-                        ATTRIBUTE_LIST => continue,
-                        MEASUREMENT_ON_OFF => {
-                            let m = self.r.body(body, |c| c.u8("a measurement mode"))?;
-                            if m != MEASUREMENT_ON && m != MEASUREMENT_OFF {
-                                return Err(self.r.error_at(
-                                    self.at,
-                                    format!("a measurement mode, 1 (on) or 2 (off), got {m}"),
-                                ));
-                            }
-                            Ev::Measurement {
-                                on: m == MEASUREMENT_ON,
-                            }
-                        }
-                        MPI_SEND | MPI_RECV | MPI_ISEND | MPI_IRECV => {
-                            let (m, req) = self.r.body(body, |c| {
-                                let m = Msg {
-                                    peer: c.u32c("a peer rank")?,
-                                    comm: c.u32c("a communicator")?,
-                                    tag: c.u32c("a message tag")?,
-                                    bytes: c.u64c("a message length")?,
-                                };
-                                let req = if t == MPI_ISEND || t == MPI_IRECV {
-                                    c.u64c("a request id")?
-                                } else {
-                                    0
-                                };
-                                Ok((m, req))
-                            })?;
-                            let m = Msg {
-                                comm: self.comm(m.comm),
-                                ..m
-                            };
-                            match t {
-                                MPI_SEND => Ev::Send(m),
-                                MPI_RECV => Ev::Recv(m),
-                                MPI_ISEND => Ev::Isend(m, req),
-                                _ => Ev::Irecv(m, req),
-                            }
-                        }
-                        MPI_COLLECTIVE_END | NBC_COMPLETE => {
-                            let (c, req) = self.r.body(body, |c| {
-                                let coll = Coll {
-                                    op: c.u8("a collective operation")?,
-                                    comm: c.u32c("a communicator")?,
-                                    root: c.u32c("a root rank")?,
-                                    sent: c.u64c("the bytes sent")?,
-                                    received: c.u64c("the bytes received")?,
-                                };
-                                let req = if t == NBC_COMPLETE {
-                                    c.u64c("a request id")?
-                                } else {
-                                    0
-                                };
-                                Ok((coll, req))
-                            })?;
-                            let c = Coll {
-                                comm: self.comm(c.comm),
-                                ..c
-                            };
-                            if t == NBC_COMPLETE {
-                                Ev::NbcComplete(c, req)
-                            } else {
-                                Ev::CollEnd(c)
-                            }
-                        }
-                        NBC_REQUEST => {
-                            Ev::NbcRequest(self.r.body(body, |c| c.u64c("a request id"))?)
-                        }
-                        _ => Ev::Other,
-                    }
-                }
+                _ => match self.sized_event(t)? {
+                    Some(ev) => ev,
+                    None => continue,
+                },
             };
             let ev = match ev {
                 Ev::Enter(r) => Ev::Enter(self.region(r)),
@@ -320,6 +237,107 @@ impl EvtStream {
             };
             return Ok(Some((self.clock.correct(self.time), ev)));
         }
+    }
+
+    /// A timestamp record: the time of the events after it.
+    fn timestamp(&mut self) -> Result<(), TraceError> {
+        let t = self.r.read(|c| c.u64_full("a timestamp"))?;
+        // A location records its events in time order: an earlier time is corrupt (a call's
+        // Leave before its Enter would otherwise read as a call of no duration).
+        if t < self.time {
+            return Err(self.r.error_at(
+                self.at,
+                format!(
+                    "a timestamp not before the previous event's (time runs forward in a \
+                     location; {} ticks earlier)",
+                    self.time - t
+                ),
+            ));
+        }
+        self.time = t;
+        Ok(())
+    }
+
+    /// An event record of type `t` that gives its length; `None` for an attribute list (not
+    /// an event).
+    fn sized_event(&mut self, t: u8) -> Result<Option<Ev>, TraceError> {
+        let body = self.r.record("an event record")?;
+        Ok(Some(match t {
+            ATTRIBUTE_LIST => return Ok(None),
+            MEASUREMENT_ON_OFF => {
+                let m = self.r.body(body, |c| c.u8("a measurement mode"))?;
+                if m != MEASUREMENT_ON && m != MEASUREMENT_OFF {
+                    return Err(self.r.error_at(
+                        self.at,
+                        format!("a measurement mode, 1 (on) or 2 (off), got {m}"),
+                    ));
+                }
+                Ev::Measurement {
+                    on: m == MEASUREMENT_ON,
+                }
+            }
+            MPI_SEND | MPI_RECV | MPI_ISEND | MPI_IRECV => self.message(t, body)?,
+            MPI_COLLECTIVE_END | NBC_COMPLETE => self.collective(t, body)?,
+            NBC_REQUEST => Ev::NbcRequest(self.r.body(body, |c| c.u64c("a request id"))?),
+            _ => Ev::Other,
+        }))
+    }
+
+    /// A message record of type `t` (send, receive, isend, irecv completion).
+    fn message(&mut self, t: u8, body: Range<usize>) -> Result<Ev, TraceError> {
+        let (m, req) = self.r.body(body, |c| {
+            let m = Msg {
+                peer: c.u32c("a peer rank")?,
+                comm: c.u32c("a communicator")?,
+                tag: c.u32c("a message tag")?,
+                bytes: c.u64c("a message length")?,
+            };
+            let req = if t == MPI_ISEND || t == MPI_IRECV {
+                c.u64c("a request id")?
+            } else {
+                0
+            };
+            Ok((m, req))
+        })?;
+        let m = Msg {
+            comm: self.comm(m.comm),
+            ..m
+        };
+        Ok(match t {
+            MPI_SEND => Ev::Send(m),
+            MPI_RECV => Ev::Recv(m),
+            MPI_ISEND => Ev::Isend(m, req),
+            _ => Ev::Irecv(m, req),
+        })
+    }
+
+    /// A collective record of type `t` (a blocking collective's end, a non-blocking one's
+    /// completion).
+    fn collective(&mut self, t: u8, body: Range<usize>) -> Result<Ev, TraceError> {
+        let (c, req) = self.r.body(body, |c| {
+            let coll = Coll {
+                op: c.u8("a collective operation")?,
+                comm: c.u32c("a communicator")?,
+                root: c.u32c("a root rank")?,
+                sent: c.u64c("the bytes sent")?,
+                received: c.u64c("the bytes received")?,
+            };
+            let req = if t == NBC_COMPLETE {
+                c.u64c("a request id")?
+            } else {
+                0
+            };
+            Ok((coll, req))
+        })?;
+        let c = Coll {
+            comm: self.comm(c.comm),
+            ..c
+        };
+        Ok(if t == NBC_COMPLETE {
+            Ev::NbcComplete(c, req)
+        } else {
+            Ev::CollEnd(c)
+        })
     }
 }
 

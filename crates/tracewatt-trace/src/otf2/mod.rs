@@ -101,119 +101,19 @@ impl Model {
         let stem = anchor_path.with_extension("");
         let defs_path = anchor_path.with_extension("def");
         let d = defs::read_global_defs(&defs_path, anchor.chunk_size_defs)?;
-        // A missing definition has no offset; name where a corrupt one most likely is, else
-        // where the definitions end (a corrupt record length can skip onto an early end).
-        let near = |off: Option<u64>| Location::at(&defs_path, None, off.unwrap_or(d.end_at));
         let Some(clock) = d.clock else {
             return Err(TraceError::format(
-                near(d.first_skipped_at),
+                near(&d, &defs_path, d.first_skipped_at),
                 "a ClockProperties definition (none found; this is the first definition the \
                  reader skips, or where the definitions end)",
             ));
         };
-        let rank_locations = rank_locations(&d);
-        if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
-            // Only the MPI locations group can name an undefined one.
-            let group = d.groups.iter().find(|(_, g)| g.members.contains(bad));
-            let off = group
-                .and_then(|(id, _)| d.group_at.get(id))
-                .copied()
-                .unwrap_or(0);
-            return Err(TraceError::format(
-                Location::at(&defs_path, None, off),
-                format!("MPI ranks that are defined locations, got location {bad}"),
-            ));
-        }
-        if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
-            // The ranks come from MPI's locations group, else the process location groups.
-            let mpi_group = d
-                .groups
-                .iter()
-                .find(|(_, g)| {
-                    g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI
-                })
-                .and_then(|(id, _)| d.group_at.get(id).copied());
-            return Err(TraceError::format(
-                near(
-                    mpi_group
-                        .or(d.first_location_group_at)
-                        .or(d.first_skipped_at),
-                ),
-                format!(
-                    "1..2^24 MPI ranks (the members of MPI's locations group or the process \
-                     location groups; found {}; this is MPI's locations group, the first \
-                     location group, the first definition the reader skips, or where the \
-                     definitions end)",
-                    rank_locations.len()
-                ),
-            ));
-        }
+        let rank_locations = checked_rank_locations(&d, &defs_path)?;
         let mut regions = BTreeMap::new();
         for (&id, region) in &d.regions {
-            let at = Location::at(&defs_path, None, d.region_at.get(&id).copied().unwrap_or(0));
-            let string = |s: u32| {
-                d.strings.get(&s).ok_or_else(|| {
-                    TraceError::format(
-                        at.clone(),
-                        format!("a region named by defined strings, got string {s}"),
-                    )
-                })
-            };
-            let name = string(region.name)?;
-            // An MPI function's region names it twice (name, canonical name) and says MPI is
-            // its paradigm: a corrupt reference to another string breaks the agreement.
-            let canonical = region.canonical_name.map(string).transpose()?;
-            let mpi = |s: &str| s.starts_with("MPI_");
-            if canonical.is_some_and(|c| (mpi(c) || mpi(name)) && c != name) {
-                return Err(TraceError::format(
-                    at,
-                    format!(
-                        "an MPI function's region with its name as its canonical name, got \
-                         `{name}` and `{}`",
-                        canonical.map_or("", |c| c.as_str())
-                    ),
-                ));
+            if let Some(r) = mpi_region(&d, &defs_path, id, region)? {
+                regions.insert(id, r);
             }
-            if mpi(name) && region.paradigm.is_some_and(|p| p != defs::PARADIGM_MPI) {
-                return Err(TraceError::format(
-                    at,
-                    format!(
-                        "`{name}` with MPI's paradigm ({}), got paradigm {}",
-                        defs::PARADIGM_MPI,
-                        region.paradigm.unwrap_or(0)
-                    ),
-                ));
-            }
-            // The other way round, an MPI region other than the tool's own artificial ones
-            // (SST/macro's `PARALLEL`) is an MPI function: a corrupt name string, which name
-            // and canonical name share, would otherwise turn the call into a user region.
-            let function = region
-                .role
-                .is_some_and(|r| r != defs::REGION_ROLE_ARTIFICIAL);
-            if !mpi(name) && function && region.paradigm == Some(defs::PARADIGM_MPI) {
-                return Err(TraceError::format(
-                    at,
-                    format!(
-                        "an MPI function's region (paradigm MPI, role {}) named `MPI_...`, got \
-                         `{name}`",
-                        region.role.unwrap_or(0)
-                    ),
-                ));
-            }
-            let Some(rest) = name.strip_prefix("MPI_") else {
-                continue;
-            };
-            // MPI function names are identifiers: anything else is a corrupt string.
-            if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                let off = d.string_at.get(&region.name).copied().unwrap_or(0);
-                return Err(TraceError::format(
-                    Location::at(&defs_path, None, off),
-                    format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
-                ));
-            }
-            let name = rest.to_ascii_lowercase();
-            let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
-            regions.insert(id, MpiRegion { func, name });
         }
         let (comms, defined) = communicators(&d, rank_locations.len() as u32);
         let rank_nodes = rank_locations
@@ -267,6 +167,128 @@ impl Model {
             None => (id + 2, 1),
         }
     }
+}
+
+/// Where in the definitions `defs_path` an error is: at `off`, or (a missing definition has
+/// no offset) where the definitions end, since a corrupt record length can skip onto an early
+/// end.
+fn near(d: &GlobalDefs, defs_path: &Path, off: Option<u64>) -> Location {
+    Location::at(defs_path, None, off.unwrap_or(d.end_at))
+}
+
+/// World rank -> location id, each a defined location, 1 to 2^24 of them.
+fn checked_rank_locations(d: &GlobalDefs, defs_path: &Path) -> Result<Vec<u64>, TraceError> {
+    let rank_locations = rank_locations(d);
+    if let Some(bad) = rank_locations.iter().find(|l| !d.locations.contains_key(l)) {
+        // Only the MPI locations group can name an undefined one.
+        let group = d.groups.iter().find(|(_, g)| g.members.contains(bad));
+        let off = group
+            .and_then(|(id, _)| d.group_at.get(id))
+            .copied()
+            .unwrap_or(0);
+        return Err(TraceError::format(
+            Location::at(defs_path, None, off),
+            format!("MPI ranks that are defined locations, got location {bad}"),
+        ));
+    }
+    if rank_locations.is_empty() || rank_locations.len() > 1 << 24 {
+        // The ranks come from MPI's locations group, else the process location groups.
+        let mpi_group = d
+            .groups
+            .iter()
+            .find(|(_, g)| g.ty == defs::GROUP_COMM_LOCATIONS && g.paradigm == defs::PARADIGM_MPI)
+            .and_then(|(id, _)| d.group_at.get(id).copied());
+        return Err(TraceError::format(
+            near(
+                d,
+                defs_path,
+                mpi_group
+                    .or(d.first_location_group_at)
+                    .or(d.first_skipped_at),
+            ),
+            format!(
+                "1..2^24 MPI ranks (the members of MPI's locations group or the process \
+                 location groups; found {}; this is MPI's locations group, the first \
+                 location group, the first definition the reader skips, or where the \
+                 definitions end)",
+                rank_locations.len()
+            ),
+        ));
+    }
+    Ok(rank_locations)
+}
+
+/// The MPI call a region `id` is (`None`: a user or tool region), checked against the
+/// corruptions that would turn one into the other.
+fn mpi_region(
+    d: &GlobalDefs,
+    defs_path: &Path,
+    id: u32,
+    region: &defs::RegionDef,
+) -> Result<Option<MpiRegion>, TraceError> {
+    let at = Location::at(defs_path, None, d.region_at.get(&id).copied().unwrap_or(0));
+    let string = |s: u32| {
+        d.strings.get(&s).ok_or_else(|| {
+            TraceError::format(
+                at.clone(),
+                format!("a region named by defined strings, got string {s}"),
+            )
+        })
+    };
+    let name = string(region.name)?;
+    // An MPI function's region names it twice (name, canonical name) and says MPI is its
+    // paradigm: a corrupt reference to another string breaks the agreement.
+    let canonical = region.canonical_name.map(string).transpose()?;
+    let mpi = |s: &str| s.starts_with("MPI_");
+    if canonical.is_some_and(|c| (mpi(c) || mpi(name)) && c != name) {
+        return Err(TraceError::format(
+            at,
+            format!(
+                "an MPI function's region with its name as its canonical name, got `{name}` \
+                 and `{}`",
+                canonical.map_or("", |c| c.as_str())
+            ),
+        ));
+    }
+    if mpi(name) && region.paradigm.is_some_and(|p| p != defs::PARADIGM_MPI) {
+        return Err(TraceError::format(
+            at,
+            format!(
+                "`{name}` with MPI's paradigm ({}), got paradigm {}",
+                defs::PARADIGM_MPI,
+                region.paradigm.unwrap_or(0)
+            ),
+        ));
+    }
+    // The other way round, an MPI region other than the tool's own artificial ones
+    // (SST/macro's `PARALLEL`) is an MPI function: a corrupt name string, which name and
+    // canonical name share, would otherwise turn the call into a user region.
+    let function = region
+        .role
+        .is_some_and(|r| r != defs::REGION_ROLE_ARTIFICIAL);
+    if !mpi(name) && function && region.paradigm == Some(defs::PARADIGM_MPI) {
+        return Err(TraceError::format(
+            at,
+            format!(
+                "an MPI function's region (paradigm MPI, role {}) named `MPI_...`, got `{name}`",
+                region.role.unwrap_or(0)
+            ),
+        ));
+    }
+    let Some(rest) = name.strip_prefix("MPI_") else {
+        return Ok(None);
+    };
+    // MPI function names are identifiers: anything else is a corrupt string.
+    if !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        let off = d.string_at.get(&region.name).copied().unwrap_or(0);
+        return Err(TraceError::format(
+            Location::at(defs_path, None, off),
+            format!("an MPI function name of letters, digits and `_`, got `MPI_{rest}`"),
+        ));
+    }
+    let name = rest.to_ascii_lowercase();
+    let func = func_id(&name).unwrap_or(funcs::F_UNKNOWN);
+    Ok(Some(MpiRegion { func, name }))
 }
 
 /// The system tree node that is the host of a process whose location group's parent is
@@ -676,167 +698,211 @@ impl Otf2Calls {
     fn kind(&mut self, o: &Open) -> CallKind {
         let m = &self.model;
         let name = m.regions.get(&o.region).map_or("", |r| r.name.as_str());
-        let evs = &self.evs;
-        let unsupported = |why: &str| CallKind::Unsupported {
-            name: if why.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name} ({why})")
-            },
-        };
-        let first = |f: fn(&Ev) -> Option<Msg>| evs.iter().find_map(|(e, _)| f(e));
-        let peer = |p: u32| i32::try_from(p).unwrap_or(PROC_NULL);
-        let tag = |t: u32| i32::try_from(t).unwrap_or(crate::call::ANY);
+        let evs = self.evs.as_slice();
         if o.func == funcs::F_UNKNOWN {
-            return unsupported("");
+            return unsupported(name, "");
         }
         match name {
             "init" | "init_thread" => CallKind::Init,
             "finalize" => CallKind::Finalize,
-            "send" | "bsend" | "ssend" | "rsend" => match first(send) {
-                Some(s) => CallKind::Send {
-                    comm: m.comm(s.comm).0,
-                    peer: peer(s.peer),
-                    tag: tag(s.tag),
-                    bytes: s.bytes,
-                },
+            "send" | "bsend" | "ssend" | "rsend" => match first(evs, send) {
+                Some(s) => {
+                    let (comm, peer, tag, bytes) = envelope(m, s);
+                    CallKind::Send {
+                        comm,
+                        peer,
+                        tag,
+                        bytes,
+                    }
+                }
                 None => CallKind::Local, // MPI_PROC_NULL: Score-P records no message
             },
-            "isend" | "ibsend" | "issend" | "irsend" => {
-                let isend = evs.iter().find_map(|(e, _)| match e {
-                    Ev::Isend(s, req) => Some((*s, *req)),
-                    _ => None,
-                });
-                let (s, req) = match (isend, first(send)) {
-                    (Some(x), _) => x,
-                    (None, Some(s)) => {
-                        // Recorded as a send without request: completed at the end.
-                        self.synthetic_reqs += 1;
-                        (s, u64::MAX - self.synthetic_reqs)
+            "isend" | "ibsend" | "issend" | "irsend" => isend(m, evs, &mut self.synthetic_reqs),
+            "recv" => match first(evs, recv) {
+                Some(r) => {
+                    let (comm, peer, tag, bytes) = envelope(m, r);
+                    CallKind::Recv {
+                        comm,
+                        peer,
+                        tag,
+                        bytes,
                     }
-                    (None, None) => return CallKind::Local,
-                };
-                CallKind::Isend {
-                    comm: m.comm(s.comm).0,
-                    peer: peer(s.peer),
-                    tag: tag(s.tag),
-                    bytes: s.bytes,
-                    req,
                 }
-            }
-            "recv" => match first(recv) {
-                Some(r) => CallKind::Recv {
-                    comm: m.comm(r.comm).0,
-                    peer: peer(r.peer),
-                    tag: tag(r.tag),
-                    bytes: r.bytes,
-                },
                 None => CallKind::Local,
             },
-            "irecv" => {
-                let post = evs.iter().find_map(|(e, out)| match (e, out) {
-                    (Ev::IrecvRequest(req), Some(out)) => Some((*req, *out)),
-                    _ => None,
-                });
-                match post {
-                    Some((req, Outcome::Irecv(r))) => CallKind::Irecv {
-                        comm: m.comm(r.comm).0,
-                        peer: peer(r.peer),
-                        tag: tag(r.tag),
-                        bytes: r.bytes,
-                        req,
-                    },
-                    Some((req, _)) => CallKind::Irecv {
-                        comm: WORLD_HANDLE,
-                        peer: PROC_NULL,
-                        tag: 0,
-                        bytes: 0,
-                        req,
-                    },
-                    None => CallKind::Local,
-                }
-            }
-            "sendrecv" | "sendrecv_replace" => {
-                let (s, r) = (first(send), first(recv));
-                let Some(c) = s.or(r) else {
-                    return CallKind::Local;
-                };
-                CallKind::Sendrecv {
-                    comm: m.comm(c.comm).0,
-                    dst: s.map_or(PROC_NULL, |s| peer(s.peer)),
-                    send_tag: s.map_or(0, |s| tag(s.tag)),
-                    send_bytes: s.map_or(0, |s| s.bytes),
-                    src: r.map_or(PROC_NULL, |r| peer(r.peer)),
-                    recv_tag: r.map_or(0, |r| tag(r.tag)),
-                    recv_bytes: r.map_or(0, |r| r.bytes),
-                }
-            }
+            "irecv" => irecv(m, evs),
+            "sendrecv" | "sendrecv_replace" => sendrecv(m, evs),
             "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-            | "testsome" | "request_free" => {
-                if first(recv).is_some() {
-                    return unsupported("receive completed without a request record");
-                }
-                let done: Vec<ReqHandle> = evs
-                    .iter()
-                    .filter_map(|(e, _)| match e {
-                        Ev::IsendComplete(r)
-                        | Ev::Irecv(_, r)
-                        | Ev::NbcComplete(_, r)
-                        | Ev::RequestCancelled(r) => Some(*r),
-                        _ => None,
-                    })
-                    .collect();
-                let tested = evs.iter().find_map(|(e, _)| match e {
-                    Ev::RequestTest(r) => Some(*r),
-                    _ => None,
-                });
-                let flag = !done.is_empty();
-                let all: Vec<i32> = (0..done.len() as i32).collect();
-                match name {
-                    "wait" if done.len() == 1 => CallKind::Wait { req: done[0] },
-                    "wait" | "waitall" => CallKind::Waitall { reqs: done },
-                    "waitany" => CallKind::Waitany {
-                        index: if flag { 0 } else { -1 },
-                        reqs: done,
-                    },
-                    "waitsome" => CallKind::Waitsome {
-                        reqs: done,
-                        indices: all,
-                    },
-                    "test" => CallKind::Test {
-                        req: done.first().copied().or(tested).unwrap_or(0),
-                        flag,
-                    },
-                    "testall" => CallKind::Testall { reqs: done, flag },
-                    "testany" => CallKind::Testany {
-                        index: if flag { 0 } else { -1 },
-                        reqs: done,
-                        flag,
-                    },
-                    "testsome" => CallKind::Testsome {
-                        reqs: done,
-                        indices: all,
-                    },
-                    _ => match done.first() {
-                        Some(&req) => CallKind::RequestFree { req },
-                        None => CallKind::Local,
-                    },
-                }
-            }
-            n if coll_name(n).is_some() => {
-                let record = evs.iter().find_map(|(e, out)| match (e, out) {
-                    (Ev::CollEnd(c), _) => Some(*c),
-                    (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
-                    _ => None,
-                });
-                match record {
-                    Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported("")),
-                    None => unsupported("no collective record"),
-                }
-            }
-            n if is_unsupported(n) => unsupported(""),
+            | "testsome" | "request_free" => completion(name, evs),
+            n if coll_name(n).is_some() => collective(m, name, evs),
+            n if funcs::is_unmodelled(n) => unsupported(name, ""),
             _ => CallKind::Local,
         }
+    }
+}
+
+/// The events recorded inside one MPI call's region, with the outcomes read ahead for its
+/// request posts.
+type CallEvents = [(Ev, Option<Outcome>)];
+
+/// The call `name` as unsupported, with why if `why` is not empty.
+fn unsupported(name: &str, why: &str) -> CallKind {
+    CallKind::Unsupported {
+        name: if why.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} ({why})")
+        },
+    }
+}
+
+/// The first of a call's events that `f` picks.
+fn first(evs: &CallEvents, f: fn(&Ev) -> Option<Msg>) -> Option<Msg> {
+    evs.iter().find_map(|(e, _)| f(e))
+}
+
+/// A message record's communicator, peer, tag and size as a call gives them (a peer or tag
+/// out of range: MPI_PROC_NULL, MPI_ANY_TAG).
+fn envelope(m: &Model, s: Msg) -> (CommHandle, i32, i32, u64) {
+    let peer = i32::try_from(s.peer).unwrap_or(PROC_NULL);
+    let tag = i32::try_from(s.tag).unwrap_or(crate::call::ANY);
+    (m.comm(s.comm).0, peer, tag, s.bytes)
+}
+
+/// An isend: its send record and request, or a send recorded without one (completed at the
+/// end, under a request handle made up from `synthetic_reqs`).
+fn isend(m: &Model, evs: &CallEvents, synthetic_reqs: &mut u64) -> CallKind {
+    let isend = evs.iter().find_map(|(e, _)| match e {
+        Ev::Isend(s, req) => Some((*s, *req)),
+        _ => None,
+    });
+    let (s, req) = match (isend, first(evs, send)) {
+        (Some(x), _) => x,
+        (None, Some(s)) => {
+            *synthetic_reqs += 1;
+            (s, u64::MAX - *synthetic_reqs)
+        }
+        (None, None) => return CallKind::Local,
+    };
+    let (comm, peer, tag, bytes) = envelope(m, s);
+    CallKind::Isend {
+        comm,
+        peer,
+        tag,
+        bytes,
+        req,
+    }
+}
+
+/// An irecv: its request record, with the message that completed it (read ahead).
+fn irecv(m: &Model, evs: &CallEvents) -> CallKind {
+    let post = evs.iter().find_map(|(e, out)| match (e, out) {
+        (Ev::IrecvRequest(req), Some(out)) => Some((*req, *out)),
+        _ => None,
+    });
+    match post {
+        Some((req, Outcome::Irecv(r))) => {
+            let (comm, peer, tag, bytes) = envelope(m, r);
+            CallKind::Irecv {
+                comm,
+                peer,
+                tag,
+                bytes,
+                req,
+            }
+        }
+        Some((req, _)) => CallKind::Irecv {
+            comm: WORLD_HANDLE,
+            peer: PROC_NULL,
+            tag: 0,
+            bytes: 0,
+            req,
+        },
+        None => CallKind::Local,
+    }
+}
+
+fn sendrecv(m: &Model, evs: &CallEvents) -> CallKind {
+    let (s, r) = (first(evs, send), first(evs, recv));
+    let Some(c) = s.or(r) else {
+        return CallKind::Local;
+    };
+    let (_, dst, send_tag, send_bytes) = s.map_or((0, PROC_NULL, 0, 0), |s| envelope(m, s));
+    let (_, src, recv_tag, recv_bytes) = r.map_or((0, PROC_NULL, 0, 0), |r| envelope(m, r));
+    CallKind::Sendrecv {
+        comm: m.comm(c.comm).0,
+        dst,
+        send_tag,
+        send_bytes,
+        src,
+        recv_tag,
+        recv_bytes,
+    }
+}
+
+/// A wait, test or request free `name`: the requests its completion records name.
+fn completion(name: &str, evs: &CallEvents) -> CallKind {
+    if first(evs, recv).is_some() {
+        return unsupported(name, "receive completed without a request record");
+    }
+    let done: Vec<ReqHandle> = evs
+        .iter()
+        .filter_map(|(e, _)| match e {
+            Ev::IsendComplete(r)
+            | Ev::Irecv(_, r)
+            | Ev::NbcComplete(_, r)
+            | Ev::RequestCancelled(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    let tested = evs.iter().find_map(|(e, _)| match e {
+        Ev::RequestTest(r) => Some(*r),
+        _ => None,
+    });
+    let flag = !done.is_empty();
+    let all: Vec<i32> = (0..done.len() as i32).collect();
+    match name {
+        "wait" if done.len() == 1 => CallKind::Wait { req: done[0] },
+        "wait" | "waitall" => CallKind::Waitall { reqs: done },
+        "waitany" => CallKind::Waitany {
+            index: if flag { 0 } else { -1 },
+            reqs: done,
+        },
+        "waitsome" => CallKind::Waitsome {
+            reqs: done,
+            indices: all,
+        },
+        "test" => CallKind::Test {
+            req: done.first().copied().or(tested).unwrap_or(0),
+            flag,
+        },
+        "testall" => CallKind::Testall { reqs: done, flag },
+        "testany" => CallKind::Testany {
+            index: if flag { 0 } else { -1 },
+            reqs: done,
+            flag,
+        },
+        "testsome" => CallKind::Testsome {
+            reqs: done,
+            indices: all,
+        },
+        _ => match done.first() {
+            Some(&req) => CallKind::RequestFree { req },
+            None => CallKind::Local,
+        },
+    }
+}
+
+/// A collective `name`: its collective record (blocking), or its request's (non-blocking).
+fn collective(m: &Model, name: &str, evs: &CallEvents) -> CallKind {
+    let record = evs.iter().find_map(|(e, out)| match (e, out) {
+        (Ev::CollEnd(c), _) => Some(*c),
+        (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
+        _ => None,
+    });
+    match record {
+        Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported(name, "")),
+        None => unsupported(name, "no collective record"),
     }
 }
 
@@ -914,33 +980,6 @@ fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
         root,
         bytes,
     })
-}
-
-/// Calls with effects the simulator does not model (as for DUMPI).
-fn is_unsupported(n: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "send_init",
-        "bsend_init",
-        "ssend_init",
-        "rsend_init",
-        "recv_init",
-        "start",
-        "startall",
-        "comm_spawn",
-        "comm_spawn_multiple",
-        "comm_accept",
-        "comm_connect",
-        "comm_join",
-        "comm_disconnect",
-        "intercomm_create",
-        "intercomm_merge",
-        "accumulate",
-        "get",
-        "put",
-        "grequest_start",
-        "grequest_complete",
-    ];
-    NAMES.contains(&n) || n.starts_with("file_") || n.starts_with("win_")
 }
 
 impl CallStream for Otf2Calls {

@@ -487,93 +487,80 @@ pub fn build(
             [alltoall_bytes, allreduce_bytes, bcast_bytes],
             compute_us,
         ),
+        W::A2a { .. }
+        | W::Allreduce { .. }
+        | W::Bcast { .. }
+        | W::Allgather { .. }
+        | W::Reduce { .. } => collective_loop(spec, ranks),
+        W::PacedStream { .. } | W::ShapedStream { .. } => frame_stream(spec, ranks),
+        W::Ft { .. }
+        | W::Cg { .. }
+        | W::Mg { .. }
+        | W::Lu { .. }
+        | W::Bt { .. }
+        | W::Sp { .. }
+        | W::Ep { .. }
+        | W::Is { .. } => npb_skeleton(spec, ranks),
+    }
+}
+
+/// The collective loops: `a2a`, `allreduce`, `bcast`, `allgather`, `reduce`.
+fn collective_loop(spec: &WorkloadSpec, ranks: u32) -> Result<Box<dyn Workload>, WorkloadError> {
+    use WorkloadSpec as W;
+    let (kind, iterations, bytes, compute_us, algo, root) = match *spec {
         W::A2a {
             iterations,
             bytes,
             compute_us,
             algo,
-        } => synthetic::collective_loop(
-            CollKind::Alltoall,
-            ranks,
-            iterations,
-            bytes,
-            compute_us,
-            algo,
-            0,
-        ),
+        } => (CollKind::Alltoall, iterations, bytes, compute_us, algo, 0),
         W::Allreduce {
             iterations,
             bytes,
             compute_us,
             algo,
-        } => synthetic::collective_loop(
-            CollKind::Allreduce,
-            ranks,
-            iterations,
-            bytes,
-            compute_us,
-            algo,
-            0,
-        ),
+        } => (CollKind::Allreduce, iterations, bytes, compute_us, algo, 0),
         W::Bcast {
             iterations,
             bytes,
             compute_us,
             algo,
             root,
-        } => synthetic::collective_loop(
-            CollKind::Bcast,
-            ranks,
-            iterations,
-            bytes,
-            compute_us,
-            algo,
-            root,
-        ),
+        } => (CollKind::Bcast, iterations, bytes, compute_us, algo, root),
         W::Allgather {
             iterations,
             bytes,
             compute_us,
             algo,
-        } => synthetic::collective_loop(
-            CollKind::Allgather,
-            ranks,
-            iterations,
-            bytes,
-            compute_us,
-            algo,
-            0,
-        ),
+        } => (CollKind::Allgather, iterations, bytes, compute_us, algo, 0),
         W::Reduce {
             iterations,
             bytes,
             compute_us,
             algo,
             root,
-        } => synthetic::collective_loop(
-            CollKind::Reduce,
-            ranks,
-            iterations,
-            bytes,
-            compute_us,
-            algo,
-            root,
-        ),
+        } => (CollKind::Reduce, iterations, bytes, compute_us, algo, root),
+        _ => unreachable!("`{}` is not a collective loop", spec.kind_name()),
+    };
+    synthetic::collective_loop(kind, ranks, iterations, bytes, compute_us, algo, root)
+}
+
+/// The frame streams: `paced_stream`, and `shaped_stream` with its bucket period.
+fn frame_stream(spec: &WorkloadSpec, ranks: u32) -> Result<Box<dyn Workload>, WorkloadError> {
+    use WorkloadSpec as W;
+    let (rate_mbps, duration_s, frame_bytes, ack_every, ack_bytes, bucket_period_us) = match *spec {
         W::PacedStream {
             rate_mbps,
             duration_s,
             frame_bytes,
             ack_every,
             ack_bytes,
-        } => stream::build(
-            ranks,
-            stream::Params {
-                rate_mbps,
-                duration_s,
-                frame_bytes,
-                ack_every,
-                ack_bytes,
-            },
+        } => (
+            rate_mbps,
+            duration_s,
+            frame_bytes,
+            ack_every,
+            ack_bytes,
             None,
         ),
         W::ShapedStream {
@@ -583,17 +570,30 @@ pub fn build(
             ack_every,
             ack_bytes,
             bucket_period_us,
-        } => stream::build(
-            ranks,
-            stream::Params {
-                rate_mbps,
-                duration_s,
-                frame_bytes,
-                ack_every,
-                ack_bytes,
-            },
+        } => (
+            rate_mbps,
+            duration_s,
+            frame_bytes,
+            ack_every,
+            ack_bytes,
             Some(bucket_period_us),
         ),
+        _ => unreachable!("`{}` is not a frame stream", spec.kind_name()),
+    };
+    let params = stream::Params {
+        rate_mbps,
+        duration_s,
+        frame_bytes,
+        ack_every,
+        ack_bytes,
+    };
+    stream::build(ranks, params, bucket_period_us)
+}
+
+/// The NPB skeletons, which share their parameters.
+fn npb_skeleton(spec: &WorkloadSpec, ranks: u32) -> Result<Box<dyn Workload>, WorkloadError> {
+    use WorkloadSpec as W;
+    let params = match *spec {
         W::Ft {
             class,
             iterations,
@@ -641,17 +641,15 @@ pub fn build(
             iterations,
             compute_scale,
             gflops_per_rank,
-        } => npb::build(
-            spec.kind_name(),
-            ranks,
-            npb::Params {
-                class,
-                iterations,
-                compute_scale,
-                gflops_per_rank,
-            },
-        ),
-    }
+        } => npb::Params {
+            class,
+            iterations,
+            compute_scale,
+            gflops_per_rank,
+        },
+        _ => unreachable!("`{}` is not an NPB skeleton", spec.kind_name()),
+    };
+    npb::build(spec.kind_name(), ranks, params)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -596,95 +596,22 @@ fn lu(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
     let ny_l = n.div_ceil(ydim as u64);
     generated("lu", ranks, Vec::new(), move |me| {
         let (i, j) = (me % xdim, me / xdim);
-        let north = (i > 0).then(|| me - 1);
-        let south = (i + 1 < xdim).then(|| me + 1);
-        let west = (j > 0).then(|| me - xdim);
-        let east = (j + 1 < ydim).then(|| me + xdim);
-        let ns = 5 * ny_l * 8;
-        let ew = 5 * nx_l * 8;
+        let g = LuGrid {
+            north: (i > 0).then(|| me - 1),
+            south: (i + 1 < xdim).then(|| me + 1),
+            west: (j > 0).then(|| me - xdim),
+            east: (j + 1 < ydim).then(|| me + xdim),
+            ns: 5 * ny_l * 8,
+            ew: 5 * nx_l * 8,
+        };
         let body = stepped(iters as u64, move |_| {
             let mut v = Vec::new();
-            // exchange_3: 2 layers of the 5 variables over the whole depth.
-            let mut reqs = Vec::new();
-            let mut req = 0;
-            for (peer, bytes, t) in [
-                (north, 2 * ns * n, 5),
-                (south, 2 * ns * n, 6),
-                (west, 2 * ew * n, 7),
-                (east, 2 * ew * n, 8),
-            ] {
-                if let Some(peer) = peer {
-                    v.push(Op::Irecv {
-                        comm: WORLD,
-                        src: SrcSel::Rank(peer),
-                        tag: TagSel::Tag(t),
-                        bytes,
-                        req,
-                    });
-                    reqs.push(req);
-                    req += 1;
-                }
-            }
-            // The tag names the direction the data travels from the receiver's view: what I
-            // send south is what my south neighbour receives from its north (tag 5).
-            for (peer, bytes, t) in [
-                (south, 2 * ns * n, 5),
-                (north, 2 * ns * n, 6),
-                (east, 2 * ew * n, 7),
-                (west, 2 * ew * n, 8),
-            ] {
-                if let Some(peer) = peer {
-                    v.push(Op::Isend {
-                        comm: WORLD,
-                        dst: peer,
-                        tag: t,
-                        bytes,
-                        req,
-                    });
-                    reqs.push(req);
-                    req += 1;
-                }
-            }
-            if !reqs.is_empty() {
-                v.push(Op::Waitall { reqs: reqs.into() });
-            }
+            g.exchange(&mut v, n);
             v.extend(compute(rhs_ps));
-            let recv = |v: &mut Vec<Op>, peer: Option<Rank>, t: Tag, bytes: u64| {
-                if let Some(src) = peer {
-                    v.push(Op::Recv {
-                        comm: WORLD,
-                        src: SrcSel::Rank(src),
-                        tag: TagSel::Tag(t),
-                        bytes,
-                    });
-                }
-            };
-            let send = |v: &mut Vec<Op>, peer: Option<Rank>, t: Tag, bytes: u64| {
-                if let Some(dst) = peer {
-                    v.push(Op::Send {
-                        comm: WORLD,
-                        dst,
-                        tag: t,
-                        bytes,
-                    });
-                }
-            };
-            // blts: wavefront from the north-west corner.
-            for _ in 0..planes {
-                recv(&mut v, north, 1, ns);
-                recv(&mut v, west, 2, ew);
-                v.extend(compute(plane_ps));
-                send(&mut v, south, 1, ns);
-                send(&mut v, east, 2, ew);
-            }
-            // buts: wavefront from the south-east corner.
-            for _ in 0..planes {
-                recv(&mut v, south, 3, ns);
-                recv(&mut v, east, 4, ew);
-                v.extend(compute(plane_ps));
-                send(&mut v, north, 3, ns);
-                send(&mut v, west, 4, ew);
-            }
+            // blts: wavefront from the north-west corner; buts: from the south-east corner.
+            let (nw, se) = ([g.north, g.west], [g.south, g.east]);
+            g.sweep(&mut v, (nw, se), [1, 2], planes, plane_ps);
+            g.sweep(&mut v, (se, nw), [3, 4], planes, plane_ps);
             v
         });
         let fin = [
@@ -693,6 +620,107 @@ fn lu(ranks: u32, p: Params, rate: Rate, c: usize) -> Result<Box<dyn Workload>, 
         ];
         Box::new(body.chain(fin.into_iter().map(Ok)))
     })
+}
+
+/// An LU rank's neighbours on the 2-D process grid (none at the grid's edges), and the bytes
+/// of one plane's boundary it exchanges with a north or south (`ns`) and a west or east (`ew`)
+/// neighbour.
+#[derive(Debug, Clone, Copy)]
+struct LuGrid {
+    north: Option<Rank>,
+    south: Option<Rank>,
+    west: Option<Rank>,
+    east: Option<Rank>,
+    ns: u64,
+    ew: u64,
+}
+
+impl LuGrid {
+    /// exchange_3: 2 layers of the 5 variables over the whole depth `n`, with every neighbour
+    /// at once.
+    fn exchange(&self, v: &mut Vec<Op>, n: u64) {
+        let (ns, ew) = (2 * self.ns * n, 2 * self.ew * n);
+        let mut reqs = Vec::new();
+        let mut req = 0;
+        for (peer, bytes, t) in [
+            (self.north, ns, 5),
+            (self.south, ns, 6),
+            (self.west, ew, 7),
+            (self.east, ew, 8),
+        ] {
+            if let Some(peer) = peer {
+                v.push(Op::Irecv {
+                    comm: WORLD,
+                    src: SrcSel::Rank(peer),
+                    tag: TagSel::Tag(t),
+                    bytes,
+                    req,
+                });
+                reqs.push(req);
+                req += 1;
+            }
+        }
+        // The tag names the direction the data travels from the receiver's view: what I send
+        // south is what my south neighbour receives from its north (tag 5).
+        for (peer, bytes, t) in [
+            (self.south, ns, 5),
+            (self.north, ns, 6),
+            (self.east, ew, 7),
+            (self.west, ew, 8),
+        ] {
+            if let Some(peer) = peer {
+                v.push(Op::Isend {
+                    comm: WORLD,
+                    dst: peer,
+                    tag: t,
+                    bytes,
+                    req,
+                });
+                reqs.push(req);
+                req += 1;
+            }
+        }
+        if !reqs.is_empty() {
+            v.push(Op::Waitall { reqs: reqs.into() });
+        }
+    }
+
+    /// A wavefront sweep over `planes` planes: per plane, its boundaries from the two
+    /// neighbours `from` (north or south, then west or east) with tags `tags`, its compute,
+    /// and its boundaries to the two neighbours `to`.
+    fn sweep(
+        &self,
+        v: &mut Vec<Op>,
+        (from, to): ([Option<Rank>; 2], [Option<Rank>; 2]),
+        tags: [Tag; 2],
+        planes: u64,
+        plane_ps: u64,
+    ) {
+        let bytes = [self.ns, self.ew];
+        for _ in 0..planes {
+            for ((peer, tag), bytes) in from.into_iter().zip(tags).zip(bytes) {
+                if let Some(src) = peer {
+                    v.push(Op::Recv {
+                        comm: WORLD,
+                        src: SrcSel::Rank(src),
+                        tag: TagSel::Tag(tag),
+                        bytes,
+                    });
+                }
+            }
+            v.extend(compute(plane_ps));
+            for ((peer, tag), bytes) in to.into_iter().zip(tags).zip(bytes) {
+                if let Some(dst) = peer {
+                    v.push(Op::Send {
+                        comm: WORLD,
+                        dst,
+                        tag,
+                        bytes,
+                    });
+                }
+            }
+        }
+    }
 }
 
 /// Where one time step of BT / SP spends its operations, per grid point, as counted in the NPB 3.3
