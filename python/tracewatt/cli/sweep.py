@@ -79,7 +79,7 @@ def sweep_table(df: Any, axes: Sequence[str]) -> str:
     variants = ["variant"] if df["variant"].nunique() > 1 else []
     metrics = [
         ("makespan_s", _format.seconds),
-        ("energy_j", lambda v: f"{v:.4g}"),
+        ("energy_j", _format.joules),
         ("lpi_share", lambda v: f"{v:.3f}"),
         ("saving_pct", lambda v: f"{v:.2f}"),
         ("link_saving_pct", lambda v: f"{v:.1f}"),

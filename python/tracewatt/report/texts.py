@@ -127,7 +127,7 @@ def _energy_lines(summary: dict[str, Any]) -> list[str]:
     if not isinstance(energy, dict) or not isinstance(power, dict) or "total" not in energy:
         return []
     kinds = [k for k in energy if k != "total"] + ["total"]
-    rows = [[k, f"{energy[k]:.4g} J", f"{power.get(k, 0.0):,.1f} W"] for k in kinds]
+    rows = [[k, _format.joules(energy[k]), f"{power.get(k, 0.0):,.1f} W"] for k in kinds]
     table = _format.table(["component", "energy", "avg power"], rows, [False, True, True])
     return ["", table.rstrip("\n"), ""]
 
@@ -137,7 +137,7 @@ def _quantity(name: str, value: float) -> str:
     if name.endswith("_s"):
         return _format.seconds(value)
     if name.endswith("_j"):
-        return f"{value:.4g} J"
+        return _format.joules(value)
     return f"{value:,.1f} W"
 
 
