@@ -150,7 +150,14 @@ def _settings(frame: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]
     axis."""
     rows: list[tuple[str, str]] = []
     base = meta.get("base")
+    axes = sweep_axes(frame, meta)
+    labels = axis_labels(meta, axes)
     if isinstance(base, dict):
+        cell = base.get("cell") or {}
+        if cell:
+            # The base lacks what an axis gives (e.g. the job): shown as the first cell has it.
+            given = ", ".join(f"{labels.get(k, k)} = {_cell(v)}" for k, v in cell.items())
+            rows.append(("base", f"as the first run completes it ({given})"))
         rows += setting_rows(base["config"], base["machine"])
     sets = meta.get("variant_sets") or {}
     baseline = meta.get("baseline")
@@ -158,8 +165,6 @@ def _settings(frame: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]
         changes = ", ".join(f"{k} = {_cell(v)}" for k, v in (sets.get(name) or {}).items())
         role = " (the baseline)" if name == baseline else ""
         rows.append((f"variant {name}{role}", changes or "the base configuration as it is"))
-    axes = sweep_axes(frame, meta)
-    labels = axis_labels(meta, axes)
     for a in axes:
         values = list(dict.fromkeys(frame[a].dropna()))
         shown = ", ".join(_cell(v) for v in values)

@@ -294,17 +294,28 @@ class SweepSpec:
 
     def _base_description(self) -> dict[str, Any] | None:
         """The base configuration, resolved, and its machine (``tracewatt machine --json``),
-        for the report's header; None where the base alone does not resolve (an axis or a
-        variant supplies what it lacks)."""
+        for the report's header. Where the base alone does not resolve (an axis supplies what
+        it lacks, e.g. the job), the first cell's values complete it, and ``cell`` names them;
+        None where that fails too."""
         # Imported here: the machine description needs the simulator, which nothing else of a
         # spec does.
         from tracewatt.simulation import machine
 
-        try:
-            cfg = Config.from_dict(dict(self.base), source=self.source)
-            return {"config": cfg.resolved(), "machine": machine(cfg)}
-        except ConfigError:
-            return None
+        _, first = next(self.cells())
+        for cell in ([], first):
+            d = copy.deepcopy(dict(self.base))
+            for path, _, value in cell:
+                set_path(d, path, copy.deepcopy(value), source=self.source)
+            try:
+                cfg = Config.from_dict(d, source=self.source)
+                return {
+                    "config": cfg.resolved(),
+                    "machine": machine(cfg),
+                    "cell": {path: column for path, column, _ in cell},
+                }
+            except ConfigError:
+                continue
+        return None
 
 
 #: The fields of a link power table that only a link that sleeps uses.
