@@ -425,7 +425,8 @@ def test_sweep_report_reads_as_the_command_line_and_fits_the_page(
         {
             "table": "const t = document.querySelector('table.runs');"
             " return [t.scrollWidth, t.clientWidth, t.parentElement.clientWidth];",
-            "headers": "return [...document.querySelectorAll('table.runs th')].map(h => h.innerText);",
+            "headers": "return [...document.querySelectorAll('table.runs th')]"
+            ".map(h => h.innerText);",
             "first_row": "return [...document.querySelector('table.runs tr:nth-child(2)').cells]"
             ".map(c => c.innerText);",
         },
