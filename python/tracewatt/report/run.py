@@ -115,9 +115,17 @@ def _job_source(job: dict[str, Any]) -> str:
     return str(job["workload"]["kind"])
 
 
+def message_latencies(results: Results) -> list[float] | None:
+    """Every message's latency, s, where the run kept its messages (``messages.parquet``)."""
+    messages = results.tables.get("messages")
+    if messages is None or "latency_s" not in messages:
+        return None
+    return [float(v) for v in messages["latency_s"]]
+
+
 def _summary_text(results: Results, baseline: Results | None) -> str:
     if baseline is None:
-        return summary_text(results.summary)
+        return summary_text(results.summary, latencies_s=message_latencies(results))
     return compare_text(Comparison(policy=results, baseline=baseline))
 
 
