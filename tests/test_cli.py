@@ -220,6 +220,59 @@ def test_run_set_and_seed(run_cli: Run, pingpong_toml: Path) -> None:
     assert s["messages"]["count"] == 6
 
 
+def test_a_bad_set_is_reported_against_the_option(run_cli: Run, pingpong_toml: Path) -> None:
+    """A typo or a refused value in --set names the option and its text, not the file; an
+    error of the file itself still names the file."""
+    r = run_cli("run", pingpong_toml, "--set", "power.links.idle_timeot_us=5")
+    assert r.code == 2
+    assert r.err.startswith(
+        "tracewatt: error: --set 'power.links.idle_timeot_us=5': power.links.idle_timeot_us: "
+        "unknown field `idle_timeot_us`"
+    ), r.err
+    r = run_cli("run", pingpong_toml, "--set", "jobs.0.workload.bytes=-3")
+    assert r.code == 2
+    assert r.err.startswith(
+        "tracewatt: error: --set 'jobs.0.workload.bytes=-3': jobs[0].workload.bytes: "
+    ), r.err
+    broken = pingpong_toml.parent / "broken.toml"
+    broken.write_text(pingpong_toml.read_text() + "\n[output]\ncolour = 1\n")
+    r = run_cli("run", broken, "--set", "seed=2")
+    assert r.code == 2
+    assert r.err.startswith(f"tracewatt: error: {broken}: output.colour: unknown field"), r.err
+
+
+def test_a_results_folder_that_does_not_exist_is_named_so(run_cli: Run, tmp_path: Path) -> None:
+    for command in (["analyze", "idle"], ["report"]):
+        r = run_cli(*command, tmp_path / "nosuchdir")
+        assert (r.code, r.out) == (2, "")
+        assert r.err == f"tracewatt: error: {tmp_path / 'nosuchdir'}: no such directory\n"
+
+
+def test_latency_percentiles_are_exact_or_marked(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    """The ping-pong's messages all take the same time (mean = max): exact percentiles are the
+    maximum; the summary's binned ones are marked ~ (the lower edge of the max's bucket)."""
+    r = run_cli("run", pingpong_toml)
+    m = re.search(
+        r"^message latency +mean (\S+ \S+)  p50 (\S+ \S+)  p99 (\S+ \S+)  max (\S+ \S+)$",
+        r.out,
+        re.M,
+    )
+    assert m is not None, r.out
+    mean, p50, p99, top = m.groups()
+    assert mean == top
+    assert p50.startswith("~") and p99.startswith("~")
+    r = run_cli("run", pingpong_toml, "--set", "output.messages=true")
+    m = re.search(
+        r"^message latency +mean (\S+ \S+)  p50 (\S+ \S+)  p99 (\S+ \S+)  max (\S+ \S+)$",
+        r.out,
+        re.M,
+    )
+    assert m is not None, r.out
+    assert m.group(2) == m.group(3) == m.group(4) == m.group(1)
+
+
 def test_set_without_equals_is_usage_error(run_cli: Run, pingpong_toml: Path) -> None:
     r = run_cli("run", pingpong_toml, "--set", "seed")
     assert r.code == 2

@@ -191,7 +191,19 @@ def test_base_file_relative_to_the_spec(tmp_path: Path) -> None:
             'mode = "random"\nsamples = 2\n[axes]\n'
             '"power.links.idle_timeout_us" = { min = 0, max = 1, step = 2 }\n',
             "spec.toml: axes.power.links.idle_timeout_us.step: unknown field; expected one of "
-            "integer, log, max, min",
+            "integer, label, log, max, min",
+        ),
+        (
+            "[axes]\nseed = { label = 3, values = [1, 2] }\n",
+            "spec.toml: axes.seed.label: expected a non-empty string, got 3",
+        ),
+        (
+            '[axes]\nseed = { label = "the seed", values = [1, 2], colour = 1 }\n',
+            "spec.toml: axes.seed.colour: unknown field; expected one of label, values",
+        ),
+        (
+            '[axes]\nseed = { label = "the seed", values = [] }\n',
+            "spec.toml: axes.seed: expected at least one value",
         ),
         (
             '[axes]\n[[variants]]\nname = ""\n',
@@ -269,11 +281,17 @@ def test_idle_timeout_sweep_rows_savings_and_slowdowns(run_cli: Run, tmp_path: P
     assert len(eee) == 8
     cells = zip(eee["power.links.idle_timeout_us"], eee["jobs[0].workload"], strict=True)
     assert sorted(cells) == sorted((t, w) for t in TIMEOUTS_US for w in ("perm", "halo"))
+    # Always on, the idle timeout cannot change a run: one always-on run per workload serves
+    # every timeout, the first timeout's (8 EEE runs + 2).
+    on = df[df["variant"] == "always_on"]
+    assert on.groupby("jobs[0].workload")["dir"].nunique().to_dict() == {"perm": 1, "halo": 1}
+    assert df["dir"].nunique() == 10
     for row in df.to_dict("records"):
         s = summary(out, row)
         cfg = s["config"]
-        # Each row is its own run: its directory holds the configuration of its axis values.
-        assert cfg["power"]["links"]["idle_timeout_us"] == row["power.links.idle_timeout_us"]
+        # Each EEE row is its own run: its directory holds the configuration of its values.
+        timeout_us = row["power.links.idle_timeout_us"] if row["variant"] == "eee" else 0.5
+        assert cfg["power"]["links"]["idle_timeout_us"] == timeout_us
         kind = {"perm": "permutation", "halo": "near_neighbor"}[row["jobs[0].workload"]]
         assert cfg["jobs"][0]["workload"]["kind"] == kind
         assert row["makespan_s"] == s["makespan_s"]
