@@ -84,16 +84,25 @@ def _pct(digits: int) -> Callable[[float], str]:
     return lambda v: f"{v + 0.0:.{digits}f}"
 
 
+#: How ``tracewatt sweep``'s table and the report's print a sweep's metric columns.
+METRIC_FORMATS: dict[str, Callable[[float], str]] = {
+    "makespan_s": _format.seconds,
+    "energy_j": _format.joules,
+    "saving_pct": _pct(2),
+    "link_saving_pct": _pct(1),
+    "slowdown_pct": _pct(2),
+    "link_wakes": _format.count,
+}
+
 #: The metric columns of a sweep's table in its report, with their headings (units in them) and
-#: how their values print: as the command line prints them. The dataset holds more (every
-#: component).
+#: how their values print. The dataset holds more (every component).
 _SWEEP_TABLE: tuple[tuple[str, str, Callable[[float], str]], ...] = (
-    ("makespan_s", "run time", _format.seconds),
-    ("energy_j", "energy", _format.joules),
-    ("saving_pct", "saving %", _pct(2)),
-    ("link_saving_pct", "link saving %", _pct(1)),
-    ("slowdown_pct", "slowdown %", _pct(2)),
-    ("link_wakes", "link wakes", _format.count),
+    ("makespan_s", "run time", METRIC_FORMATS["makespan_s"]),
+    ("energy_j", "energy", METRIC_FORMATS["energy_j"]),
+    ("saving_pct", "saving %", METRIC_FORMATS["saving_pct"]),
+    ("link_saving_pct", "link saving %", METRIC_FORMATS["link_saving_pct"]),
+    ("slowdown_pct", "slowdown %", METRIC_FORMATS["slowdown_pct"]),
+    ("link_wakes", "link wakes", METRIC_FORMATS["link_wakes"]),
     ("lpi_share", "LPI %", lambda v: f"{100 * v:.1f}"),
 )
 
