@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,10 @@ def sweep_table(df: Any, axes: Sequence[str]) -> str:
     """The table ``sweep`` and ``study`` print: a row per run."""
     groups = ["group"] if (df["group"] != "").any() else []
     variants = ["variant"] if df["variant"].nunique() > 1 else []
-    formats = {**METRIC_FORMATS, "lpi_share": lambda v: f"{v:.3f}"}
+    formats: dict[str, Callable[[float], str]] = {
+        **METRIC_FORMATS,
+        "lpi_share": lambda v: f"{v:.3f}",
+    }
     order = ("makespan_s", "energy_j", "lpi_share", "saving_pct", "link_saving_pct", "slowdown_pct")
     metrics = [(k, formats[k]) for k in order]
     metrics = [(k, f) for k, f in metrics if k in df.columns]

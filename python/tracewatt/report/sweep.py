@@ -194,7 +194,7 @@ def sweep_sections(frame: pd.DataFrame, meta: dict[str, Any]) -> str:
     if simulated is not None and simulated < len(frame):
         runs += f"; {simulated} simulations (runs of the same configuration share one)"
     head = [
-        ("sweep", f"{meta.get('name', '')}: {meta.get('description', '')}"),
+        ("sweep", ": ".join(t for t in (meta.get("name"), meta.get("description")) if t)),
         *_settings(frame, meta),
         ("mode", str(meta.get("mode", "grid"))),
         ("runs", runs),
