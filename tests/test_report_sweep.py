@@ -167,6 +167,24 @@ def test_without_a_baseline_the_figures_are_absolute() -> None:
     np.testing.assert_array_equal(line.get_ydata(), runs.sort_values(TIMEOUT)["makespan_s"])
 
 
+def test_absolute_figures_are_in_the_command_lines_units() -> None:
+    """Run times of some ms and energies of some kJ are drawn in ms and kJ, as `tracewatt sweep`
+    prints them (2.634 ms, not 0.002634 s)."""
+    frame = sweep_frame()
+    frame = frame[(frame["variant"] == "eee") & (frame["status"] == "ok")]
+    frame = frame.drop(columns=["saving_pct", "link_saving_pct", "slowdown_pct"])
+    frame = frame.assign(makespan_s=frame["makespan_s"] * 1e-3, energy_j=frame["energy_j"] * 1e3)
+    meta = {**META, "variants": ["eee"], "baseline": None}
+    bars, curves = (f.figure for f in report.sweep_figures(frame, meta))
+    assert [ax.get_ylabel() for ax in bars.axes] == ["energy (kJ)", "run time (ms)"]
+    assert [ax.get_ylabel() for ax in curves.axes[:2]] == ["energy (kJ)", "run time (ms)"]
+    ft_nn = frame[(frame["group"] == "fig2") & (frame[PRESET] == "ft") & (frame[JOB] == "nn")]
+    # The bar is the run's energy in kJ: the dataset's J over 1,000.
+    height = bars.axes[0].containers[0].patches[0].get_height()
+    assert height == pytest.approx(ft_nn["energy_j"].iloc[0] / 1e3)
+    assert report.sweep_sections(frame, meta).count(" ms</td>") == len(frame)
+
+
 def test_a_random_sweep_draws_points_per_categorical_value() -> None:
     # Two numeric axes sampled at random: a line per preset would zig-zag, so points.
     rng = np.random.default_rng(1)

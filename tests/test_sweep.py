@@ -269,6 +269,22 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
 # --------------------------------------------------------------------------- dataset
 
 
+def test_axes_without_a_label_are_named_as_a_reader_would() -> None:
+    from tracewatt.sweep.spec import default_label
+
+    assert default_label("power.links.idle_timeout_us") == "idle timeout (us)"
+    assert default_label("machine.links.bandwidth_gbps") == "bandwidth (Gb/s)"
+    assert default_label("machine.preset") == "machine"
+    assert default_label("jobs[0]") == "workload"
+    assert default_label("jobs.0.workload") == "workload"
+    assert default_label("jobs[1].workload") == "job 1 workload"
+    assert default_label("jobs[0].workload.kind") == "workload kind"
+    assert default_label("jobs[0].trace.path") == "trace"
+    assert default_label("mpi.wait.policy") == "MPI wait policy"
+    assert default_label("power.links.policy") == "link policy"
+    assert default_label("machine.ranks_per_node") == "ranks per node"
+
+
 def test_idle_timeout_sweep_rows_savings_and_slowdowns(run_cli: Run, tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = run_cli("sweep", spec_file(tmp_path, EEE_VS_ALWAYS_ON), "-o", out, "-j", "2", "-q")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tracewatt import _format
 from tracewatt._dependencies import numpy as np
 from tracewatt._dependencies import pandas as pd
 from tracewatt.report.plots import new_figure
@@ -31,6 +32,17 @@ def _labels(rows: pd.DataFrame, columns: list[str]) -> pd.Series:
     if not columns:
         return pd.Series("", index=rows.index)
     return rows[columns].astype(str).agg(" / ".join, axis=1)
+
+
+def _in_unit(values: pd.Series, label: str) -> tuple[float, str]:
+    """The scale and axis label that show ``values`` in the unit the command line prints their
+    largest in (``run time (ms)`` for 0.002634 s); a label in J or s only, others as given."""
+    for unit in ("J", "s"):
+        if label.endswith(f"({unit})"):
+            finite = values.dropna().abs()
+            scale, prefixed = _format.unit_scale(float(finite.max()) if len(finite) else 0.0, unit)
+            return scale, f"{label.removesuffix(f'({unit})')}({prefixed})"
+    return 1.0, label
 
 
 def _fixed_text(group: SweepGroup) -> str:
@@ -77,8 +89,9 @@ def sweep_bars(group: SweepGroup) -> Figure:
     axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
     x = np.arange(len(xs))
     width = 0.8 / len(bars)
-    for ax, (column, label) in zip(axes, metrics, strict=True):
-        values = rows.set_index(["_x", "_bar"])[column].astype(float)
+    for ax, (column, given) in zip(axes, metrics, strict=True):
+        scale, label = _in_unit(rows[column].astype(float), given)
+        values = rows.set_index(["_x", "_bar"])[column].astype(float) / scale
         for i, bar in enumerate(bars):
             heights = [float(values.get((label_x, bar), np.nan)) for label_x in xs]
             at = x + (i - (len(bars) - 1) / 2) * width
@@ -127,11 +140,12 @@ def sweep_curves(group: SweepGroup, axis: str) -> Figure:
     x_values = rows[axis].to_numpy(dtype=float)
     log = bool(len(x_values)) and x_values.min() > 0 and x_values.max() >= 100 * x_values.min()
     style = {"marker": "o", "linestyle": "none" if group.random else "-"}
-    for ax, (values, label) in zip(axes, panels, strict=True):
+    for ax, (values, given) in zip(axes, panels, strict=True):
+        scale, label = _in_unit(values.astype(float), given)
         for line, idx in rows.groupby("_line", sort=False).groups.items():
             ax.plot(
                 rows.loc[idx, axis].to_numpy(dtype=float),
-                values.loc[idx].to_numpy(dtype=float),
+                values.loc[idx].to_numpy(dtype=float) / scale,
                 label=str(line) or None,
                 **style,
             )
