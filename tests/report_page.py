@@ -67,9 +67,15 @@ class Page:
     figures: dict[str, np.ndarray]
     #: Each figure's image's natural height and width, pixels, by figure id.
     sizes: dict[str, tuple[int, int]]
+    #: The page's text as the browser lays it out (``innerText``: what a reader sees).
+    text: str
+    #: The value of each script ``open_page`` was given, by its name.
+    measured: dict[str, Any]
 
 
-def open_page(path: Path) -> Page:
+def open_page(path: Path, scripts: dict[str, str] | None = None) -> Page:
+    """Opens ``path`` at a laptop's 1200 x 900 viewport; ``scripts`` are JavaScript bodies
+    (``return ...``) run on the loaded page, their values kept in ``Page.measured``."""
     from PIL import Image
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -117,7 +123,17 @@ def open_page(path: Path) -> Page:
             for e in events
             if e["method"] == "Network.requestWillBeSent"
         ]
-        return Page(driver.page_source, driver.get_log("browser"), requests, figures, sizes)
+        text = str(driver.execute_script("return document.body.innerText"))
+        measured = {k: driver.execute_script(js) for k, js in (scripts or {}).items()}
+        return Page(
+            driver.page_source,
+            driver.get_log("browser"),
+            requests,
+            figures,
+            sizes,
+            text,
+            measured,
+        )
     finally:
         driver.quit()
 

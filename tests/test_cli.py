@@ -88,6 +88,23 @@ def test_run_summary_names_the_policies_and_link_power(run_cli: Run, pingpong_to
     assert "link power            always on" in r.out.splitlines()
 
 
+_SI = {"": 1.0, "m": 1e-3, "u": 1e-6, "k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def test_energies_print_under_si_prefixes() -> None:
+    """1.519e+05 J is 151.9 kJ, as 0.002634 s is 2.634 ms."""
+    assert _format.joules(151_900.0) == "151.9 kJ"
+    assert _format.joules(2.41613e11) == "241.6 GJ"
+    assert _format.joules(5_523_000.0) == "5.523 MJ"
+    assert _format.joules(21.09) == "21.09 J"
+    assert _format.joules(0.01234) == "12.34 mJ"
+    assert _format.joules(-1500.0) == "-1.5 kJ"
+    assert _format.joules(0.0) == "0 J"
+    assert _format.joules(None) == "-"
+    assert _format.seconds(0.002634) == "2.634 ms"
+    assert _format.seconds(90.5) == "90.5 s"
+
+
 def test_run_summary_energy_table_matches_summary_json(
     run_cli: Run, pingpong_toml: Path, tmp_path: Path
 ) -> None:
@@ -99,7 +116,12 @@ def test_run_summary_energy_table_matches_summary_json(
     assert kinds <= set(rows)
     for kind in kinds:
         energy, power = summary["energy_j"][kind], summary["avg_power_w"][kind]
-        assert rows[kind] == [f"{energy:.4g}", "J", f"{power:,.1f}", "W"]
+        value, unit = rows[kind][:2]
+        # Four significant digits under an SI prefix, as times are.
+        assert len(value.replace(".", "").lstrip("0")) <= 4, value
+        assert float(value) * _SI[unit.removesuffix("J")] == pytest.approx(energy, rel=5e-4)
+        assert 1.0 <= float(value) < 1000.0
+        assert rows[kind][2:] == [f"{power:,.1f}", "W"]
     # Times in the makespan's format: 20 rounds of 100 us plus the round trips, in ms.
     assert re.search(r"^makespan +2\.0\d+ ms$", r.out, re.M)
     assert re.search(r"^wall time +[\d.]+ [mu]?s$", r.out, re.M)
@@ -198,6 +220,59 @@ def test_run_set_and_seed(run_cli: Run, pingpong_toml: Path) -> None:
     assert s["messages"]["count"] == 6
 
 
+def test_a_bad_set_is_reported_against_the_option(run_cli: Run, pingpong_toml: Path) -> None:
+    """A typo or a refused value in --set names the option and its text, not the file; an
+    error of the file itself still names the file."""
+    r = run_cli("run", pingpong_toml, "--set", "power.links.idle_timeot_us=5")
+    assert r.code == 2
+    assert r.err.startswith(
+        "tracewatt: error: --set 'power.links.idle_timeot_us=5': power.links.idle_timeot_us: "
+        "unknown field `idle_timeot_us`"
+    ), r.err
+    r = run_cli("run", pingpong_toml, "--set", "jobs.0.workload.bytes=-3")
+    assert r.code == 2
+    assert r.err.startswith(
+        "tracewatt: error: --set 'jobs.0.workload.bytes=-3': jobs[0].workload.bytes: "
+    ), r.err
+    broken = pingpong_toml.parent / "broken.toml"
+    broken.write_text(pingpong_toml.read_text() + "\n[output]\ncolour = 1\n")
+    r = run_cli("run", broken, "--set", "seed=2")
+    assert r.code == 2
+    assert r.err.startswith(f"tracewatt: error: {broken}: output.colour: unknown field"), r.err
+
+
+def test_a_results_folder_that_does_not_exist_is_named_so(run_cli: Run, tmp_path: Path) -> None:
+    for command in (["analyze", "idle"], ["report"]):
+        r = run_cli(*command, tmp_path / "nosuchdir")
+        assert (r.code, r.out) == (2, "")
+        assert r.err == f"tracewatt: error: {tmp_path / 'nosuchdir'}: no such directory\n"
+
+
+def test_latency_percentiles_are_exact_or_marked(
+    run_cli: Run, pingpong_toml: Path, tmp_path: Path
+) -> None:
+    """The ping-pong's messages all take the same time (mean = max): exact percentiles are the
+    maximum; the summary's binned ones are marked ~ (the lower edge of the max's bucket)."""
+    r = run_cli("run", pingpong_toml)
+    m = re.search(
+        r"^message latency +mean (\S+ \S+)  p50 (\S+ \S+)  p99 (\S+ \S+)  max (\S+ \S+)$",
+        r.out,
+        re.M,
+    )
+    assert m is not None, r.out
+    mean, p50, p99, top = m.groups()
+    assert mean == top
+    assert p50.startswith("~") and p99.startswith("~")
+    r = run_cli("run", pingpong_toml, "--set", "output.messages=true")
+    m = re.search(
+        r"^message latency +mean (\S+ \S+)  p50 (\S+ \S+)  p99 (\S+ \S+)  max (\S+ \S+)$",
+        r.out,
+        re.M,
+    )
+    assert m is not None, r.out
+    assert m.group(2) == m.group(3) == m.group(4) == m.group(1)
+
+
 def test_set_without_equals_is_usage_error(run_cli: Run, pingpong_toml: Path) -> None:
     r = run_cli("run", pingpong_toml, "--set", "seed")
     assert r.code == 2
@@ -236,12 +311,26 @@ def test_machine_on_a_100k_node_torus_is_fast(run_cli: Run, tmp_path: Path) -> N
     assert (info["nodes"], info["diameter_hops"]) == (100_000, 72)
 
 
-def test_presets(run_cli: Run) -> None:
+def test_presets_name_and_describe_each_machine(run_cli: Run) -> None:
+    """Each preset's line is its name, then a description that gives its node count (TraceRP
+    Table 1, Miwa et al. 2014, the 33 x 8 x 4 benchmark dragonfly)."""
     r = run_cli("presets")
     assert r.code == 0
-    names = r.out.split()
-    assert "tracerp-fattree-288" in names and "miwa2014-16node" in names
-    assert json.loads(run_cli("presets", "--json").out) == names
+    lines = dict(line.split(None, 1) for line in r.out.splitlines())
+    nodes = {
+        "miwa2014-16node": "16 nodes",
+        "tracerp-fattree-288": "288 nodes",
+        "tracerp-torus-4x8x8": "256 nodes",
+        "tracerp-dragonfly-342": "342 nodes",
+        "bench-dragonfly-1056": "1,056 nodes",
+        "codes-dragonfly-1056": "1,056 nodes",
+    }
+    assert sorted(lines) == sorted(nodes)
+    for name, count in nodes.items():
+        assert count in lines[name], lines[name]
+    listed = json.loads(run_cli("presets", "--json").out)
+    assert [p["name"] for p in listed] == list(lines)
+    assert {p["name"]: p["description"] for p in listed} == lines
 
 
 def test_usage_errors_exit_2(run_cli: Run, tmp_path: Path) -> None:

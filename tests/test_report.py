@@ -103,10 +103,14 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_breakdown_bars_are_the_energy_of_each_component(compared: tuple[Results, Results]) -> None:
     results, baseline = compared
-    ax = results.plot.energy_breakdown().axes[0]
-    kinds = [t.get_text() for t in ax.get_xticklabels()]
+    fig = results.plot.energy_breakdown()
+    ax, saving_ax = fig.axes
+    kinds = [t.get_text() for t in saving_ax.get_xticklabels()]
+    # The axis is in the unit the command line would print its largest bar in.
+    scale = _UNIT_SCALE[ax.get_ylabel()]
     base_bars, policy_bars = (
-        dict(zip(kinds, (b.get_height() for b in c.patches), strict=True)) for c in ax.containers
+        dict(zip(kinds, (b.get_height() * scale for b in c.patches), strict=True))
+        for c in ax.containers
     )
     # Node base power is constant: 2 nodes x 90 W over the run, worked out by hand.
     assert policy_bars["node_base"] == pytest.approx(2 * NODE_BASE_W * results.makespan_s)
@@ -119,6 +123,40 @@ def test_breakdown_bars_are_the_energy_of_each_component(compared: tuple[Results
         assert sum(bars.values()) == pytest.approx(res.summary["energy_j"]["total"])
     # EEE saves link energy: the policy's port bars are below the baseline's.
     assert policy_bars["switch_ports"] < base_bars["switch_ports"]
+    # Below: each component's saving on its own scale, the node base's tall bars left out.
+    saving_scale = _UNIT_SCALE[saving_ax.get_ylabel().replace("saved", "energy")]
+    (savings,) = saving_ax.containers
+    for kind, bar in zip(kinds, savings.patches, strict=True):
+        want = baseline.summary["energy_j"][kind] - results.summary["energy_j"][kind]
+        assert bar.get_height() * saving_scale == pytest.approx(want)
+    by_port = {
+        r: res.links.groupby("port")["energy_j"].sum()
+        for r, res in (("p", results), ("b", baseline))
+    }
+    want_ports = by_port["b"]["switch"] - by_port["p"]["switch"]
+    assert savings.patches[
+        kinds.index("switch_ports")
+    ].get_height() * saving_scale == pytest.approx(want_ports)
+    # Each saving bar says its value, as the command line would print it.
+    texts = [t.get_text() for t in saving_ax.texts]
+    assert texts[kinds.index("switch_ports")].endswith("J")
+
+
+_UNIT_SCALE = {"energy (J)": 1.0, "energy (mJ)": 1e-3, "energy (uJ)": 1e-6, "energy (kJ)": 1e3}
+
+
+def test_timeline_legend_is_below_the_lines(compared: tuple[Results, Results]) -> None:
+    """The legend sits under the axes, where it covers no line."""
+    results, baseline = compared
+    fig = results.plot.power_timeline(baseline)
+    (ax,) = fig.axes
+    assert ax.get_legend() is None
+    (legend,) = fig.legends
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box, axes_box = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert box.y1 <= axes_box.y0
+    assert "baseline total" in [t.get_text() for t in legend.get_texts()]
 
 
 def test_timeline_lines_are_the_timeline_columns(compared: tuple[Results, Results]) -> None:
@@ -249,7 +287,7 @@ def test_study_bars_are_each_runs_saving(run_cli: Any, study_dir: Path) -> None:
     page = parse_html(text)
     assert page.figures == ["sweep_bars"]
     assert all(ref.startswith("data:") for ref in page.refs)
-    assert "<td>halo</td>" in text
+    assert '<td class="key">halo</td>' in text
 
 
 def test_figures_are_written_as_files(run_cli: Any, compare_dir: Path, tmp_path: Path) -> None:

@@ -5,6 +5,10 @@ hand in the documented format, and a real small sweep checked against its runs' 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import tracewatt
 from report_page import assert_offline_and_drawn, needs_browser, open_page, parse_html
 from tracewatt import cli, report
 from tracewatt.report.sweep_plots import SWEEP_SAVING_METRICS
@@ -162,6 +167,24 @@ def test_without_a_baseline_the_figures_are_absolute() -> None:
     np.testing.assert_array_equal(line.get_ydata(), runs.sort_values(TIMEOUT)["makespan_s"])
 
 
+def test_absolute_figures_are_in_the_command_lines_units() -> None:
+    """Run times of some ms and energies of some kJ are drawn in ms and kJ, as `tracewatt sweep`
+    prints them (2.634 ms, not 0.002634 s)."""
+    frame = sweep_frame()
+    frame = frame[(frame["variant"] == "eee") & (frame["status"] == "ok")]
+    frame = frame.drop(columns=["saving_pct", "link_saving_pct", "slowdown_pct"])
+    frame = frame.assign(makespan_s=frame["makespan_s"] * 1e-3, energy_j=frame["energy_j"] * 1e3)
+    meta = {**META, "variants": ["eee"], "baseline": None}
+    bars, curves = (f.figure for f in report.sweep_figures(frame, meta))
+    assert [ax.get_ylabel() for ax in bars.axes] == ["energy (kJ)", "run time (ms)"]
+    assert [ax.get_ylabel() for ax in curves.axes[:2]] == ["energy (kJ)", "run time (ms)"]
+    ft_nn = frame[(frame["group"] == "fig2") & (frame[PRESET] == "ft") & (frame[JOB] == "nn")]
+    # The bar is the run's energy in kJ: the dataset's J over 1,000.
+    height = bars.axes[0].containers[0].patches[0].get_height()
+    assert height == pytest.approx(ft_nn["energy_j"].iloc[0] / 1e3)
+    assert report.sweep_sections(frame, meta).count(" ms</td>") == len(frame)
+
+
 def test_a_random_sweep_draws_points_per_categorical_value() -> None:
     # Two numeric axes sampled at random: a line per preset would zig-zag, so points.
     rng = np.random.default_rng(1)
@@ -272,7 +295,7 @@ workload = { kind = "near_neighbor", iterations = 5, bytes = 1024, compute_us = 
 
 [[groups]]
 name = "control"
-axes = { "power.control" = ["independent", "paired"] }
+axes = { "power.control" = { label = "link directions", values = ["independent", "paired"] } }
 
 [[groups]]
 name = "timeout"
@@ -354,3 +377,146 @@ def test_sweep_report_renders_in_headless_chromium(
     html = tmp_path / "report.html"
     assert run_cli("report", request.getfixturevalue(directory), "-o", html, "-q").code == 0
     assert_offline_and_drawn(open_page(html), html, expected)
+
+
+def test_runs_of_the_same_configuration_share_one_simulation(small_sweep: Path) -> None:
+    """Always-on runs differ only in the sleep settings of links that never sleep: per job one
+    always-on simulation serves both control modes and all three timeouts. 2 jobs x (2 + 3 EEE
+    runs + 1 always-on) = 12 simulations for the 2 x (2 + 3) x 2 = 20 rows."""
+    frame, _ = report.load_sweep(small_sweep)
+    assert len(frame) == 20
+    assert len(list((small_sweep / "runs").iterdir())) == 12
+    on = frame[frame["variant"] == "always_on"]
+    assert on.groupby("jobs[0]")["dir"].nunique().to_dict() == {"halo": 1, "pingpong": 1}
+    # The shared run is what each of its cells would have run alone: the halo always on with
+    # paired control and a 1 us timeout, simulated on its own.
+    spec = tomllib.loads(SMALL_SWEEP)
+    config = {**spec["base"], "jobs": [spec["axes"]["jobs[0]"]["halo"]]}
+    config["power"] = {
+        "control": "paired",
+        "links": {"policy": "always_on", "idle_timeout_us": 1.0},
+    }
+    alone = tracewatt.simulate(config).summary
+    shared = json.loads(
+        (small_sweep / on[on["jobs[0]"] == "halo"]["dir"].iloc[0] / "summary.json").read_text()
+    )
+    assert shared["makespan_s"] == alone["makespan_s"]
+    assert shared["energy_j"] == alone["energy_j"]
+    # A resumed sweep finds every run done and simulates nothing.
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracewatt",
+            "sweep",
+            str(small_sweep.parent / "spec.toml"),
+            "-o",
+            str(small_sweep),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "12 runs, 12 already done; nothing to run" in r.stderr
+
+
+def _cli_cells(out: str) -> list[list[str]]:
+    """The rows of the table `tracewatt sweep` prints, split on runs of two spaces or more."""
+    lines = out.splitlines()
+    return [
+        re.split(r"\s{2,}", line.strip())
+        for line in lines[2:]
+        if line and not line.startswith("results")
+    ]
+
+
+@needs_browser
+def test_sweep_report_reads_as_the_command_line_and_fits_the_page(
+    run_cli: Any, small_sweep: Path, tmp_path: Path
+) -> None:
+    html = tmp_path / "report.html"
+    assert run_cli("report", small_sweep, "-o", html, "-q").code == 0
+    page = open_page(
+        html,
+        {
+            "table": "const t = document.querySelector('table.runs');"
+            " return [t.scrollWidth, t.clientWidth, t.parentElement.clientWidth];",
+            "headers": "return [...document.querySelectorAll('table.runs th')]"
+            ".map(h => h.innerText);",
+            "first_row": "return [...document.querySelector('table.runs tr:nth-child(2)').cells]"
+            ".map(c => c.innerText);",
+        },
+    )
+    # Every column shows at a laptop's viewport: nothing behind a scrollbar.
+    scroll_w, client_w, body_w = page.measured["table"]
+    assert scroll_w <= client_w <= body_w
+    # Axes under the names a reader knows (the spec's label, or the field's), metrics with units.
+    assert page.measured["headers"] == [
+        "group",
+        "workload",
+        "link directions",
+        "idle timeout (us)",
+        "variant",
+        "run time",
+        "energy",
+        "saving %",
+        "link saving %",
+        "slowdown %",
+        "link wakes",
+        "LPI %",
+    ]
+    # The first run's time and energy as `tracewatt sweep` prints them.
+    r = run_cli("sweep", small_sweep.parent / "spec.toml", "-o", small_sweep)
+    cli_row = _cli_cells(r.out)[0]
+    assert cli_row[:5] == ["control", "pingpong", "independent", "eee", "ok"]
+    row = page.measured["first_row"]
+    assert row[:3] == ["control", "pingpong", "independent"]
+    assert (row[5], row[6]) == (cli_row[5], cli_row[6])
+    assert re.fullmatch(r"\d+(\.\d+)? [mu]s", row[5]) and re.fullmatch(r"\d+(\.\d+)? m?J", row[6])
+    # The header: the machine and scale of the base, each variant's change, each axis' values.
+    for line in (
+        "machine\tsingle_switch: 4 nodes, 1 switches, 4 links, 1 rank(s) per node",
+        "variant eee\tthe base configuration as it is",
+        "variant always_on (the baseline)\tpower.links.policy = always_on",
+        "axis workload\tpingpong, halo (jobs[0])",
+        "axis link directions\tindependent, paired (power.control)",
+        "axis idle timeout (us)\t1, 20, 400 (power.links.idle_timeout_us)",
+        "runs\t20 (0 failed); 12 simulations (runs of the same configuration share one)",
+    ):
+        assert line in page.text.splitlines(), line
+    assert "jobs[0]\t" not in page.text and "machine.preset" not in page.text
+
+
+def test_figures_name_axes_as_a_reader_does(small_sweep: Path) -> None:
+    frame, meta = report.load_sweep(small_sweep)
+    bars, curves = (f.figure for f in report.sweep_figures(frame, meta))
+    assert bars.axes[-1].get_xlabel() == "link directions"
+    assert bars.legends[0].get_title().get_text() == "workload"
+    assert (
+        bars.axes[0].get_title() == "control: per workload and link directions, against always_on"
+    )
+    assert curves.axes[0].get_xlabel() == "idle timeout (us)"
+    assert curves.legends[0].get_title().get_text() == "workload"
+
+
+def test_zero_bars_are_marked_and_faster_runs_explained() -> None:
+    """A saving of exactly 0 gets a "0" where its bar would be; a failed run gets nothing. A
+    negative slowdown is explained in the caption."""
+    frame = sweep_frame()
+    cell = (frame["group"] == "fig2") & (frame[PRESET] == "ft") & (frame[JOB] == "qbox")
+    cell &= frame["variant"] == "eee"
+    frame.loc[cell, "slowdown_pct"] = 0.0
+    frame.loc[
+        (frame["group"] == "fig2") & (frame[JOB] == "nn") & (frame["variant"] == "eee"),
+        "slowdown_pct",
+    ] = -1.5
+    (bars, curves) = report.sweep_figures(frame, META)
+    slowdown_ax = bars.figure.axes[2]
+    marks = [(t.get_text(), t.xy) for t in slowdown_ax.texts]
+    # qbox is the second job along x; ft the first of two bars (width 0.4, centred at -0.2).
+    assert marks == [("0", (pytest.approx(1 - 0.2), 0.0))]
+    assert "A negative slowdown" in bars.caption and "reorders" in bars.caption
+    # The fig3 group's runs are all slower: no such sentence under its curves.
+    assert "negative slowdown" not in curves.caption

@@ -191,7 +191,19 @@ def test_base_file_relative_to_the_spec(tmp_path: Path) -> None:
             'mode = "random"\nsamples = 2\n[axes]\n'
             '"power.links.idle_timeout_us" = { min = 0, max = 1, step = 2 }\n',
             "spec.toml: axes.power.links.idle_timeout_us.step: unknown field; expected one of "
-            "integer, log, max, min",
+            "integer, label, log, max, min",
+        ),
+        (
+            "[axes]\nseed = { label = 3, values = [1, 2] }\n",
+            "spec.toml: axes.seed.label: expected a non-empty string, got 3",
+        ),
+        (
+            '[axes]\nseed = { label = "the seed", values = [1, 2], colour = 1 }\n',
+            "spec.toml: axes.seed.colour: unknown field; expected one of label, values",
+        ),
+        (
+            '[axes]\nseed = { label = "the seed", values = [] }\n',
+            "spec.toml: axes.seed: expected at least one value",
         ),
         (
             '[axes]\n[[variants]]\nname = ""\n',
@@ -257,6 +269,22 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
 # --------------------------------------------------------------------------- dataset
 
 
+def test_axes_without_a_label_are_named_as_a_reader_would() -> None:
+    from tracewatt.sweep.spec import default_label
+
+    assert default_label("power.links.idle_timeout_us") == "idle timeout (us)"
+    assert default_label("machine.links.bandwidth_gbps") == "bandwidth (Gb/s)"
+    assert default_label("machine.preset") == "machine"
+    assert default_label("jobs[0]") == "workload"
+    assert default_label("jobs.0.workload") == "workload"
+    assert default_label("jobs[1].workload") == "job 1 workload"
+    assert default_label("jobs[0].workload.kind") == "workload kind"
+    assert default_label("jobs[0].trace.path") == "trace"
+    assert default_label("mpi.wait.policy") == "MPI wait policy"
+    assert default_label("power.links.policy") == "link policy"
+    assert default_label("machine.ranks_per_node") == "ranks per node"
+
+
 def test_idle_timeout_sweep_rows_savings_and_slowdowns(run_cli: Run, tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = run_cli("sweep", spec_file(tmp_path, EEE_VS_ALWAYS_ON), "-o", out, "-j", "2", "-q")
@@ -269,11 +297,17 @@ def test_idle_timeout_sweep_rows_savings_and_slowdowns(run_cli: Run, tmp_path: P
     assert len(eee) == 8
     cells = zip(eee["power.links.idle_timeout_us"], eee["jobs[0].workload"], strict=True)
     assert sorted(cells) == sorted((t, w) for t in TIMEOUTS_US for w in ("perm", "halo"))
+    # Always on, the idle timeout cannot change a run: one always-on run per workload serves
+    # every timeout, the first timeout's (8 EEE runs + 2).
+    on = df[df["variant"] == "always_on"]
+    assert on.groupby("jobs[0].workload")["dir"].nunique().to_dict() == {"perm": 1, "halo": 1}
+    assert df["dir"].nunique() == 10
     for row in df.to_dict("records"):
         s = summary(out, row)
         cfg = s["config"]
-        # Each row is its own run: its directory holds the configuration of its axis values.
-        assert cfg["power"]["links"]["idle_timeout_us"] == row["power.links.idle_timeout_us"]
+        # Each EEE row is its own run: its directory holds the configuration of its values.
+        timeout_us = row["power.links.idle_timeout_us"] if row["variant"] == "eee" else 0.5
+        assert cfg["power"]["links"]["idle_timeout_us"] == timeout_us
         kind = {"perm": "permutation", "halo": "near_neighbor"}[row["jobs[0].workload"]]
         assert cfg["jobs"][0]["workload"]["kind"] == kind
         assert row["makespan_s"] == s["makespan_s"]

@@ -71,6 +71,7 @@ def machine(config: ConfigLike) -> dict[str, Any]:
     return out
 
 
-def presets() -> list[str]:
-    """Names of the built-in machine presets (``machine.preset = "<name>"``)."""
-    return list(_tracewatt.presets())
+def presets() -> dict[str, str]:
+    """The built-in machine presets (``machine.preset = "<name>"``): name -> one-line
+    description, in the order ``tracewatt presets`` lists them."""
+    return dict(_tracewatt.presets())

@@ -136,10 +136,10 @@ fn machine_info(py: Python<'_>, text: &str, format: &str, source: &str) -> PyRes
         .map_err(to_py)
 }
 
-/// Names of the machine presets.
+/// (name, one-line description) of every machine preset.
 #[pyfunction]
-fn presets() -> Vec<&'static str> {
-    tracewatt_sim::presets::names()
+fn presets() -> Vec<(&'static str, &'static str)> {
+    tracewatt_sim::presets::descriptions()
 }
 
 /// A cheap lower bound of a run's simulated time, s, for progress displays: over every rank, its

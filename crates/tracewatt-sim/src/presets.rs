@@ -4,42 +4,53 @@
 //! preset may also carry the machine's own power figures in a `[power]` table (its nodes'
 //! base and core power), under which the user's `[power]` table is merged the same way.
 
-/// (name, TOML text) of every preset.
-pub const PRESETS: &[(&str, &str)] = &[
+/// (name, one-line description, TOML text) of every preset.
+pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "miwa2014-16node",
+        "Miwa et al. 2014's 10GBASE-T cluster: 16 nodes, a two-level fat-tree of 24-port switches",
         include_str!("presets/miwa2014-16node.toml"),
     ),
     (
         "tracerp-fattree-288",
+        "TraceRP's fat-tree: 288 nodes of 32 ranks, 24-port switches in 3 levels, 10 Gb/s links",
         include_str!("presets/tracerp-fattree-288.toml"),
     ),
     (
         "tracerp-torus-4x8x8",
+        "TraceRP's 3-D torus 4 x 8 x 8: 256 nodes of 32 ranks, 10 Gb/s links",
         include_str!("presets/tracerp-torus-4x8x8.toml"),
     ),
     (
         "tracerp-dragonfly-342",
+        "TraceRP's dragonfly: 19 groups of 6 routers, 342 nodes of 32 ranks, 10 Gb/s links",
         include_str!("presets/tracerp-dragonfly-342.toml"),
     ),
     (
         "bench-dragonfly-1056",
+        "The packet simulators' benchmark dragonfly: 33 groups of 8 routers, 1,056 nodes, UGAL",
         include_str!("presets/bench-dragonfly-1056.toml"),
     ),
     (
         "codes-dragonfly-1056",
+        "CODES' synthetic-traffic dragonfly: 1,056 nodes, GiB/s links, no link latency",
         include_str!("presets/codes-dragonfly-1056.toml"),
     ),
 ];
 
 /// Names of the presets, for error messages and `--help`.
 pub fn names() -> Vec<&'static str> {
-    PRESETS.iter().map(|(n, _)| *n).collect()
+    PRESETS.iter().map(|(n, _, _)| *n).collect()
+}
+
+/// (name, one-line description) of every preset, for `tracewatt presets`.
+pub fn descriptions() -> Vec<(&'static str, &'static str)> {
+    PRESETS.iter().map(|(n, d, _)| (*n, *d)).collect()
 }
 
 /// The machine table of a preset.
 pub fn machine_table(name: &str) -> Option<toml::Table> {
-    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name)?;
+    let (_, _, text) = PRESETS.iter().find(|(n, _, _)| *n == name)?;
     // The presets are part of the program and parsed by a test; a parse failure is a bug.
     text.parse::<toml::Table>().ok()
 }

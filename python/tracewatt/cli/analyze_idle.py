@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from tracewatt import _format
 from tracewatt.analysis.idle import SCREEN_TABLES, screen_idle
-from tracewatt.cli.common import EXIT_OK, UsageError, times
+from tracewatt.cli.common import EXIT_OK, UsageError, results_folder, times
 from tracewatt.results import Results
 
 
 def cmd_analyze_idle(args: argparse.Namespace) -> int:
-    path = Path(args.results)
+    path = results_folder(args.results)
     if not (path / "summary.json").is_file():
         raise UsageError(
             f"{args.results}: not a results folder (no summary.json); write one with "

@@ -53,13 +53,15 @@ def format_text(r: JoblogResult) -> str:
     rows = [
         [
             p,
-            f"{r.energy_j[p]:.6g}",
-            f"{r.saving_j(p):.6g}",
+            _format.joules(r.energy_j[p]),
+            _format.joules(r.saving_j(p)),
             f"{100 * r.saving_j(p) / always:.2f} %",
         ]
         for p in POLICIES
     ]
-    table = _format.table(["policy", "energy_j", "saving_j", "saving"], rows, [False] + [True] * 3)
+    table = _format.table(
+        ["policy", "energy", "energy saved", "saving"], rows, [False] + [True] * 3
+    )
     ratio = "-" if r.saving_ratio is None else f"{100 * r.saving_ratio:.2f} %"
     lines += [
         table.rstrip("\n"),

@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -103,6 +104,17 @@ def writable_dir(path: str | os.PathLike[str], what: str) -> Path:
     return out
 
 
+def results_folder(text: str) -> Path:
+    """A results folder argument: it must exist and be a directory; whether it holds results
+    is the command's to say. Raises :class:`UsageError`."""
+    path = Path(text)
+    if not path.exists():
+        raise UsageError(f"{text}: no such directory")
+    if not path.is_dir():
+        raise UsageError(f"{text}: is a file, not a results folder (a directory)")
+    return path
+
+
 def load_config(args: argparse.Namespace) -> Config:
     path = Path(args.config)
     if not path.exists():
@@ -111,15 +123,42 @@ def load_config(args: argparse.Namespace) -> Config:
         raise UsageError(f"{args.config}: is a directory, not a configuration file")
     cfg = Config.load(path)
     overrides: dict[str, Any] = {}
+    given: dict[str, str] = {}  # field path -> the option that set it, as typed
     for item in getattr(args, "set", None) or []:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set {item!r}: expected PATH=VALUE, e.g. seed=3")
         overrides[key] = parse_value(value.strip())
+        given[key] = f"--set {item!r}"
     if getattr(args, "seed", None) is not None:
         overrides["seed"] = args.seed
-    return cfg.with_overrides(overrides) if overrides else cfg
+        given["seed"] = f"--seed {args.seed}"
+    if not overrides:
+        return cfg
+    try:
+        out = cfg.with_overrides(overrides)
+        out.validate()
+    except ConfigError as e:
+        raise _option_error(e, cfg, given) from None
+    return out
+
+
+def _option_error(e: ConfigError, cfg: Config, given: dict[str, str]) -> Exception:
+    """A configuration error that an option caused, named by that option: the field the error
+    is about is one the option set (a typo in its path, a bad value), or the file is valid
+    without the options."""
+    message = str(e).removeprefix(f"{cfg.source}: ")
+    field = message.split(": ", 1)[0]
+    for key, option in given.items():
+        path = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)  # jobs.0 is jobs[0]
+        if field == path or field.startswith((f"{path}.", f"{path}[")):
+            return UsageError(f"{option}: {message}")
+    try:
+        cfg.validate()
+    except ConfigError:
+        return e  # the file is wrong by itself
+    return UsageError(f"{', '.join(given.values())}: {message}")
 
 
 def output_dir(args: argparse.Namespace) -> Path | None:

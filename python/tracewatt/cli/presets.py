@@ -1,4 +1,4 @@
-"""``tracewatt presets``: the names of the built-in machines."""
+"""``tracewatt presets``: the built-in machines, each with a one-line description."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from tracewatt.simulation import presets
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    names = presets()
+    listed = presets()
     if args.json:
-        sys.stdout.write(json.dumps(names) + "\n")
+        records = [{"name": n, "description": d} for n, d in listed.items()]
+        sys.stdout.write(json.dumps(records, indent=2) + "\n")
     else:
-        sys.stdout.write("".join(f"{n}\n" for n in names))
+        width = max(len(n) for n in listed) + 2
+        sys.stdout.write("".join(f"{n:<{width}}{d}\n" for n, d in listed.items()))
     return EXIT_OK

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from tracewatt import report
-from tracewatt.cli.common import EXIT_OK, UsageError
+from tracewatt.cli.common import EXIT_OK, UsageError, results_folder
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = Path(args.results)
+    path = results_folder(args.results)
     if args.format is not None and args.figures is None:
         # The HTML embeds PNGs whatever --format says: silently ignoring it would mislead.
         raise UsageError(f"--format {args.format}: only with --figures DIR (the HTML embeds PNG)")

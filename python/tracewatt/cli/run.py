@@ -16,6 +16,7 @@ from tracewatt.cli.common import (
     write_timing,
 )
 from tracewatt.cli.progress import sim_progress
+from tracewatt.report.run import message_latencies
 from tracewatt.report.texts import summary_text
 from tracewatt.results import summary_json
 from tracewatt.simulation import simulate
@@ -41,7 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(summary_json(res.summary))
     elif not args.quiet:
-        sys.stdout.write(summary_text(res.summary, timing))
+        sys.stdout.write(summary_text(res.summary, timing, message_latencies(res)))
         if out is not None:
             sys.stdout.write(f"results written to {out}\n")
     return EXIT_OK

@@ -8,13 +8,14 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tracewatt import _format, sweep
 from tracewatt.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError, sigterm_stops
 from tracewatt.cli.progress import SweepDisplay
+from tracewatt.report.sweep import METRIC_FORMATS
 
 
 def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
@@ -77,14 +78,12 @@ def sweep_table(df: Any, axes: Sequence[str]) -> str:
     """The table ``sweep`` and ``study`` print: a row per run."""
     groups = ["group"] if (df["group"] != "").any() else []
     variants = ["variant"] if df["variant"].nunique() > 1 else []
-    metrics = [
-        ("makespan_s", _format.seconds),
-        ("energy_j", lambda v: f"{v:.4g}"),
-        ("lpi_share", lambda v: f"{v:.3f}"),
-        ("saving_pct", lambda v: f"{v:.2f}"),
-        ("link_saving_pct", lambda v: f"{v:.1f}"),
-        ("slowdown_pct", lambda v: f"{v:.2f}"),
-    ]
+    formats: dict[str, Callable[[float], str]] = {
+        **METRIC_FORMATS,
+        "lpi_share": lambda v: f"{v:.3f}",
+    }
+    order = ("makespan_s", "energy_j", "lpi_share", "saving_pct", "link_saving_pct", "slowdown_pct")
+    metrics = [(k, formats[k]) for k in order]
     metrics = [(k, f) for k, f in metrics if k in df.columns]
     headers = [*groups, *axes, *variants, "status", *(k for k, _ in metrics)]
     rows = []

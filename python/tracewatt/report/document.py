@@ -67,8 +67,11 @@ def write_figures(
 _STYLE = """
 body { font-family: sans-serif; max-width: 960px; margin: 1em auto; padding: 0 1em; }
 table.config td { padding: 0 1em 0 0; vertical-align: top; }
-table.dataframe { display: block; overflow-x: auto; font-size: smaller; }
-table.dataframe td, table.dataframe th { padding: 0 0.5em; text-align: right; }
+table.runs { border-collapse: collapse; font-size: smaller; }
+table.runs th { padding: 0 0.4em; text-align: right; vertical-align: bottom; }
+table.runs td { padding: 0 0.4em; text-align: right; white-space: nowrap; }
+table.runs .key { text-align: left; }
+table.runs tr:nth-child(even) { background: #f4f4f4; }
 table.checks td, table.checks th { padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 pre { background: #f4f4f4; padding: 0.5em; overflow-x: auto; }
 figure { margin: 1.5em 0; }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tracewatt import _format
 from tracewatt._dependencies import matplotlib_agg, matplotlib_colors, matplotlib_figure
 from tracewatt._dependencies import matplotlib_ticker as ticker
 from tracewatt._dependencies import numpy as np
@@ -17,6 +18,7 @@ from tracewatt._dependencies import pandas as pd
 from tracewatt.analysis.idle import tables_span_s
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from tracewatt.results import Results
@@ -48,36 +50,57 @@ def _components(energy_j: dict[str, float]) -> list[str]:
 
 
 def energy_breakdown(results: Results) -> Figure:
-    """Energy per component kind (``summary.json`` ``energy_j``), J; beside it the always-on
-    baseline's where the results are a ``compare`` output (their summary has ``baseline``).
+    """Energy per component kind (``summary.json`` ``energy_j``), in the command line's unit
+    (J, kJ, ...); beside it the always-on baseline's where the results are a ``compare`` output
+    (their summary has ``baseline``), and below, each kind's saving (baseline less policy) on
+    its own scale: a node's base power dwarfs the ports whose saving the comparison is about.
     The title gives the saving and the slowdown."""
     summary = results.summary
     energy: dict[str, float] = summary["energy_j"]
     baseline = summary.get("baseline", {}).get("energy_j")
     kinds = _components(energy if baseline is None else {**baseline, **energy})
-    fig = new_figure()
-    ax = fig.add_subplot()
+    fig = new_figure() if baseline is None else new_figure((9.0, 6.5))
+    axes = [fig.add_subplot()] if baseline is None else list(fig.subplots(2, 1, sharex=True))
+    ax = axes[0]
     x = np.arange(len(kinds))
     series = (
         [("policy", energy)] if baseline is None else [("baseline", baseline), ("policy", energy)]
     )
+    largest = max(float(v.get(k, 0.0)) for _, v in series for k in kinds) if kinds else 0.0
+    scale, unit = _format.unit_scale(largest, "J")
     width = 0.8 / len(series)
     for i, (label, values) in enumerate(series):
-        heights = [float(values.get(k, 0.0)) for k in kinds]
+        heights = [float(values.get(k, 0.0)) / scale for k in kinds]
         offset = (i - (len(series) - 1) / 2) * width
         ax.bar(x + offset, heights, width, label=label)
-    ax.set_xticks(x, kinds, rotation=20, ha="right")
-    ax.set_ylabel("energy (J)")
-    title = f"Energy per component, total {float(energy['total']):.4g} J"
+    ax.set_ylabel(f"energy ({unit})")
+    title = f"Energy per component, total {_format.joules(float(energy['total']))}"
     if baseline is not None:
         saving_pct, slowdown_pct = float(summary["saving_pct"]), float(summary["slowdown_pct"])
         title += (
-            f" (baseline {float(baseline['total']):.4g} J):"
+            f" (baseline {_format.joules(float(baseline['total']))}):"
             f" saving {saving_pct:.2f} %, slowdown {slowdown_pct:.2f} %"
         )
-    ax.set_title(title)
+        _saving_axes(axes[1], x, kinds, baseline, energy)
+    ax.set_title(title, fontsize="medium")
     ax.legend()
+    axes[-1].set_xticks(x, kinds, rotation=20, ha="right")
     return fig
+
+
+def _saving_axes(
+    ax: Axes, x: np.ndarray, kinds: list[str], baseline: dict[str, float], energy: dict[str, float]
+) -> None:
+    """Each kind's saving, baseline less policy (negative where the policy spent more), each
+    bar labelled with its value."""
+    savings = [float(baseline.get(k, 0.0)) - float(energy.get(k, 0.0)) for k in kinds]
+    largest = max((abs(v) for v in savings), default=0.0)
+    scale, unit = _format.unit_scale(largest, "J")
+    bars = ax.bar(x, [v / scale for v in savings], 0.6, color="C2")
+    ax.bar_label(bars, [_format.joules(v) for v in savings], fontsize="x-small")
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_ylabel(f"saved ({unit})")
+    ax.set_title("Saving per component (baseline less policy)", fontsize="medium")
 
 
 def _power_columns(timeline: pd.DataFrame) -> list[str]:
@@ -110,7 +133,8 @@ def power_timeline(results: Results, baseline: Results | None = None) -> Figure:
     ax.set_ylabel("power (W)")
     ax.set_ylim(bottom=0.0)
     ax.set_title("Power over time")
-    ax.legend(fontsize="small", ncols=2)
+    # Below the axes: inside, the legend would cover the lines it names.
+    fig.legend(loc="outside lower center", fontsize="small", ncols=4)
     return fig
 
 

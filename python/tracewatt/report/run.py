@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tracewatt import _format
 from tracewatt.compare import Comparison
 from tracewatt.errors import ResultsError
 from tracewatt.report import plots
@@ -80,21 +81,29 @@ def figures(results: Results, baseline: Results | None = None) -> list[ReportFig
 
 
 def _header(results: Results) -> list[tuple[str, str]]:
-    config = results.config
-    machine = config.get("machine", {})
-    info = results.summary.get("machine", {})
-    topology = machine.get("preset") or machine.get("topology", {}).get("kind", "?")
+    return setting_rows(results.config, results.summary.get("machine", {}))
+
+
+def setting_rows(config: dict[str, Any], machine: dict[str, Any]) -> list[tuple[str, str]]:
+    """A resolved configuration's key settings as (what, how): its machine and scale (from
+    ``machine``, ``tracewatt machine --json`` or a summary's ``machine``), its jobs, and the
+    power policies it applies."""
+    m = config.get("machine", {})
+    topology = m.get("preset") or m.get("topology", {}).get("kind", "?")
+    per_node = machine.get("ranks_per_node", m.get("ranks_per_node"))
     rows = [
         (
             "machine",
-            f"{topology}: {info.get('nodes', '?')} nodes, {info.get('switches', '?')} switches,"
-            f" {info.get('links', '?')} links",
+            f"{topology}: {_format.count(machine.get('nodes'))} nodes,"
+            f" {_format.count(machine.get('switches'))} switches,"
+            f" {_format.count(machine.get('links'))} links,"
+            f" {_format.count(per_node)} rank(s) per node",
         )
     ]
-    # The summary's jobs carry the resolved names (`job0` for a job without one), in the
-    # configuration's order.
-    for job, done in zip(config.get("jobs", []), results.summary.get("jobs", []), strict=True):
-        rows.append((f"job {done['name']}", f"{_job_source(job)}, {job['ranks']} ranks"))
+    # Named as the summary names them: `job0` for a job without a name.
+    for i, job in enumerate(config.get("jobs", [])):
+        name = job.get("name") or f"job{i}"
+        rows.append((f"job {name}", f"{_job_source(job)}, {_format.count(job['ranks'])} ranks"))
     rows += [(what.strip(), how) for what, how in policies(config)]
     return rows
 
@@ -106,9 +115,17 @@ def _job_source(job: dict[str, Any]) -> str:
     return str(job["workload"]["kind"])
 
 
+def message_latencies(results: Results) -> list[float] | None:
+    """Every message's latency, s, where the run kept its messages (``messages.parquet``)."""
+    messages = results.tables.get("messages")
+    if messages is None or "latency_s" not in messages:
+        return None
+    return [float(v) for v in messages["latency_s"]]
+
+
 def _summary_text(results: Results, baseline: Results | None) -> str:
     if baseline is None:
-        return summary_text(results.summary)
+        return summary_text(results.summary, latencies_s=message_latencies(results))
     return compare_text(Comparison(policy=results, baseline=baseline))
 
 

@@ -3,13 +3,15 @@ curves against numeric ones."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tracewatt import _format
 from tracewatt._dependencies import numpy as np
 from tracewatt._dependencies import pandas as pd
 from tracewatt.report.plots import new_figure
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from tracewatt.sweep.dataset import SweepGroup
@@ -32,8 +34,41 @@ def _labels(rows: pd.DataFrame, columns: list[str]) -> pd.Series:
     return rows[columns].astype(str).agg(" / ".join, axis=1)
 
 
-def _fixed_text(fixed: dict[str, Any]) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in fixed.items())
+def _in_unit(values: pd.Series, label: str) -> tuple[float, str]:
+    """The scale and axis label that show ``values`` in the unit the command line prints their
+    largest in (``run time (ms)`` for 0.002634 s); a label in J or s only, others as given."""
+    for unit in ("J", "s"):
+        if label.endswith(f"({unit})"):
+            finite = values.dropna().abs()
+            scale, prefixed = _format.unit_scale(float(finite.max()) if len(finite) else 0.0, unit)
+            return scale, f"{label.removesuffix(f'({unit})')}({prefixed})"
+    return 1.0, label
+
+
+def _fixed_text(group: SweepGroup) -> str:
+    return ", ".join(f"{group.labels.get(k, k)} = {v}" for k, v in group.fixed.items())
+
+
+def _named(group: SweepGroup, axes: list[str]) -> str:
+    """The axes as a reader names them: ``machine and workload``."""
+    names = [group.labels.get(a, a) for a in axes]
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _mark_zeros(ax: Axes, x: np.ndarray, heights: list[float]) -> None:
+    """A bar of exactly zero draws nothing: a small "0" at its place tells it from a missing
+    (failed) run, which draws nothing either."""
+    for xi, h in zip(x, heights, strict=True):
+        if h == 0.0:
+            ax.annotate(
+                "0",
+                (xi, 0.0),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize="x-small",
+            )
 
 
 def sweep_bars(group: SweepGroup) -> Figure:
@@ -54,17 +89,20 @@ def sweep_bars(group: SweepGroup) -> Figure:
     axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
     x = np.arange(len(xs))
     width = 0.8 / len(bars)
-    for ax, (column, label) in zip(axes, metrics, strict=True):
-        values = rows.set_index(["_x", "_bar"])[column].astype(float)
+    for ax, (column, given) in zip(axes, metrics, strict=True):
+        scale, label = _in_unit(rows[column].astype(float), given)
+        values = rows.set_index(["_x", "_bar"])[column].astype(float) / scale
         for i, bar in enumerate(bars):
-            heights = [values.get((label_x, bar), np.nan) for label_x in xs]
-            ax.bar(x + (i - (len(bars) - 1) / 2) * width, heights, width, label=bar or None)
+            heights = [float(values.get((label_x, bar), np.nan)) for label_x in xs]
+            at = x + (i - (len(bars) - 1) / 2) * width
+            ax.bar(at, heights, width, label=bar or None)
+            _mark_zeros(ax, at, heights)
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_ylabel(label)
-    against = f" against {group.baseline}" if group.baseline is not None else ""
-    title = f"{group.name + ': ' if group.name else ''}per {' x '.join(cats) or 'run'}{against}"
+    against = f", against {group.baseline}" if group.baseline is not None else ""
+    title = f"{group.name + ': ' if group.name else ''}per {_named(group, cats) or 'run'}{against}"
     if group.fixed:
-        title += f"\n({_fixed_text(group.fixed)})"
+        title += f"\n({_fixed_text(group)})"
     axes[0].set_title(title, fontsize="medium")
     if across:
         fig.legend(
@@ -72,11 +110,11 @@ def sweep_bars(group: SweepGroup) -> Figure:
             loc="outside lower center",
             fontsize="small",
             ncols=min(len(bars), 4),
-            title=" / ".join(across),
+            title=" / ".join(group.labels.get(a, a) for a in across),
         )
     axes[-1].set_xticks(x, xs, rotation=20, ha="right")
     if along:
-        axes[-1].set_xlabel(along)
+        axes[-1].set_xlabel(group.labels.get(along, along))
     return fig
 
 
@@ -102,27 +140,29 @@ def sweep_curves(group: SweepGroup, axis: str) -> Figure:
     x_values = rows[axis].to_numpy(dtype=float)
     log = bool(len(x_values)) and x_values.min() > 0 and x_values.max() >= 100 * x_values.min()
     style = {"marker": "o", "linestyle": "none" if group.random else "-"}
-    for ax, (values, label) in zip(axes, panels, strict=True):
+    for ax, (values, given) in zip(axes, panels, strict=True):
+        scale, label = _in_unit(values.astype(float), given)
         for line, idx in rows.groupby("_line", sort=False).groups.items():
             ax.plot(
                 rows.loc[idx, axis].to_numpy(dtype=float),
-                values.loc[idx].to_numpy(dtype=float),
+                values.loc[idx].to_numpy(dtype=float) / scale,
                 label=str(line) or None,
                 **style,
             )
-        ax.set_xlabel(axis)
+        ax.set_xlabel(group.labels.get(axis, axis))
         ax.set_ylabel(label)
         if log:
             ax.set_xscale("log")
-    title = f"{group.name + ': ' if group.name else ''}energy and run time against {axis}"
+    name = group.labels.get(axis, axis)
+    title = f"{group.name + ': ' if group.name else ''}energy and run time against {name}"
     if group.fixed:
-        title += f"\n({_fixed_text(group.fixed)})"
+        title += f"\n({_fixed_text(group)})"
     fig.suptitle(title, fontsize="medium")
     if others:
         fig.legend(
             *axes[0].get_legend_handles_labels(),
             loc="outside right upper",
             fontsize="small",
-            title=" / ".join(others),
+            title=" / ".join(group.labels.get(a, a) for a in others),
         )
     return fig

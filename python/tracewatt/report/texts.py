@@ -3,15 +3,24 @@ which the HTML report shows too."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from tracewatt import _format
 
 
-def summary_text(summary: dict[str, Any], timing: dict[str, float] | None = None) -> str:
+def summary_text(
+    summary: dict[str, Any],
+    timing: dict[str, float] | None = None,
+    latencies_s: Sequence[float] | None = None,
+) -> str:
     """The human-readable summary printed by ``tracewatt run``: the run, the power policies it
-    applied, link power states, energy by component and, given ``timing``, its speed."""
+    applied, link power states, energy by component and, given ``timing``, its speed. Given
+    every message's latency (``messages.parquet`` ``latency_s``), p50 and p99 are exact;
+    otherwise they are the summary's histogram values, printed with ``~``."""
     msgs = summary.get("messages", {})
+    p50, p99 = _percentiles(msgs, latencies_s)
     net = summary.get("network", {})
     lines = [
         f"makespan              {_format.seconds(summary.get('makespan_s'))}",
@@ -43,8 +52,7 @@ def summary_text(summary: dict[str, Any], timing: dict[str, float] | None = None
         f"messages              {_format.count(msgs.get('count'))}"
         f"  ({_format.nbytes(msgs.get('bytes'))})",
         f"message latency       mean {_format.seconds(msgs.get('latency_mean_s'))}"
-        f"  p50 {_format.seconds(msgs.get('latency_p50_s'))}"
-        f"  p99 {_format.seconds(msgs.get('latency_p99_s'))}"
+        f"  p50 {p50}  p99 {p99}"
         f"  max {_format.seconds(msgs.get('latency_max_s'))}",
         f"packets               {_format.count(net.get('packets'))}",
         f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
@@ -60,6 +68,26 @@ def summary_text(summary: dict[str, Any], timing: dict[str, float] | None = None
         lines.append(f"wall time             {_format.seconds(timing['wall_s'])}")
         lines.append(f"events per second     {_format.count(round(timing['events_per_s']))}")
     return "\n".join(lines) + "\n"
+
+
+def _percentiles(msgs: dict[str, Any], latencies_s: Sequence[float] | None) -> tuple[str, str]:
+    """p50 and p99 of the message latencies as printed: exact (the nearest-rank quantile, the
+    summary's own definition) from every message's latency, else the summary's, which are the
+    lower edges of their histogram buckets (up to 1/64 below), marked ``~``."""
+    count = int(msgs.get("count") or 0)
+    if latencies_s is not None and count and len(latencies_s) == count:
+        ordered = sorted(latencies_s)
+
+        def at(q: float) -> str:
+            # The rank as the summary computes it, in the same floating point.
+            return _format.seconds(ordered[min(count, max(1, math.ceil(q * count))) - 1])
+
+        return at(0.5), at(0.99)
+    mark = "~" if count else ""
+    return (
+        f"{mark}{_format.seconds(msgs.get('latency_p50_s'))}",
+        f"{mark}{_format.seconds(msgs.get('latency_p99_s'))}",
+    )
 
 
 def _link_policy_text(table: dict[str, Any], control: str) -> str:
@@ -127,7 +155,7 @@ def _energy_lines(summary: dict[str, Any]) -> list[str]:
     if not isinstance(energy, dict) or not isinstance(power, dict) or "total" not in energy:
         return []
     kinds = [k for k in energy if k != "total"] + ["total"]
-    rows = [[k, f"{energy[k]:.4g} J", f"{power.get(k, 0.0):,.1f} W"] for k in kinds]
+    rows = [[k, _format.joules(energy[k]), f"{power.get(k, 0.0):,.1f} W"] for k in kinds]
     table = _format.table(["component", "energy", "avg power"], rows, [False, True, True])
     return ["", table.rstrip("\n"), ""]
 
@@ -137,7 +165,7 @@ def _quantity(name: str, value: float) -> str:
     if name.endswith("_s"):
         return _format.seconds(value)
     if name.endswith("_j"):
-        return f"{value:.4g} J"
+        return _format.joules(value)
     return f"{value:,.1f} W"
 
 

@@ -21,7 +21,7 @@ from tracewatt.results import (
     read_parquet,
     read_summary,
 )
-from tracewatt.sweep.spec import Run, SweepSpec
+from tracewatt.sweep.spec import Run, SweepSpec, default_label
 
 
 def _outcome(r: Run, out: Path) -> dict[str, Any] | None:
@@ -122,6 +122,9 @@ _META = {
     "baseline?": (str, type(None)),
     "mode?": str,
     "groups?": [{"name": str}],
+    "labels?": dict,
+    "variant_sets?": dict,
+    "base?": (dict, type(None)),
 }
 
 
@@ -138,12 +141,22 @@ def sweep_axes(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
     return [n for n in dict.fromkeys(names) if n in frame.columns]
 
 
+def axis_labels(meta: dict[str, Any], axes: list[str]) -> dict[str, str]:
+    """How a report names each axis: its spec ``label`` (``sweep.json`` ``labels``), else
+    :func:`~tracewatt.sweep.spec.default_label`; ``variant`` as it is."""
+    given = meta.get("labels") or {}
+    out = {a: str(given.get(a) or default_label(a)) for a in axes}
+    out["variant"] = "variant"
+    return out
+
+
 @dataclass(frozen=True)
 class SweepGroup:
     """The runs of one group of a sweep (``sweep.parquet`` rows, the baseline variant's
     excluded) and how they vary: ``categorical`` and ``numeric`` are the axes with more than one
     value in the group, in spec order (``variant`` counts as a categorical axis where there are
-    several variants besides the baseline); ``fixed`` the axes with one value, and that value."""
+    several variants besides the baseline); ``fixed`` the axes with one value, and that value;
+    ``labels`` how a report names each axis (:func:`axis_labels`)."""
 
     name: str
     rows: pd.DataFrame
@@ -152,6 +165,7 @@ class SweepGroup:
     fixed: dict[str, Any]
     baseline: str | None
     random: bool
+    labels: dict[str, str]
 
 
 def _is_numeric(values: pd.Series) -> bool:
@@ -163,6 +177,7 @@ def sweep_groups(frame: pd.DataFrame, meta: dict[str, Any], axes: list[str]) -> 
     """The groups of a sweep dataset, in dataset order. ``axes`` are its axis columns."""
     baseline = meta.get("baseline")
     modes = {g["name"]: g.get("mode") for g in meta.get("groups", []) if isinstance(g, dict)}
+    labels = axis_labels(meta, axes)
     out = []
     for name, rows in frame.groupby("group", sort=False):
         random = "random" in (meta.get("mode"), modes.get(name))
@@ -189,6 +204,7 @@ def sweep_groups(frame: pd.DataFrame, meta: dict[str, Any], axes: list[str]) -> 
                 fixed,
                 baseline,
                 random,
+                labels,
             )
         )
     return out

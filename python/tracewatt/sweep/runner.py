@@ -118,7 +118,11 @@ def run(
         (out / "sweep.parquet").unlink()
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "sweep.json", s.description_json())
-    unique = {r.hash: r for r in runs}
+    # Runs of the same configuration (cells whose values cannot change the run, e.g. an
+    # always-on baseline across idle timeouts) share one simulation, named by its first run.
+    unique: dict[str, Run] = {}
+    for r in runs:
+        unique.setdefault(r.hash, r)
     todo = {
         h: r for h, r in unique.items() if not r.error and not (out / r.dir / "done.json").is_file()
     }

@@ -14,9 +14,10 @@ import json
 import math
 import os
 import random
+import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,9 @@ _SPEC_KEYS = frozenset(
 )
 _GROUP_KEYS = frozenset({"name", "axes", "mode", "samples"})
 _VARIANT_KEYS = frozenset({"name", "set"})
-_RANGE_KEYS = frozenset({"min", "max", "log", "integer"})
+_RANGE_KEYS = frozenset({"min", "max", "log", "integer", "label"})
+#: The keys of an axis given in full: ``{label = "...", values = [...] or {label = value}}``.
+_AXIS_KEYS = frozenset({"label", "values"})
 
 
 @dataclass(frozen=True)
@@ -75,11 +78,13 @@ class Range:
 @dataclass(frozen=True)
 class Axis:
     """A dotted configuration field and its values. ``labels`` name the values of a labelled
-    axis (a table ``label = value``): the dataset's column then holds the label."""
+    axis (a table ``label = value``): the dataset's column then holds the label. ``label``
+    names the axis itself in reports (default: :func:`default_label` of the path)."""
 
     path: str
     values: tuple[Any, ...] | Range
     labels: tuple[str, ...] | None = None
+    label: str | None = None
 
     def points(self) -> list[tuple[Any, Any]]:
         """(column value, configuration value) of each listed value."""
@@ -123,7 +128,8 @@ class Run:
     hash: str
     error: str = ""
     #: The canonical JSON the hash is taken of (with the tracewatt version): the resolved
-    #: configuration, or the configuration as given where it could not be resolved.
+    #: configuration less what cannot change the run (:func:`_effective`), or the
+    #: configuration as given where it could not be resolved.
     key: str = ""
 
     def hash_under(self, version: str) -> str:
@@ -255,7 +261,11 @@ class SweepSpec:
                     if "unknown field" in str(e):
                         raise
                     resolved, error = dv, f"{type(e).__name__}: {e}"
-                text = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+                text = json.dumps(
+                    resolved if error else _effective(resolved),
+                    sort_keys=True,
+                    separators=(",", ":"),
+                )
                 digest = _run_hash(text, __version__)
                 out.append(Run(group, v.name, values, cfg, digest, error, text))
         return out
@@ -274,7 +284,80 @@ class SweepSpec:
             "variants": [v.name for v in self.variants],
             "baseline": self.baseline,
             "tracewatt_version": __version__,
+            "labels": {a.path: a.label for a in self._all_axes() if a.label is not None},
+            "variant_sets": {v.name: dict(v.overrides) for v in self.variants},
+            "base": self._base_description(),
         }
+
+    def _all_axes(self) -> list[Axis]:
+        return [*self.axes, *(a for g in self.groups for a in g.axes)]
+
+    def _base_description(self) -> dict[str, Any] | None:
+        """The base configuration, resolved, and its machine (``tracewatt machine --json``),
+        for the report's header. Where the base alone does not resolve (an axis supplies what
+        it lacks, e.g. the job), the first cell's values complete it, and ``cell`` names them;
+        None where that fails too."""
+        # Imported here: the machine description needs the simulator, which nothing else of a
+        # spec does.
+        from tracewatt.simulation import machine
+
+        _, first = next(self.cells())
+        for cell in ([], first):
+            d = copy.deepcopy(dict(self.base))
+            for path, _, value in cell:
+                set_path(d, path, copy.deepcopy(value), source=self.source)
+            try:
+                cfg = Config.from_dict(d, source=self.source)
+                return {
+                    "config": cfg.resolved(),
+                    "machine": machine(cfg),
+                    "cell": {path: column for path, column, _ in cell},
+                }
+            except ConfigError:
+                continue
+        return None
+
+
+#: The fields of a link power table that only a link that sleeps uses.
+_SLEEP_FIELDS = (
+    "idle_timeout_us",
+    "sleep_time_us",
+    "wake_time_us",
+    "refresh_period_us",
+    "refresh_time_us",
+    "control",
+)
+
+
+def _effective(resolved: dict[str, Any]) -> dict[str, Any]:
+    """A resolved configuration less what cannot change its run: where no link ever sleeps
+    (every link power table always on), the links' sleep timing and control. A sweep's
+    always-on baseline then runs once, not once per idle timeout of its axis."""
+    power = resolved.get("power")
+    if not isinstance(power, dict) or not isinstance(power.get("links"), dict):
+        return resolved
+    base = power["links"]
+    tables = _link_tables(power)
+    # An override's unset policy is the base table's.
+    if any((t.get("policy") or base.get("policy")) != "always_on" for t in tables):
+        return resolved
+    out = copy.deepcopy(resolved)
+    out_power = out["power"]
+    out_power.pop("control", None)
+    if isinstance(out_power.get("nic"), dict):
+        out_power["nic"].pop("wake_time_us", None)
+    for table in _link_tables(out_power):
+        for k in _SLEEP_FIELDS:
+            table.pop(k, None)
+    return out
+
+
+def _link_tables(power: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every link power table of a resolved ``[power]``: the base, then its overrides."""
+    tables = [power["links"], *(power.get(k) for k in ("node", "local", "global"))]
+    tables += list(power.get("tree") or []) + list(power.get("torus") or [])
+    tables += [o.get("link") for o in power.get("node_links") or [] if isinstance(o, dict)]
+    return [t for t in tables if isinstance(t, dict)]
 
 
 def _run_hash(key: str, version: str) -> str:
@@ -325,30 +408,55 @@ def _axes(raw: Any, mode: str, source: str, where: str) -> tuple[Axis, ...]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: {where}: expected a table of dotted field = values")
     axes = []
-    for path, values in raw.items():
+    for path, given in raw.items():
         at = f"{source}: {where}.{path}"
-        if isinstance(values, list):
-            if not values:
-                raise ConfigError(f"{at}: expected at least one value")
-            axes.append(Axis(path, tuple(values)))
-        elif isinstance(values, dict) and ("min" in values or "max" in values):
-            # A table with min or max is a range (so `step` or a typo is named, not taken as
-            # a labelled axis whose labels happen to be min and max).
-            _known_keys(values, _RANGE_KEYS, source, f"{where}.{path}.")
-            axes.append(Axis(path, _range(values, mode, at)))
-        elif isinstance(values, dict) and values:
-            axes.append(Axis(path, tuple(values.values()), tuple(values)))
-        else:
-            raise ConfigError(
-                f"{at}: expected a list of values, a table of label = value, or (mode = "
-                f'"random") {{min = .., max = ..}}; got {values!r}'
-            )
+        values, label = _axis_label(given, source, f"{where}.{path}")
+        axes.append(replace(_axis(path, values, mode, source, where, at), label=label))
     if mode == "random" and not axes:
         raise ConfigError(f'{source}: {where}: mode = "random" needs at least one axis')
     if mode == "zip" and len({len(a.points()) for a in axes}) > 1:
         lengths = ", ".join(f"{a.path} has {len(a.points())}" for a in axes)
         raise ConfigError(f'{source}: {where}: mode = "zip" needs axes of equal length; {lengths}')
     return tuple(axes)
+
+
+def _axis_label(given: Any, source: str, where: str) -> tuple[Any, str | None]:
+    """An axis' values and label: ``{label = "...", values = ...}`` given in full, a range's
+    ``label``, or the values alone (no label)."""
+    if not isinstance(given, dict):
+        return given, None
+    if "values" in given:
+        _known_keys(given, _AXIS_KEYS, source, f"{where}.")
+        given = dict(given)
+        label = given.pop("label", None)
+        values = given["values"]
+    elif "min" in given or "max" in given:
+        values = dict(given)
+        label = values.pop("label", None)
+    else:
+        return given, None
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ConfigError(f"{source}: {where}.label: expected a non-empty string, got {label!r}")
+    return values, label
+
+
+def _axis(path: str, values: Any, mode: str, source: str, where: str, at: str) -> Axis:
+    """One axis from its values: a list, a range table or a table of label = value."""
+    if isinstance(values, list):
+        if not values:
+            raise ConfigError(f"{at}: expected at least one value")
+        return Axis(path, tuple(values))
+    if isinstance(values, dict) and ("min" in values or "max" in values):
+        # A table with min or max is a range (so `step` or a typo is named, not taken as a
+        # labelled axis whose labels happen to be min and max).
+        _known_keys(values, _RANGE_KEYS, source, f"{where}.{path}.")
+        return Axis(path, _range(values, mode, at))
+    if isinstance(values, dict) and values:
+        return Axis(path, tuple(values.values()), tuple(values))
+    raise ConfigError(
+        f"{at}: expected a list of values, a table of label = value, a table {{label, values}}"
+        f' or (mode = "random") {{min = .., max = ..}}; got {values!r}'
+    )
 
 
 def _range(d: Mapping[str, Any], mode: str, at: str) -> Range:
@@ -442,6 +550,63 @@ def _combine(
 def _column_value(v: Any) -> Any:
     """A dataset cell: scalars as they are, tables and arrays as their JSON text."""
     return json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
+
+
+#: Names a reader knows for the fields sweeps vary most (:func:`default_label`).
+_KNOWN_LABELS = {
+    "machine.preset": "machine",
+    "machine": "machine",
+    "power.links.policy": "link policy",
+    "power.control": "link control",
+    "power.links.control": "link control",
+    "power.dimms.policy": "DIMM policy",
+    "mpi.wait.policy": "MPI wait policy",
+}
+#: A field's unit suffix and how a label writes it.
+_UNITS = {
+    "_us": "us",
+    "_ns": "ns",
+    "_ms": "ms",
+    "_s": "s",
+    "_gbps": "Gb/s",
+    "_bytes": "B",
+    "_w": "W",
+    "_j": "J",
+    "_pct": "%",
+}
+# Fields named only by their table (`jobs[0].workload.kind` is the workload's kind).
+_GENERIC = frozenset({"policy", "kind", "path", "preset", "name"})
+
+
+def default_label(path: str) -> str:
+    """How a report names an axis without a ``label``: a name a reader knows for the usual
+    fields (``machine.preset``: machine; ``jobs[0]`` and ``jobs[0].workload``: workload), else
+    the field's last name in words with its unit (``power.links.idle_timeout_us``: idle
+    timeout (us))."""
+    job = re.match(r"jobs(?:\[(\d+)\]|\.(\d+))(?:\.|$)", path)
+    rest = path[job.end() :] if job else path
+    prefix = (
+        f"job {job.group(1) or job.group(2)} "
+        if job and (job.group(1) or job.group(2)) != "0"
+        else ""
+    )
+    if job and rest in ("", "workload"):
+        return f"{prefix}workload"
+    if job and rest in ("trace", "trace.path"):
+        return f"{prefix}trace"
+    if rest in _KNOWN_LABELS:
+        return prefix + _KNOWN_LABELS[rest]
+    names = [re.sub(r"\[\d+\]$", "", n) for n in rest.split(".") if n]
+    if not names:
+        return path
+    words = names[-1]
+    if words in _GENERIC and len(names) > 1:
+        words = f"{names[-2]} {words}"
+    unit = next((u for suffix, u in _UNITS.items() if words.endswith(suffix)), None)
+    if unit is not None:
+        words = words[: words.rindex("_")]
+    words = words.replace("_", " ")
+    return prefix + (f"{words} ({unit})" if unit is not None else words)
 
 
 def _label(group: str, variant: str, values: Mapping[str, Any]) -> str:
