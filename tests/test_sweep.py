@@ -671,6 +671,14 @@ def test_the_cluster_table_of_a_spec(tmp_path: Path) -> None:
     start = lines.index("module load python/3.11")
     assert lines[start + 1] == "source /opt/site/venv/bin/activate"
     assert lines[-1].startswith("/opt/site/venv/bin/python -m distributed.cli.dask_worker")
+    # PBS: the same options as #PBS lines.
+    cluster = sweep.jobqueue_cluster("pbs", {**s.cluster, "directives": ["-l place=scatter"]})
+    try:
+        lines = cluster.job_script().splitlines()
+    finally:
+        cluster.close()
+    for line in ("#PBS -q compute", "#PBS -l place=scatter", "module load python/3.11"):
+        assert line in lines, lines
 
 
 @pytest.mark.parametrize(

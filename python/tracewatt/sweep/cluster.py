@@ -203,14 +203,16 @@ def run_dask(
     }
     left = len(futures)
     ac = distributed.as_completed(futures)
-    watched = -math.inf
+    watched, threads = -math.inf, 0
     try:
         while not ac.is_empty():
             if time.monotonic() - watched >= POLL_S:
                 if watch is not None:
                     watch()
                 watched = time.monotonic()
-                on_running(min(left, sum(client.nthreads().values())))
+                # Workers come and go (jobs start, end): counted at each look, not each run.
+                threads = sum(client.nthreads().values())
+                on_running(min(left, threads))
             batch = ac.next_batch(block=False)
             if not batch:
                 time.sleep(0.05)
@@ -223,7 +225,7 @@ def run_dask(
                     error = f"{type(e).__name__}: {e}" if e else f"the run was {f.status}"
                     on_result(h, {"status": "failed", "error": error})
                 left -= 1
-                on_running(min(left, sum(client.nthreads().values())))
+                on_running(min(left, threads))
                 f.release()
     except BaseException:
         client.cancel(list(futures))
