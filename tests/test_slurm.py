@@ -5,6 +5,7 @@ installed or started (not root, no apt-get) every test here is skipped, saying w
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -177,6 +178,26 @@ def test_a_refused_job_stops_the_sweep_with_sbatchs_message(slurm: None, tmp_pat
     ], r.err
     assert took < 60, f"the sweep took {took:.0f} s to stop"
     assert len(sweep.read_dataset(out)[1]) == 6
+    assert not jobs()
+
+
+def test_a_job_whose_workers_cannot_start_stops_the_sweep(slurm: None, tmp_path: Path) -> None:
+    """A worker job that ends before its workers connect (here a Python that is none) is not
+    submitted again and again: the sweep stops, naming the job and where its output is."""
+    out = tmp_path / "out"
+    options = worker_options()
+    options[options.index("--python") + 1] = "/bin/false"
+    t0 = time.monotonic()
+    r = run_process(["sweep", spec(tmp_path), "-o", out, *options])
+    took = time.monotonic() - t0
+    assert r.code == 1
+    last = r.err.splitlines()[-1]
+    assert re.fullmatch(
+        rf"tracewatt: error: --cluster slurm: worker job \d+ ended \((FAILED|COMPLETED)\) before "
+        rf"any of its workers connected; its output is in {re.escape(str(out / 'logs'))}",
+        last,
+    ), r.err
+    assert took < 60, f"the sweep took {took:.0f} s to stop"
     assert not jobs()
 
 

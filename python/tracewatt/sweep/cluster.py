@@ -37,7 +37,8 @@ KINDS = ("slurm", "pbs")
 @functools.cache
 def _cluster_class(kind: str) -> type:
     """dask-jobqueue's cluster of ``kind`` whose jobs keep the submit command's refusal
-    (``refused``) instead of raising it in a task nobody awaits."""
+    (``refused``) instead of raising it in a task nobody awaits, and that lists the workers
+    that have connected (``connected``)."""
     from distributed.deploy.spec import ProcessInterface
 
     base_cluster = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]
@@ -60,7 +61,22 @@ def _cluster_class(kind: str) -> type:
             # dask-jobqueue leaves the status as it was, which closing the cluster checks.
             await ProcessInterface.close(self)
 
-    return type(base_cluster.__name__, (base_cluster,), {"job_cls": Job})
+    class Cluster(base_cluster):  # type: ignore[valid-type,misc]
+        job_cls = Job
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            #: The name of every worker that has connected (appended to in the event loop).
+            self.connected: list[str] = []
+            super().__init__(*args, **kwargs)
+
+        def _update_worker_status(self, op: str, msg: Any) -> None:
+            if op == "add":
+                self.connected += [str(w.get("name")) for w in msg.get("workers", {}).values()]
+            super()._update_worker_status(op, msg)
+
+    # Its workers are named after it (SLURMCluster-0-1).
+    Cluster.__name__ = Cluster.__qualname__ = base_cluster.__name__
+    return Cluster
 
 
 def jobqueue_cluster(kind: str, options: Mapping[str, Any]) -> Any:
@@ -91,8 +107,9 @@ _PENDING = {"slurm": {"PENDING", "CONFIGURING", "REQUEUED"}, "pbs": {"Q", "H", "
 
 
 def job_states(kind: str, ids: list[str]) -> dict[str, tuple[str, str]] | None:
-    """Job id -> (state, reason) of the live jobs among ``ids``, as the batch system reports
-    them; None where it could not be asked (the jobs are then taken as they were)."""
+    """Job id -> (state, reason) of ``ids`` as the batch system reports them (those that ended
+    too, while it remembers them); None where it could not be asked (the jobs are then taken
+    as they were)."""
     if kind == "slurm":
         cmd = ["squeue", "-h", "-t", "all", "-o", "%i|%T|%r", "-j", ",".join(ids)]
     else:
@@ -113,7 +130,7 @@ def job_states(kind: str, ids: list[str]) -> dict[str, tuple[str, str]] | None:
         except ValueError:
             return None
         states = {i: (j.get("job_state", ""), j.get("comment", "")) for i, j in jobs.items()}
-    return {i: sr for i, sr in states.items() if sr[0] in _LIVE[kind]}
+    return states
 
 
 def describe_jobs(kind: str, states: Mapping[str, tuple[str, str]]) -> str:
@@ -144,8 +161,11 @@ class JobWatch:
     jobs: int
     worker_timeout: float | None
     on_jobs: Callable[[str], None]
+    logs: Path
     text: str = ""
     since: float = field(default_factory=time.monotonic)
+    #: The jobs (by name) some worker of which has connected.
+    connected: set[str] = field(default_factory=set)
 
     def __call__(self) -> None:
         submit = {"slurm": "sbatch", "pbs": "qsub"}[self.kind]
@@ -155,15 +175,30 @@ class JobWatch:
             raise ClusterError(
                 f"--cluster {self.kind}: {submit} refused the worker job: {refused[0]}"
             )
+        # A job's workers are named after it: `name` alone, or `name-0`, `name-1`, ...
+        seen = set(self.cluster.connected[:])
+        self.connected |= {
+            str(n) for n in jobs if str(n) in seen or any(s.startswith(f"{n}-") for s in seen)
+        }
         ids = {name: j.job_id for name, j in jobs.items() if getattr(j, "job_id", None)}
         states = job_states(self.kind, list(ids.values())) if ids else {}
         if states is not None:
-            ended = [name for name, i in ids.items() if i not in states]
+            live = {i: sr for i, sr in states.items() if sr[0] in _LIVE[self.kind]}
+            ended = [name for name, i in ids.items() if i not in live]
+            for name in ended:
+                if str(name) not in self.connected:
+                    # Its workers could not start (or it was cancelled while it pended): a new
+                    # job would fare the same.
+                    state = states.get(ids[name], ("ended", ""))[0]
+                    raise ClusterError(
+                        f"--cluster {self.kind}: worker job {ids[name]} ended ({state}) before "
+                        f"any of its workers connected; its output is in {self.logs}"
+                    )
             # A job that ended while runs are left is replaced (the scheduler has given the
             # runs of its workers to the others); scale() also restarts a job dask-jobqueue
             # dropped itself once its workers were gone.
             self.cluster.loop.add_callback(self._replace, ended)
-            text = describe_jobs(self.kind, states)
+            text = describe_jobs(self.kind, live)
             if text != self.text:
                 self.text = text
                 self.on_jobs(text)
@@ -281,5 +316,5 @@ def connect(
         c.close()
         raise
     c.scale(jobs=jobs)
-    watch = JobWatch(c, client, cluster, jobs, given.get("worker_timeout"), on_jobs)
+    watch = JobWatch(c, client, cluster, jobs, given.get("worker_timeout"), on_jobs, logs)
     return Cluster(client, c, watch)
