@@ -22,7 +22,7 @@ from tracewatt.sweep.options import JOB_OPTIONS
 def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
     """The executor options of ``sweep`` / ``study`` as keyword arguments of ``sweep.run``."""
     jq = {k: getattr(args, k) for k in JOB_OPTIONS if k != "jobs"}
-    given = [f"--{k.replace('_', '-')}" for k, v in jq.items() if v is not None]
+    given = [_flag(k) for k, v in jq.items() if v is not None]
     if args.jobs is not None:
         given.append("--jobs")
     if given and args.cluster not in KINDS:
@@ -38,6 +38,11 @@ def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
         "cluster_options": {k: v for k, v in jq.items() if v is not None},
         "jobs": args.jobs,
     }
+
+
+def _flag(option: str) -> str:
+    """The command-line option of a worker-job option (``log_dir``: ``--log-dir``)."""
+    return "--directive" if option == "directives" else f"--{option.replace('_', '-')}"
 
 
 def _where(args: argparse.Namespace) -> str:

@@ -109,7 +109,7 @@ def run(
     ``scheduler`` (an address such as ``tcp://host:8786``), or ``cluster`` ``"local:N"`` (a
     ``distributed.LocalCluster`` of N worker processes), ``"slurm"`` or ``"pbs"``
     (dask-jobqueue: ``jobs`` worker jobs, with ``cluster_options`` over the spec's
-    ``[cluster]`` table, keys of ``tracewatt.sweep.cluster.JOB_OPTIONS``; docs/cluster.md).
+    ``[cluster]`` table, keys of ``tracewatt.sweep.options.JOB_OPTIONS``; docs/cluster.md).
     Nothing is started when every run is finished. On Ctrl-C the workers are stopped, the
     dataset of the finished runs is written, and ``KeyboardInterrupt`` propagates. One sweep at
     a time uses ``out_dir``: another one there raises :class:`ConfigError` naming its process.
