@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import tracewatt
-from conftest import ROOT, run_process
+from conftest import ROOT, run_process, start_process
 from tracewatt import sweep
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
@@ -252,3 +253,26 @@ def test_a_pending_job_shows_its_reason_and_times_out(slurm: None, tmp_path: Pat
     assert took < 15, f"the sweep took {took:.0f} s to stop"
     assert len(sweep.read_dataset(out)[1]) == 6
     assert not jobs()
+
+
+def test_a_terminated_sweep_cancels_its_jobs_and_resumes(slurm: None, tmp_path: Path) -> None:
+    """SIGTERM (the time limit of a batch job the sweep itself runs in) cancels the worker jobs
+    and keeps the finished runs; the same command runs the rest."""
+    out = tmp_path / "out"
+    args = ["sweep", spec(tmp_path, iterations=8000), "-o", out, "--jobs", "2", *worker_options()]
+    p = start_process(args)
+    try:
+        wait_for("finished run", lambda: done(out) >= 2 or p.poll() is not None)
+        assert p.poll() is None, p.communicate()[1]
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 143 and err.endswith("tracewatt: error: terminated\n"), err
+    assert not jobs()
+    kept = len(sweep.read_dataset(out)[1])
+    assert 2 <= kept < 12
+    r = run_process(args)
+    assert r.code == 0, r.err
+    assert f"12 runs, {kept} already done; {12 - kept} to run" in r.err
+    assert len(sweep.read_dataset(out)[1]) == 12
