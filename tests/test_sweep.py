@@ -654,9 +654,14 @@ def test_slurm_job_script() -> None:
 def test_cluster_options_are_checked(run_cli: Run, tmp_path: Path) -> None:
     spec = spec_file(tmp_path, BASE.format(iterations=2))
     r = run_cli("sweep", spec, "-o", tmp_path / "o", "--cluster", "slurm", "--cores", "4")
-    assert r.code == 2 and "--cluster slurm: give --cores and --memory (per job)" in r.err
-    r = run_cli("sweep", spec, "-o", tmp_path / "o", "--queue", "q")
-    assert r.code == 2 and "--queue: only with --cluster slurm or --cluster pbs" in r.err
+    assert r.code == 2
+    assert (
+        "--cluster slurm: memory (per job) is missing; give --memory, or memory in the spec's "
+        "[cluster] table"
+    ) in r.err
+    r = run_cli("sweep", spec, "-o", tmp_path / "o", "--queue", "q", "--worker-timeout", "5")
+    assert r.code == 2
+    assert "--queue, --worker-timeout: only with --cluster slurm or --cluster pbs" in r.err
     r = run_cli("sweep", spec, "-o", tmp_path / "o", "--cluster", "local:0")
     assert r.code == 2 and "expected local:N (N >= 1), slurm or pbs" in r.err
     r = run_process(["sweep", spec, "-o", tmp_path / "o", "-j", "2", "--cluster", "local:2"])
@@ -667,3 +672,171 @@ def test_cluster_options_are_checked(run_cli: Run, tmp_path: Path) -> None:
     assert r.code == 2 and "not a sweep's directory" in r.err
     with pytest.raises(ConfigError, match="no such file, nor a shipped sweep spec"):
         sweep.shipped_spec_path("nope")
+
+
+def test_the_cluster_table_of_a_spec(tmp_path: Path) -> None:
+    """A spec's [cluster] table gives the worker jobs' options; the call's (the command line's)
+    take precedence; the job script has them."""
+    text = BASE.format(iterations=2) + (
+        "[cluster]\n"
+        'queue = "compute"\n'
+        "cores = 4\n"
+        'memory = "8GB"\n'
+        'python = "/opt/site/venv/bin/python"\n'
+        'directives = ["--qos=short", "--constraint=skylake"]\n'
+        'prologue = ["module load python/3.11", "source /opt/site/venv/bin/activate"]\n'
+        'log_dir = "/scratch/logs"\n'
+    )
+    s = sweep.SweepSpec.load(spec_file(tmp_path, text))
+    cluster = sweep.jobqueue_cluster("slurm", {**s.cluster, "queue": "debug"})
+    try:
+        lines = cluster.job_script().splitlines()
+    finally:
+        cluster.close()
+    for line in (
+        "#SBATCH -p debug",
+        "#SBATCH --cpus-per-task=4",
+        "#SBATCH --qos=short",
+        "#SBATCH --constraint=skylake",
+        "#SBATCH -o /scratch/logs/dask-worker-%J.out",
+    ):
+        assert line in lines, lines
+    # The prologue in order, then the worker command on the site's Python.
+    start = lines.index("module load python/3.11")
+    assert lines[start + 1] == "source /opt/site/venv/bin/activate"
+    assert lines[-1].startswith("/opt/site/venv/bin/python -m distributed.cli.dask_worker")
+    # PBS: the same options as #PBS lines.
+    cluster = sweep.jobqueue_cluster("pbs", {**s.cluster, "directives": ["-l place=scatter"]})
+    try:
+        lines = cluster.job_script().splitlines()
+    finally:
+        cluster.close()
+    for line in ("#PBS -q compute", "#PBS -l place=scatter", "module load python/3.11"):
+        assert line in lines, lines
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            "processes = 2",
+            "[cluster]: processes: set by tracewatt, not an option: each job runs one "
+            "single-threaded worker process per core (cores)",
+        ),
+        ("nodes = 2", "[cluster]: nodes: unknown option of worker jobs; expected one of queue,"),
+        ('cores = "4"', "[cluster]: cores: expected a int, got '4'"),
+        ('prologue = "module load x"', "[cluster]: prologue: expected a list of strings"),
+        ("worker_timeout = 0", "[cluster]: worker_timeout: expected a positive number, got 0.0"),
+    ],
+)
+def test_cluster_table_errors(tmp_path: Path, table: str, message: str) -> None:
+    path = spec_file(tmp_path, BASE.format(iterations=2) + "[cluster]\n" + table + "\n")
+    with pytest.raises(ConfigError) as e:
+        sweep.SweepSpec.load(path)
+    assert str(e.value).startswith(f"{path}: {message}"), str(e.value)
+    # The same from Python, before anything runs.
+    with pytest.raises(ConfigError, match="processes: set by tracewatt"):
+        tracewatt.sweep(
+            spec_file(tmp_path, BASE.format(iterations=2), "ok.toml"),
+            tmp_path / "o",
+            cluster="slurm",
+            cluster_options={"cores": 2, "memory": "1GB", "processes": 2},
+        )
+    assert not (tmp_path / "o").exists()
+
+
+def test_worker_job_states_as_the_progress_shows_them() -> None:
+    from tracewatt.sweep.cluster import describe_jobs
+
+    assert describe_jobs("slurm", {}) == ""
+    pending = {"1": ("PENDING", "Resources"), "2": ("PENDING", "Resources")}
+    assert describe_jobs("slurm", pending) == "2 worker jobs pending: Resources"
+    mixed = {"1": ("RUNNING", "None"), "2": ("PENDING", "Priority"), "3": ("PENDING", "Resources")}
+    assert describe_jobs("slurm", mixed) == (
+        "3 worker jobs: 1 running, 2 pending: Priority, Resources"
+    )
+    assert describe_jobs("pbs", {"7.pbs": ("R", "")}) == "1 worker job running"
+    assert describe_jobs("pbs", {"7.pbs": ("H", "held")}) == "1 worker job pending: held"
+
+
+# --------------------------------------------------------------------------- a sweep's process
+
+
+def test_a_killed_sweep_leaves_no_worker(tmp_path: Path) -> None:
+    """SIGKILL of a sweep (the out-of-memory killer, a batch system) ends its worker processes
+    too, mid-run; the same command then runs what is left."""
+    out = tmp_path / "out"
+    p = start_process(["sweep", spec_file(tmp_path, TWELVE), "-o", out, "-j", "2", "-q"])
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("runs/*/done.json"))) < 1:
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    children = descendants(p.pid)
+    assert len(children) >= 2, "two worker processes"
+    p.kill()
+    p.communicate()
+    t0 = time.monotonic()
+    while any(alive(c) for c in children) and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    took = time.monotonic() - t0
+    assert not [c for c in children if alive(c)], "workers outlive the sweep"
+    assert took < 3, f"the workers took {took:.1f} s to end"
+    finished = len(list(out.glob("runs/*/done.json")))
+    r = run_process(["sweep", spec_file(tmp_path, TWELVE), "-o", out, "-j", "2"])
+    assert r.code == 0, r.err
+    assert f"12 runs, {finished} already done; {12 - finished} to run" in r.err
+    assert len(sweep.read_dataset(out)[1]) == 12
+
+
+def test_a_worker_whose_parent_ended_ends_without_prctl() -> None:
+    """The portable fallback of the kernel's parent-death signal: the watchdog thread of a
+    worker ends it once its parent is gone."""
+    # The parent's pid is given to the worker, as the pool does: the parent may have ended
+    # before the worker starts.
+    worker = (
+        "import sys, threading, time\n"
+        "from tracewatt.sweep.local import _watch_parent\n"
+        "threading.Thread(target=_watch_parent, args=(int(sys.argv[1]),), daemon=True).start()\n"
+        "time.sleep(60)\n"
+    )
+    parent = (
+        "import os, subprocess, sys\n"
+        f"w = subprocess.Popen([sys.executable, '-c', {worker!r}, str(os.getpid())],\n"
+        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(w.pid)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, timeout=60, check=True
+    )
+    pid = int(p.stdout)
+    t0 = time.monotonic()
+    # The worker still imports tracewatt (a second or so), then looks every WATCHDOG_S.
+    while alive(pid) and time.monotonic() - t0 < 20:
+        time.sleep(0.05)
+    assert not alive(pid), "the orphaned worker lives on"
+
+
+def test_a_second_sweep_into_a_directory_in_use_is_refused(run_cli: Run, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = spec_file(tmp_path, TWELVE)
+    first = start_process(["sweep", spec, "-o", out, "-j", "1", "-q"])
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("runs/*/done.json")):
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        r = run_cli("sweep", spec, "-o", out, "-j", "1")
+        assert r.code == 2
+        assert r.err == (
+            f"tracewatt: error: {out}: another sweep is using this directory (process "
+            f"{first.pid} on {os.uname().nodename}, {out / '.lock'}); wait for it to end, or give "
+            "another directory\n"
+        )
+    finally:
+        _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert len(sweep.read_dataset(out)[1]) == 12
+    # The lock of a process that ended is no one's: the next sweep takes it.
+    (out / ".lock").write_text("999999999 on elsewhere\n")
+    r = run_cli("sweep", spec, "-o", out, "-q")
+    assert r.code == 0 and r.err == "", r.err

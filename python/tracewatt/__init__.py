@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tracewatt import _tracewatt
 from tracewatt.config import Config
 from tracewatt.errors import (
+    ClusterError,
     ConfigError,
     DeadlockError,
     MemoryLimitError,
@@ -66,6 +67,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ClusterError",
     "Config",
     "ConfigError",
     "ConfigLike",

@@ -12,6 +12,8 @@
     ├── RunInterrupted             the run was interrupted (Ctrl-C)
     ├── ResultsError               a results folder's file cannot be read (names it and what
     │                              was expected)
+    ├── ClusterError               a sweep's batch system refused its worker jobs, or none
+    │                              connected in time (docs/cluster.md)
     └── JoblogError                a job log or its settings cannot be used
                                    (tracewatt.analysis.joblog)
 """
@@ -34,7 +36,14 @@ class ResultsError(TracewattError):
     field its readers need. The message names the file and what was expected."""
 
 
+class ClusterError(TracewattError):
+    """A sweep's worker jobs cannot run: the batch system refused them (the message holds the
+    submit command's), or no worker connected within the sweep's ``worker_timeout``. The
+    sweep's finished runs are kept."""
+
+
 __all__ = [
+    "ClusterError",
     "ConfigError",
     "DeadlockError",
     "MemoryLimitError",

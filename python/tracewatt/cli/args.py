@@ -99,7 +99,7 @@ def _add_sweep_options(sp: argparse.ArgumentParser) -> None:
         "--cluster",
         metavar="KIND",
         help="start a Dask cluster: local:N (N worker processes here), slurm or pbs "
-        "(dask-jobqueue)",
+        "(worker jobs, docs/cluster.md)",
     )
     jq = sp.add_argument_group("slurm / pbs (per job)")
     jq.add_argument("--queue", metavar="Q", help="queue / partition")
@@ -107,7 +107,32 @@ def _add_sweep_options(sp: argparse.ArgumentParser) -> None:
     jq.add_argument("--walltime", metavar="HH:MM:SS", help="wall time per job")
     jq.add_argument("--cores", type=int, metavar="N", help="cores per job (= worker processes)")
     jq.add_argument("--memory", metavar="SIZE", help="memory per job, e.g. 16GB")
-    jq.add_argument("--jobs", type=int, metavar="N", help="jobs to submit (default 1)")
+    jq.add_argument("--jobs", type=int, metavar="N", help="jobs to keep up (default 1)")
+    jq.add_argument("--python", metavar="PATH", help="the workers' Python (default: this one)")
+    jq.add_argument(
+        "--interface", metavar="IFACE", help="network interface of scheduler and workers (ib0)"
+    )
+    jq.add_argument(
+        "--directive",
+        dest="directives",
+        action="append",
+        metavar="TEXT",
+        help="an extra job directive, e.g. --directive=--qos=debug (#SBATCH --qos=debug); "
+        "repeatable",
+    )
+    jq.add_argument(
+        "--prologue",
+        action="append",
+        metavar="CMD",
+        help="a command the job script runs before the workers (module load ...); repeatable",
+    )
+    jq.add_argument("--log-dir", metavar="DIR", help="the worker jobs' logs (default DIR/logs)")
+    jq.add_argument(
+        "--worker-timeout",
+        type=float,
+        metavar="S",
+        help="stop when no worker has connected for S seconds (default: wait)",
+    )
     sp.add_argument(
         "--force",
         action="store_true",

@@ -21,6 +21,7 @@ from typing import Any
 
 from tracewatt.config import Config, parse_value
 from tracewatt.errors import (
+    ClusterError,
     ConfigError,
     DeadlockError,
     ResultsError,
@@ -75,6 +76,8 @@ def exit_code(e: BaseException) -> int:
         return EXIT_INTERRUPTED
     if isinstance(e, ConfigError | ResultsError | UsageError):
         return EXIT_USAGE
+    if isinstance(e, ClusterError):
+        return EXIT_INTERNAL
     if isinstance(e, WorkloadError | DeadlockError | TracewattError):
         return EXIT_RUN
     return EXIT_INTERNAL

@@ -74,14 +74,15 @@ def sim_progress(args: argparse.Namespace, cfg: Config) -> ProgressLine | None:
 
 class SweepDisplay:
     """Progress of a sweep on stderr: a rich bar (runs done, running, failed, ETA) on a
-    terminal, a plain line per finished run otherwise, nothing with ``-q``; failures are
-    reported unless ``-q``."""
+    terminal, a plain line per finished run otherwise, nothing with ``-q``; failures, and the
+    states of worker jobs on a batch system as they change, are reported unless ``-q``."""
 
     def __init__(self, args: argparse.Namespace, name: str, where: str) -> None:
         self.quiet = bool(args.quiet)
         self.name, self.where = name, where
         self.bar: Any = None
         self.task: Any = None
+        self.jobs = ""
         if show_progress(args):
             rp = rich_progress
             self.bar = rp.Progress(
@@ -98,6 +99,12 @@ class SweepDisplay:
         if self.quiet:
             return
         todo = p.total - p.skipped
+        if p.jobs != self.jobs:
+            # The worker jobs on a batch system (a callback of its own): pending, running.
+            self.jobs = p.jobs
+            if p.jobs:
+                self._say(f"{PROG}: sweep `{self.name}`: {p.jobs}")
+            return
         if p.last is None:
             _warn(
                 f"sweep `{self.name}`: {p.total} runs, {p.skipped} already done"

@@ -16,19 +16,19 @@ from tracewatt import _format, sweep
 from tracewatt.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError, sigterm_stops
 from tracewatt.cli.progress import SweepDisplay
 from tracewatt.report.sweep import METRIC_FORMATS
+from tracewatt.sweep.cluster import KINDS
+from tracewatt.sweep.options import JOB_OPTIONS
 
 
 def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
     """The executor options of ``sweep`` / ``study`` as keyword arguments of ``sweep.run``."""
-    jq = {k: getattr(args, k) for k in ("queue", "account", "walltime", "cores", "memory")}
-    given = [f"--{k}" for k, v in jq.items() if v is not None]
+    jq = {k: getattr(args, k) for k in JOB_OPTIONS if k != "jobs"}
+    given = [_flag(k) for k, v in jq.items() if v is not None]
     if args.jobs is not None:
         given.append("--jobs")
-    if given and args.cluster not in ("slurm", "pbs"):
+    if given and args.cluster not in KINDS:
         raise UsageError(f"{', '.join(given)}: only with --cluster slurm or --cluster pbs")
-    if args.cluster in ("slurm", "pbs") and (args.cores is None or args.memory is None):
-        raise UsageError(f"--cluster {args.cluster}: give --cores and --memory (per job)")
-    if args.cluster is not None and args.cluster not in ("slurm", "pbs"):
+    if args.cluster is not None and args.cluster not in KINDS:
         n = args.cluster.removeprefix("local:")
         if not args.cluster.startswith("local:") or not n.isdigit() or int(n) < 1:
             raise UsageError(f"--cluster {args.cluster}: expected local:N (N >= 1), slurm or pbs")
@@ -36,9 +36,14 @@ def _sweep_target(args: argparse.Namespace) -> dict[str, Any]:
         "workers": args.workers,
         "scheduler": args.scheduler,
         "cluster": args.cluster,
-        "cluster_options": jq,
-        "jobs": args.jobs or 1,
+        "cluster_options": {k: v for k, v in jq.items() if v is not None},
+        "jobs": args.jobs,
     }
+
+
+def _flag(option: str) -> str:
+    """The command-line option of a worker-job option (``log_dir``: ``--log-dir``)."""
+    return "--directive" if option == "directives" else f"--{option.replace('_', '-')}"
 
 
 def _where(args: argparse.Namespace) -> str:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import signal
+import sys
+import threading
+import time
 from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -18,10 +23,33 @@ from tracewatt.sweep.worker import OnResult, OnRunning, execute
 MAX_ATTEMPTS = 3
 
 
-def _ignore_sigint() -> None:
+#: Seconds between a worker's looks at whether the sweep's process is still its parent.
+WATCHDOG_S = 0.5
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _init_worker(parent: int) -> None:
+    """Runs first in each worker process: a worker ends with the sweep's process ``parent``,
+    also when that process is killed (SIGKILL, the out-of-memory killer) and cannot stop it."""
     # Workers leave Ctrl-C to the parent, which terminates them: no worker tracebacks, and a
     # SIGINT sent to the parent alone stops them too.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform == "linux":
+        # The kernel sends SIGKILL to this process when its parent ends. The worker has nothing
+        # to save: a run it leaves unfinished has no done.json and runs again on resume.
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # Elsewhere, and should the parent have ended before prctl: a thread that ends the process
+    # once its parent is another (an orphan is given to init or a subreaper). A simulation
+    # releases the GIL, so it looks also while a run is in flight.
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCHDOG_S)
+    os._exit(1)
 
 
 def run_pool(
@@ -34,7 +62,9 @@ def run_pool(
     attempts = dict.fromkeys(todo, 0)
     ctx = multiprocessing.get_context("spawn")
     while pending:
-        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_ignore_sigint)
+        pool = ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
+        )
         inflight: dict[Future[dict[str, Any]], str] = {}
         try:
             broken = False

@@ -17,6 +17,8 @@ from tracewatt.results import read_json, read_parquet
 from tracewatt.sweep.cluster import connect, run_dask
 from tracewatt.sweep.dataset import dataset, write_dataset
 from tracewatt.sweep.local import run_pool
+from tracewatt.sweep.lock import locked
+from tracewatt.sweep.options import check_job_options
 from tracewatt.sweep.spec import Run, SweepSpec
 from tracewatt.sweep.worker import write_json
 
@@ -33,6 +35,9 @@ class Progress:
     failed: int = 0
     last: Run | None = None
     last_error: str = ""
+    #: The states of the sweep's worker jobs on a batch system, e.g. ``2 worker jobs pending:
+    #: Resources`` (a callback comes as they change, with ``last`` unchanged).
+    jobs: str = ""
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -90,7 +95,7 @@ def run(
     scheduler: str | None = None,
     cluster: str | None = None,
     cluster_options: Mapping[str, Any] | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
     progress: ProgressCallback | None = None,
     replace: bool = False,
 ) -> pd.DataFrame:
@@ -103,9 +108,11 @@ def run(
     Runs go to a local pool of ``workers`` processes (default: one per core), or to Dask:
     ``scheduler`` (an address such as ``tcp://host:8786``), or ``cluster`` ``"local:N"`` (a
     ``distributed.LocalCluster`` of N worker processes), ``"slurm"`` or ``"pbs"``
-    (dask-jobqueue with ``cluster_options`` queue/account/walltime/cores/memory, ``jobs``
-    jobs). Nothing is started when every run is finished. On Ctrl-C the workers are stopped,
-    the dataset of the finished runs is written, and ``KeyboardInterrupt`` propagates.
+    (dask-jobqueue: ``jobs`` worker jobs, with ``cluster_options`` over the spec's
+    ``[cluster]`` table, keys of ``tracewatt.sweep.options.JOB_OPTIONS``; docs/cluster.md).
+    Nothing is started when every run is finished. On Ctrl-C the workers are stopped, the
+    dataset of the finished runs is written, and ``KeyboardInterrupt`` propagates. One sweep at
+    a time uses ``out_dir``: another one there raises :class:`ConfigError` naming its process.
     """
     s = spec if isinstance(spec, SweepSpec) else SweepSpec.load(spec)
     out = Path(out_dir)
@@ -113,10 +120,29 @@ def run(
     why = other_sweep(out, runs)
     if why is not None and not replace:
         raise ConfigError(f"{why}; give another directory, or replace that sweep (--force)")
-    if why is not None:
-        # The other sweep's dataset goes first: never beside this sweep's sweep.json.
-        (out / "sweep.parquet").unlink()
+    # The worker jobs' options: the call's over the spec's [cluster] table.
+    options = {**s.cluster, **(cluster_options or {})}
+    if jobs is not None:
+        options["jobs"] = jobs
+    check_job_options(options, "cluster_options")
     out.mkdir(parents=True, exist_ok=True)
+    with locked(out):
+        if why is not None:
+            # The other sweep's dataset goes first: never beside this sweep's sweep.json.
+            (out / "sweep.parquet").unlink()
+        return _run_locked(s, runs, out, workers, scheduler, cluster, options, progress)
+
+
+def _run_locked(
+    s: SweepSpec,
+    runs: list[Run],
+    out: Path,
+    workers: int | None,
+    scheduler: str | None,
+    cluster: str | None,
+    options: Mapping[str, Any],
+    progress: ProgressCallback | None,
+) -> pd.DataFrame:
     write_json(out / "sweep.json", s.description_json())
     # Runs of the same configuration (cells whose values cannot change the run, e.g. an
     # always-on baseline across idle timeouts) share one simulation, named by its first run.
@@ -144,6 +170,11 @@ def run(
     def on_running(n: int) -> None:
         state.running = n
 
+    def on_jobs(text: str) -> None:
+        state.jobs = text
+        if progress:
+            progress(state)
+
     if progress:
         progress(state)
     for h, r in unique.items():
@@ -151,9 +182,9 @@ def run(
             on_result(h, {"status": "failed", "error": r.error})
     try:
         if todo and (scheduler is not None or cluster is not None):
-            c = connect(scheduler, cluster, cluster_options or {}, jobs)
+            c = connect(scheduler, cluster, options, out / "logs", on_jobs)
             try:
-                run_dask(todo, out, c.client, on_result, on_running)
+                run_dask(todo, out, c.client, on_result, on_running, c.watch)
             finally:
                 c.close()
         elif todo:

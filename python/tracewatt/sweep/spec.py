@@ -25,6 +25,7 @@ from typing import Any
 from tracewatt._tracewatt import __version__
 from tracewatt.config import Config, read_text, set_path
 from tracewatt.errors import ConfigError
+from tracewatt.sweep.options import check_job_options
 
 MODES = ("grid", "zip", "random")
 #: The variant of a spec without ``[[variants]]``.
@@ -48,6 +49,7 @@ _SPEC_KEYS = frozenset(
         "samples",
         "variants",
         "groups",
+        "cluster",
     }
 )
 _GROUP_KEYS = frozenset({"name", "axes", "mode", "samples"})
@@ -159,6 +161,9 @@ class SweepSpec:
     variants: tuple[Variant, ...]
     baseline: str | None
     groups: tuple[Group, ...]
+    #: The options of worker jobs on a batch system (``[cluster]``; sweep.options): where a
+    #: sweep runs, not what it computes, so they are not part of any run's hash.
+    cluster: Mapping[str, Any] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- loading
 
@@ -216,8 +221,23 @@ class SweepSpec:
                 f"{source}: the spec makes {cells:,} cells x {len(variants)} variant(s) = "
                 f"{cells * len(variants):,} runs, more than the {MAX_RUNS:,} a sweep may have"
             )
+        table = doc.get("cluster", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: cluster: expected a [cluster] table of job options")
+        cluster = check_job_options(table, f"{source}: [cluster]")
         return cls(
-            name, description, source, seed, base, axes, mode, samples, variants, baseline, groups
+            name,
+            description,
+            source,
+            seed,
+            base,
+            axes,
+            mode,
+            samples,
+            variants,
+            baseline,
+            groups,
+            cluster,
         )
 
     # ---------------------------------------------------------------- runs
