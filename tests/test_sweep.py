@@ -270,7 +270,7 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
 
 
 def test_axes_without_a_label_are_named_as_a_reader_would() -> None:
-    from tracewatt.sweep.spec import default_label
+    from tracewatt.sweep.labels import default_label
 
     assert default_label("power.links.idle_timeout_us") == "idle timeout (us)"
     assert default_label("machine.links.bandwidth_gbps") == "bandwidth (Gb/s)"

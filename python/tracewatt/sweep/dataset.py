@@ -21,7 +21,8 @@ from tracewatt.results import (
     read_parquet,
     read_summary,
 )
-from tracewatt.sweep.spec import Run, SweepSpec, default_label
+from tracewatt.sweep.labels import default_label
+from tracewatt.sweep.spec import Run, SweepSpec
 
 
 def _outcome(r: Run, out: Path) -> dict[str, Any] | None:
@@ -143,7 +144,7 @@ def sweep_axes(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
 
 def axis_labels(meta: dict[str, Any], axes: list[str]) -> dict[str, str]:
     """How a report names each axis: its spec ``label`` (``sweep.json`` ``labels``), else
-    :func:`~tracewatt.sweep.spec.default_label`; ``variant`` as it is."""
+    :func:`~tracewatt.sweep.labels.default_label`; ``variant`` as it is."""
     given = meta.get("labels") or {}
     out = {a: str(given.get(a) or default_label(a)) for a in axes}
     out["variant"] = "variant"

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import random
-import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -81,7 +80,8 @@ class Range:
 class Axis:
     """A dotted configuration field and its values. ``labels`` name the values of a labelled
     axis (a table ``label = value``): the dataset's column then holds the label. ``label``
-    names the axis itself in reports (default: :func:`default_label` of the path)."""
+    names the axis itself in reports (default:
+    :func:`~tracewatt.sweep.labels.default_label` of the path)."""
 
     path: str
     values: tuple[Any, ...] | Range
@@ -570,63 +570,6 @@ def _combine(
 def _column_value(v: Any) -> Any:
     """A dataset cell: scalars as they are, tables and arrays as their JSON text."""
     return json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
-
-
-#: Names a reader knows for the fields sweeps vary most (:func:`default_label`).
-_KNOWN_LABELS = {
-    "machine.preset": "machine",
-    "machine": "machine",
-    "power.links.policy": "link policy",
-    "power.control": "link control",
-    "power.links.control": "link control",
-    "power.dimms.policy": "DIMM policy",
-    "mpi.wait.policy": "MPI wait policy",
-}
-#: A field's unit suffix and how a label writes it.
-_UNITS = {
-    "_us": "us",
-    "_ns": "ns",
-    "_ms": "ms",
-    "_s": "s",
-    "_gbps": "Gb/s",
-    "_bytes": "B",
-    "_w": "W",
-    "_j": "J",
-    "_pct": "%",
-}
-# Fields named only by their table (`jobs[0].workload.kind` is the workload's kind).
-_GENERIC = frozenset({"policy", "kind", "path", "preset", "name"})
-
-
-def default_label(path: str) -> str:
-    """How a report names an axis without a ``label``: a name a reader knows for the usual
-    fields (``machine.preset``: machine; ``jobs[0]`` and ``jobs[0].workload``: workload), else
-    the field's last name in words with its unit (``power.links.idle_timeout_us``: idle
-    timeout (us))."""
-    job = re.match(r"jobs(?:\[(\d+)\]|\.(\d+))(?:\.|$)", path)
-    rest = path[job.end() :] if job else path
-    prefix = (
-        f"job {job.group(1) or job.group(2)} "
-        if job and (job.group(1) or job.group(2)) != "0"
-        else ""
-    )
-    if job and rest in ("", "workload"):
-        return f"{prefix}workload"
-    if job and rest in ("trace", "trace.path"):
-        return f"{prefix}trace"
-    if rest in _KNOWN_LABELS:
-        return prefix + _KNOWN_LABELS[rest]
-    names = [re.sub(r"\[\d+\]$", "", n) for n in rest.split(".") if n]
-    if not names:
-        return path
-    words = names[-1]
-    if words in _GENERIC and len(names) > 1:
-        words = f"{names[-2]} {words}"
-    unit = next((u for suffix, u in _UNITS.items() if words.endswith(suffix)), None)
-    if unit is not None:
-        words = words[: words.rindex("_")]
-    words = words.replace("_", " ")
-    return prefix + (f"{words} ({unit})" if unit is not None else words)
 
 
 def _label(group: str, variant: str, values: Mapping[str, Any]) -> str:
