@@ -83,13 +83,25 @@ def test_example_runs(path: Path) -> None:
 def test_pingpong_example_time_by_hand() -> None:
     """A 64-byte message crosses 2 links of 10 Gb/s (51.2 ns to serialise, 2.5 us latency each)
     and the switch (1 us, cut-through): 6.0512 us, plus the 1 us send overhead from posting the
-    send. Rank 0 posts its send, computes the 500 us interval and finds the reply there (round
-    trip ~16 us), so each of the 200 rounds takes 501 us; no link idles for the 600 us EEE
-    timeout, so none ever wakes."""
+    send. Rank 0 posts its send, computes the 1,000 us interval and finds the reply there, so
+    each of the 200 rounds takes 1,001 us. Between rounds both links idle past the 600 us EEE
+    timeout and sleep; every ping but the first waits 17 us for each (the two wakes in series
+    along its path: 41.0512 us); its reply finds them awake (``paired`` 10GBASE-T links wake
+    both directions): 7.0512 us. So 199 x 2 wakes, and a mean latency of
+    (201 x 7.0512 + 199 x 41.0512) / 400 us."""
     s = tracewatt.simulate(EXAMPLES / "pingpong.toml").summary
+    assert s["makespan_s"] == pytest.approx(200 * 1001e-6, rel=1e-12)
+    assert s["messages"]["latency_max_s"] == pytest.approx(7.0512e-6 + 2 * 17e-6, rel=1e-9)
+    mean_s = (201 * 7.0512e-6 + 199 * 41.0512e-6) / 400
+    assert s["messages"]["latency_mean_s"] == pytest.approx(mean_s, rel=1e-9)
+    assert s["links"]["wakes"] == 199 * 2
+    below = tracewatt.Config.load(EXAMPLES / "pingpong.toml").with_overrides(
+        {"jobs.0.workload.interval_us": 500.0}
+    )
+    s = tracewatt.simulate(below).summary
+    # Below the timeout no link ever sleeps: 200 rounds of 501 us, every message 7.0512 us.
     assert s["makespan_s"] == pytest.approx(200 * 501e-6, rel=1e-12)
-    for key in ("latency_mean_s", "latency_max_s"):
-        assert s["messages"][key] == pytest.approx(1e-6 + 6.0512e-6, rel=1e-9), key
+    assert s["messages"]["latency_max_s"] == pytest.approx(7.0512e-6, rel=1e-9)
     assert s["links"]["wakes"] == 0
 
 
@@ -131,8 +143,9 @@ def test_mwait_trace_replay_pays_one_wake_per_low_power_wait() -> None:
 
 def test_messages_table_holds_every_message_with_its_latency_by_hand(tmp_path: Path) -> None:
     """The ping-pong example with `[output] messages`: 400 messages of 64 bytes, each arriving
-    1 us (send overhead) + 6.0512 us after its send was posted (see the test above); the
-    summary's binned p50 is within its 1/64 resolution of the exact one."""
+    1 us (send overhead) + 6.0512 us after its send was posted, plus two 17 us wakes for every
+    ping after the first (see the test above); the summary's binned p50 is within its 1/64
+    resolution of the exact one."""
     cfg = tracewatt.Config.load(EXAMPLES / "pingpong.toml").with_overrides(
         {"output.messages": True}
     )
@@ -140,7 +153,8 @@ def test_messages_table_holds_every_message_with_its_latency_by_hand(tmp_path: P
     m = res.messages
     assert len(m) == 400
     assert set(m["bytes"]) == {64}
-    assert m["latency_s"].tolist() == pytest.approx([7.0512e-6] * 400, rel=1e-9)
+    woken = [7.0512e-6 + (2 * 17e-6 if i % 2 == 0 and i > 0 else 0.0) for i in range(400)]
+    assert m["latency_s"].tolist() == pytest.approx(woken, rel=1e-9)
     assert (m["end_s"] - m["start_s"]).tolist() == pytest.approx(m["latency_s"].tolist())
     # Rank 0 pings rank 1 and rank 1 answers, alternately.
     assert m["src_rank"].tolist()[:4] == [0, 1, 0, 1]
