@@ -672,3 +672,36 @@ def test_every_command_and_option_is_in_docs_cli_md() -> None:
         elif not any(re.search(rf"[`\[ ]{re.escape(o)}\b", doc) for o in options):
             missing.append(f"{' '.join(path)} {options[0]}")
     assert missing == [], missing
+
+
+def test_analyze_idle_says_how_each_row_was_counted(run_cli: Run, tmp_path: Path) -> None:
+    """The tutorial's FT run on paired 10GBASE-T links, keeping the pairs' own idle intervals at
+    10 and 600 us: rows at those timeouts count a paired link once (exact, per link); at 100 us,
+    between the kept thresholds, each direction alone (interp., per dir.), and the caveat names
+    that timeout and no other."""
+    out = tmp_path / "ft"
+    r = run_cli(
+        "run",
+        EXAMPLES / "tutorial" / "ft.toml",
+        "-q",
+        "-o",
+        out,
+        "--set",
+        "output.pair_idle=true",
+        "--set",
+        "output.idle_thresholds_us=[10.0, 600.0]",
+    )
+    assert r.code == 0, r.err
+    r = run_cli("analyze", "idle", out, "--timeouts", "10,100,600", "--wakes", "17")
+    assert r.code == 0, r.err
+    counted = {
+        line.split()[0]: " ".join(line.split()[7:10]).replace(" confirm", "")
+        for line in r.out.splitlines()[2:5]
+    }
+    assert counted == {
+        "10": "exact, per link",
+        "100": "interp., per dir.",
+        "600": "exact, per link",
+    }
+    (caveat,) = [x for x in r.out.splitlines() if x.startswith("caveat:")]
+    assert "at idle timeout(s) 100 us their rows count each direction alone" in caveat

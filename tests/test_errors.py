@@ -316,7 +316,7 @@ def test_a_run_larger_than_memory_is_refused_at_once(run_cli: Run, tmp_path: Pat
 
 
 def test_nan_from_python_names_the_field(run_cli: Run, pingpong_toml: Path) -> None:
-    # It used to be "Out of range float values are not JSON compliant", with no field.
+    # Not JSON's "Out of range float values are not JSON compliant", which names no field.
     cfg = _set(PINGPONG, "jobs[0].workload.interval_us", float("nan"))
     with pytest.raises(tracewatt.ConfigError) as e:
         tracewatt.simulate(cfg)
@@ -324,7 +324,7 @@ def test_nan_from_python_names_the_field(run_cli: Run, pingpong_toml: Path) -> N
     r = run_cli("run", pingpong_toml, "--set", "power.links.wake_time_us=inf")
     assert r.code == 2
     assert r.err == (
-        f"tracewatt: error: {pingpong_toml}: power.links.wake_time_us: "
+        "tracewatt: error: --set 'power.links.wake_time_us=inf': power.links.wake_time_us: "
         "must be a finite number, got inf\n"
     )
     with pytest.raises(tracewatt.ConfigError, match=r"^<dict>: jobs\[0\]\.nodes: expected a table"):

@@ -49,9 +49,10 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             "lpi_fraction",
             "link_saving_pct",
             "penalty_bound_pct",
-            "exact",
+            "counted",
             "confirm",
         ]
+        paired = int(df["paired"].iloc[0])
         rows = [
             [
                 f"{r.idle_timeout_us:g}",
@@ -61,7 +62,7 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
                 f"{r.lpi_fraction:.4f}",
                 f"{r.link_saving_pct:.2f}",
                 f"{r.penalty_bound_pct:.4f}",
-                "yes" if r.exact else "interp.",
+                _counted(bool(r.exact), paired > 0, bool(r.pairs_exact)),
                 "confirm" if r.confirm else "",
             ]
             for r in df.itertuples()
@@ -88,18 +89,37 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
                 "but a credit delayed by a wake holds back a sender only when its buffer is "
                 "full, which the penalty bound does not count.\n"
             )
-        paired = int(df["paired"].iloc[0])
-        if paired and bool(df["pairs_exact"].all()):
-            sys.stdout.write(
-                f"paired: {paired} link directions screened as paired links (both directions "
-                "idle together, one wake per link) from pair_idle_thresholds.\n"
+        sys.stdout.write(
+            "counted: exact at the idle thresholds the run kept (output.idle_thresholds_us), "
+            "interp. between them (from the idle-interval histogram) or where LPI refreshes are "
+            "priced at their mean rate"
+            + (
+                "; paired links per link (both directions idle together, one wake per link, "
+                "from pair_idle_thresholds) or per dir. (each direction alone: more wakes, and "
+                "LPI and saving overestimated).\n"
+                if paired
+                else ".\n"
             )
-        elif paired:
+            + "link_saving_pct does not change with the wake time: a link waking draws full "
+            "power as the idle link it replaces would; what a wake costs is its delay "
+            "(penalty_bound_pct), which lengthens the run and every other component's energy "
+            "(tracewatt compare measures both).\n"
+        )
+        alone = sorted({float(t) for t in df.loc[~df["pairs_exact"], "idle_timeout_us"]})
+        if paired and alone:
             sys.stdout.write(
-                f"caveat: {paired} screened link directions are `paired` (they sleep "
-                "only when both directions are idle); the screening counts each direction's "
-                "idle intervals alone, so its LPI share and saving overestimate theirs; run "
-                "with --set output.pair_idle=true (at these timeouts among "
-                "output.idle_thresholds_us) to screen them exactly.\n"
+                f"caveat: {paired} screened link directions are `paired`; at idle timeout(s) "
+                + ", ".join(f"{t:g}" for t in alone)
+                + " us their rows count each direction alone (per dir.); run with --set "
+                "output.pair_idle=true with these timeouts among output.idle_thresholds_us to "
+                "screen them per link.\n"
             )
     return EXIT_OK
+
+
+def _counted(exact: bool, paired: bool, pairs_exact: bool) -> str:
+    """How a row's figures were counted (see the legend ``analyze idle`` prints)."""
+    how = "exact" if exact else "interp."
+    if paired:
+        how += ", per link" if pairs_exact else ", per dir."
+    return how
