@@ -106,7 +106,12 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             "(tracewatt compare measures both).\n"
         )
         alone = sorted({float(t) for t in df.loc[~df["pairs_exact"], "idle_timeout_us"]})
-        if paired and alone:
+        if paired and not alone:
+            sys.stdout.write(
+                f"paired: {paired} link directions screened as paired links (both directions "
+                "idle together, one wake per link) from pair_idle_thresholds.\n"
+            )
+        elif paired:
             sys.stdout.write(
                 f"caveat: {paired} screened link directions are `paired`; at idle timeout(s) "
                 + ", ".join(f"{t:g}" for t in alone)
