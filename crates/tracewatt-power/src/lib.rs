@@ -8,8 +8,10 @@
 //! - [`core`]: cores by what their rank does, MPI wait policies (which delay wake-ups), and
 //!   each node's base power;
 //! - [`dimm`]: DIMMs under memory-hotplug policies (whose onlining stalls the ranks);
-//! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures.
+//! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures;
+//! - [`config`]: the `[power]` and `[mpi.wait]` configuration and the models it builds.
 
+pub mod config;
 pub mod core;
 pub mod dimm;
 pub mod family;
