@@ -19,6 +19,7 @@ pub mod link;
 pub mod model;
 pub mod nic;
 pub mod phy;
+pub mod sleep;
 pub mod switch;
 pub mod timeline;
 
@@ -27,8 +28,9 @@ pub use crate::core::{
 };
 pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
-pub use link::{LinkControl, LinkPolicy, LinkPower, LinkReport, LinkTiming, PortOwner, PortPower};
+pub use link::{LinkControl, LinkPower, LinkReport, LinkSetup, PhyTiming, PortOwner, PortPower};
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
 pub use nic::{NicParams, NicPort, NicPower};
+pub use sleep::{LinkPolicy, LinkSleep, PolicySettings, Sleep, SleepPolicy};
 pub use switch::Backplanes;
 pub use timeline::Timeline;

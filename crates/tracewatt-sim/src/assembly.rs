@@ -368,7 +368,7 @@ fn link_stats(config: &Config, topo: &Topology, node_job: &[u32]) -> LinkStats {
             .channels
             .iter()
             .map(|c| {
-                let t = config.power.channel_timing(c);
+                let t = config.power.channel_setup(c).phy;
                 t.sleep_time_ps + t.wake_time_ps
             })
             .max()

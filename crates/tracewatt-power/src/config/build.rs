@@ -55,7 +55,7 @@ pub fn models(
             .map(|c| spec.channel_control(c))
             .collect::<Vec<_>>(),
         &ch.iter().map(|c| c.reverse).collect::<Vec<_>>(),
-        ch.iter().map(|c| spec.channel_timing(c)).collect(),
+        ch.iter().map(|c| spec.channel_setup(c)).collect(),
         owner
             .iter()
             .map(|o| match o {

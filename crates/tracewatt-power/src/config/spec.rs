@@ -6,7 +6,7 @@ use crate::dimm::{
     DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
 };
 use crate::phy;
-use crate::{LinkControl, LinkPolicy, LinkTiming, PortPower};
+use crate::{LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{S, US};
 use tracewatt_core::Ps;
@@ -624,24 +624,29 @@ impl PowerSpec {
             .unwrap_or(self.control)
     }
 
-    /// The timing of a link of `class` (at `node`), after `resolve`, which has put each named
-    /// PHY's sleep and wake into its table; an override's unset fields come from the base.
-    pub fn timing(&self, class: LinkClass, node: Option<u32>) -> LinkTiming {
+    /// The PHY timing and policy of a link of `class` (at `node`), after `resolve`, which has
+    /// put each named PHY's sleep and wake into its table; an override's unset fields come from
+    /// the base.
+    pub fn setup(&self, class: LinkClass, node: Option<u32>) -> LinkSetup {
         let b = &self.links;
         let o = self.override_for(class, node);
         let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps {
             us_to_ps(o.and_then(f).or(f(b)).unwrap_or(0.0))
         };
-        LinkTiming {
-            policy: o
-                .and_then(|o| o.policy)
-                .or(b.policy)
-                .unwrap_or(LinkPolicy::Timeout),
-            idle_timeout_ps: pick(|s| s.idle_timeout_us),
-            sleep_time_ps: pick(|s| s.sleep_time_us),
-            wake_time_ps: pick(|s| s.wake_time_us),
-            refresh_period_ps: pick(|s| s.refresh_period_us),
-            refresh_time_ps: pick(|s| s.refresh_time_us),
+        LinkSetup {
+            phy: PhyTiming {
+                sleep_time_ps: pick(|s| s.sleep_time_us),
+                wake_time_ps: pick(|s| s.wake_time_us),
+                refresh_period_ps: pick(|s| s.refresh_period_us),
+                refresh_time_ps: pick(|s| s.refresh_time_us),
+            },
+            policy: PolicySettings {
+                policy: o
+                    .and_then(|o| o.policy)
+                    .or(b.policy)
+                    .unwrap_or(LinkPolicy::Timeout),
+                idle_timeout_ps: pick(|s| s.idle_timeout_us),
+            },
         }
     }
 
@@ -650,12 +655,12 @@ impl PowerSpec {
         self.control(c.class, node_of(c))
     }
 
-    /// The timing of channel `c`'s state machine, with the NIC's own wake time on a channel a
+    /// The PHY timing and policy of channel `c`, with the NIC's own wake time on a channel a
     /// node drives.
-    pub fn channel_timing(&self, c: &Channel) -> LinkTiming {
-        let mut t = self.timing(c.class, node_of(c));
+    pub fn channel_setup(&self, c: &Channel) -> LinkSetup {
+        let mut t = self.setup(c.class, node_of(c));
         if let (Device::Node(_), Some(w)) = (c.src, self.nic.wake_time_us) {
-            t.wake_time_ps = us_to_ps(w);
+            t.phy.wake_time_ps = us_to_ps(w);
         }
         t
     }
@@ -702,16 +707,20 @@ mod tests {
     }
 
     fn sleep_wake_us(p: &PowerSpec, class: LinkClass, node: Option<u32>) -> (f64, f64) {
-        let t = p.timing(class, node);
+        let t = p.setup(class, node).phy;
         (ps_to_us(t.sleep_time_ps), ps_to_us(t.wake_time_ps))
     }
 
     #[test]
     fn without_a_phy_the_links_are_the_papers_measured_switch() {
         let p = resolved("").unwrap();
-        let t = p.timing(LinkClass::Node, None);
-        assert_eq!(t.idle_timeout_ps, 600_000_000);
-        assert_eq!((t.sleep_time_ps, t.wake_time_ps), (2_880_000, 17_000_000));
+        let t = p.setup(LinkClass::Node, None);
+        assert_eq!(t.policy.idle_timeout_ps, 600_000_000);
+        assert_eq!(t.policy.policy, LinkPolicy::Timeout);
+        assert_eq!(
+            (t.phy.sleep_time_ps, t.phy.wake_time_ps),
+            (2_880_000, 17_000_000)
+        );
         assert_eq!(p.links.phy.as_deref(), Some("10gbase-t"));
     }
 
