@@ -8,8 +8,10 @@
 //! - [`core`]: cores by what their rank does, MPI wait policies (which delay wake-ups), and
 //!   each node's base power;
 //! - [`dimm`]: DIMMs under memory-hotplug policies (whose onlining stalls the ranks);
-//! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures.
+//! - [`timeline`]: power over time; [`phy`]: 802.3az PHY timing and measured switch figures;
+//! - [`config`]: the `[power]` and `[mpi.wait]` configuration and the models it builds.
 
+pub mod config;
 pub mod core;
 pub mod dimm;
 pub mod family;
@@ -17,6 +19,7 @@ pub mod link;
 pub mod model;
 pub mod nic;
 pub mod phy;
+pub mod sleep;
 pub mod switch;
 pub mod timeline;
 
@@ -26,10 +29,11 @@ pub use crate::core::{
 pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
 pub use link::{
-    lpi_time, refreshes, LinkControl, LinkPolicy, LinkPower, LinkReport, LinkTiming, PortOwner,
+    lpi_time, refreshes, LinkControl, LinkPower, LinkReport, LinkSetup, PhyTiming, PortOwner,
     PortPower, Span,
 };
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
 pub use nic::{NicParams, NicPort, NicPower};
+pub use sleep::{LinkPolicy, LinkSleep, PolicySettings, Sleep, SleepPolicy};
 pub use switch::Backplanes;
 pub use timeline::Timeline;

@@ -2,7 +2,7 @@
 //! direction (`independent`) or one per link (`paired`):
 //!
 //! ```text
-//! ACTIVE --(idle_timeout with no traffic)--> SLEEPING (sleep_time, active power)
+//! ACTIVE --(idle: its policy decides when)--> SLEEPING (sleep_time, active power)
 //!   --> LPI (low power; a refresh of refresh_time at active power every refresh_period)
 //!   --(a packet is ready)--> WAKING (wake_time, active power; the packet and all behind it wait)
 //!   --> ACTIVE
@@ -15,27 +15,20 @@
 //! wake lasts the wake time of the transmitter whose packet starts it (its Tw_sys_tx: a switch
 //! port and a NIC set theirs apart).
 //!
+//! When an idle link goes to sleep is its policy's decision ([`crate::sleep`], one instance per
+//! state machine); what the PHY takes to sleep, refresh and wake is its [`PhyTiming`].
+//!
 //! The machine is evaluated lazily: the fabric reports every transmission and asks, before one,
-//! when it may start. Everything between two transmissions follows from the timing alone, so no
-//! timer events exist and the state durations are exact.
+//! when it may start. Everything between two transmissions follows from the policy's decision
+//! and the timing alone, so no timer events exist and the state durations are exact.
 
 use crate::model::{Account, EnergyRow, PowerModel, Scalar, Signals};
+use crate::sleep::{LinkSleep, PolicySettings, Sleep, SleepPolicy};
 use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::to_seconds;
 use tracewatt_core::{Column, Ps};
 use tracewatt_net::ChannelId;
-
-/// What a link does when idle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkPolicy {
-    /// Never sleeps: the baseline.
-    AlwaysOn,
-    /// Sleeps after `idle_timeout` without traffic; `idle_timeout = 0` sleeps right after each
-    /// packet.
-    Timeout,
-}
 
 /// Whether the two directions of a link sleep alone or together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,11 +38,10 @@ pub enum LinkControl {
     Paired,
 }
 
-/// Timing of one link class's state machine.
+/// A PHY's low-power timing, whatever decides when to sleep: going into LPI (at active power,
+/// not to be aborted), refreshing in it, and waking (at active power, the traffic waiting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinkTiming {
-    pub policy: LinkPolicy,
-    pub idle_timeout_ps: Ps,
+pub struct PhyTiming {
     pub sleep_time_ps: Ps,
     pub wake_time_ps: Ps,
     /// 0 disables refresh.
@@ -57,12 +49,11 @@ pub struct LinkTiming {
     pub refresh_time_ps: Ps,
 }
 
-impl LinkTiming {
-    /// Whether the link goes to sleep during an idle gap of `gap`.
-    #[inline]
-    fn sleeps_in(&self, gap: Ps) -> bool {
-        self.policy == LinkPolicy::Timeout && gap > self.idle_timeout_ps
-    }
+/// A link direction's PHY and policy, as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkSetup {
+    pub phy: PhyTiming,
+    pub policy: PolicySettings,
 }
 
 /// Power of the port that drives a link direction (a switch port or a NIC port).
@@ -190,9 +181,11 @@ pub struct LinkReport {
 /// The state machines of every link direction of a machine.
 #[derive(Debug)]
 pub struct LinkPower {
-    /// The distinct timings (a machine has a few link classes), and each unit's.
-    timings: Vec<LinkTiming>,
-    timing_of: Vec<u32>,
+    /// The distinct PHY timings (a machine has a few link classes), and each unit's.
+    phys: Vec<PhyTiming>,
+    phy_of: Vec<u32>,
+    /// Each unit's policy, with its own state.
+    policies: Vec<LinkSleep>,
     busy: Vec<Busy>,
     units: Vec<UnitState>,
     /// Channels of each unit (one, or a link's two directions).
@@ -202,8 +195,8 @@ pub struct LinkPower {
     port: Vec<PortPower>,
     /// The device driving each channel.
     owner: Vec<PortOwner>,
-    /// Each channel's timing, for the links table.
-    channel_timing: Vec<LinkTiming>,
+    /// Each channel's PHY and policy, for its wake time and the links table.
+    channel_setup: Vec<LinkSetup>,
     wakes_by: Vec<u64>,
     wake_delay_ps: Vec<Ps>,
     timeline: Timeline,
@@ -213,15 +206,15 @@ pub struct LinkPower {
 const NONE: u32 = u32::MAX;
 
 impl LinkPower {
-    /// `reverse[c]` is the opposite direction of channel `c`; `control[c]`, `timing[c]`,
+    /// `reverse[c]` is the opposite direction of channel `c`; `control[c]`, `setup[c]`,
     /// `port[c]` and `owner[c]` describe channel `c`. A link is paired when both its
-    /// directions are; a paired link's state machine uses its lower channel's timeout, sleep and
+    /// directions are; a paired link's state machine uses its lower channel's policy, sleep and
     /// refresh, and a wake lasts the wake time of the channel whose packet starts it. The
     /// timeline has the model's two series (switch ports, NIC ports).
     pub fn new(
         control: &[LinkControl],
         reverse: &[ChannelId],
-        timing: Vec<LinkTiming>,
+        setup: Vec<LinkSetup>,
         port: Vec<PortPower>,
         owner: Vec<PortOwner>,
         timeline: Timeline,
@@ -229,8 +222,9 @@ impl LinkPower {
         let n = reverse.len();
         let mut unit_of = vec![NONE; n];
         let mut members = Vec::new();
-        let mut timings: Vec<LinkTiming> = Vec::new();
-        let mut timing_of = Vec::new();
+        let mut phys: Vec<PhyTiming> = Vec::new();
+        let mut phy_of = Vec::new();
+        let mut policies = Vec::new();
         for c in 0..n {
             if unit_of[c] != NONE {
                 continue;
@@ -245,15 +239,16 @@ impl LinkPower {
                 m[1] = r as u32;
             }
             members.push(m);
-            let k = match timings.iter().position(|t| *t == timing[c]) {
+            let k = match phys.iter().position(|t| *t == setup[c].phy) {
                 Some(k) => k,
                 None => {
-                    timings.push(timing[c]);
-                    timings.len() - 1
+                    phys.push(setup[c].phy);
+                    phys.len() - 1
                 }
             };
             // Fewer distinct timings than channels, whose ids are u32.
-            timing_of.push(k as u32);
+            phy_of.push(k as u32);
+            policies.push(setup[c].policy.build());
         }
         if members.iter().all(|m| m[1] == NONE) {
             // Every channel is its own unit, numbered as the channel: skip the lookup.
@@ -262,13 +257,14 @@ impl LinkPower {
         Self {
             busy: vec![Busy::default(); members.len()],
             units: vec![UnitState::default(); members.len()],
-            timings,
-            timing_of,
+            phys,
+            phy_of,
+            policies,
             members,
             unit_of,
             port,
             owner,
-            channel_timing: timing,
+            channel_setup: setup,
             wakes_by: vec![0; n],
             wake_delay_ps: vec![0; n],
             timeline,
@@ -276,18 +272,16 @@ impl LinkPower {
         }
     }
 
-    /// Accounts an idle stretch [idle_since, until) that ends with a wake-up request at `until`
-    /// (`wake`: the requesting transmitter's wake time) or with the end of the run (`None`);
-    /// returns when the wake completes.
-    fn idle(&mut self, u: usize, idle_since: Ps, until: Ps, wake: Option<Ps>) -> Ps {
-        let t = *self.timing(u);
-        if !t.sleeps_in(until - idle_since) {
-            return until;
-        }
-        let sleep_start = idle_since + t.idle_timeout_ps;
+    /// Accounts an idle stretch that the policy put to sleep at `sleep.at` and that ends with a
+    /// wake-up request at `until` (`wake`: the requesting transmitter's wake time) or with the
+    /// end of the run (`None`); returns when the wake completes.
+    fn slept(&mut self, u: usize, sleep: Sleep, until: Ps, wake: Option<Ps>) -> Ps {
+        let t = *self.phy(u);
+        let sleep_start = sleep.at;
         let lpi_start = sleep_start + t.sleep_time_ps;
-        let lpi_end =
-            lpi_start + lpi_time(1, until - idle_since, t.idle_timeout_ps, t.sleep_time_ps);
+        // The policy's timeout is behind `sleep.at`: LPI is what the gap from there leaves
+        // after the sleep transition.
+        let lpi_end = lpi_start + lpi_time(1, until - sleep_start, 0, t.sleep_time_ps);
         let st = &mut self.units[u];
         let Some(wake_time_ps) = wake else {
             // End of run: whatever part of the sleep and LPI fits.
@@ -309,7 +303,7 @@ impl LinkPower {
         if end <= start {
             return;
         }
-        let t = *self.timing(u);
+        let t = *self.phy(u);
         let len = end - start;
         let (n, refresh) = refreshes(len, t.refresh_period_ps, t.refresh_time_ps);
         let st = &mut self.units[u];
@@ -338,7 +332,9 @@ impl LinkPower {
         for u in 0..self.units.len() {
             let since = self.busy[u].until;
             if since < end {
-                self.idle(u, since, end, None);
+                if let Some(sleep) = self.policies[u].idle(since, end) {
+                    self.slept(u, sleep, end, None);
+                }
             }
         }
         let total_s = end as f64 * 1e-12;
@@ -376,8 +372,8 @@ impl LinkPower {
     }
 
     #[inline]
-    fn timing(&self, u: usize) -> &LinkTiming {
-        &self.timings[self.timing_of[u] as usize]
+    fn phy(&self, u: usize) -> &PhyTiming {
+        &self.phys[self.phy_of[u] as usize]
     }
 
     #[inline]
@@ -419,14 +415,14 @@ impl PowerModel for LinkPower {
             }
             return start;
         }
-        if !self.timing(u).sleeps_in(now - b.until) {
+        let Some(sleep) = self.policies[u].idle(b.until, now) else {
             // The common case, decided without leaving the packet path.
             return now;
-        }
+        };
         // The transmitter that wakes the link waits its own wake time (Tw_sys_tx): a switch
         // port's and a NIC's may differ.
-        let wake_time_ps = self.channel_timing[ch as usize].wake_time_ps;
-        let start = self.idle(u, b.until, now, Some(wake_time_ps));
+        let wake_time_ps = self.channel_setup[ch as usize].phy.wake_time_ps;
+        let start = self.slept(u, sleep, now, Some(wake_time_ps));
         // Every exit from low power counts, a wake of zero time too (TraceRP's Fig. 4 runs
         // at T_w = 0 and still counts transitions).
         self.wakes_by[ch as usize] += 1;
@@ -455,7 +451,7 @@ impl PowerModel for LinkPower {
     fn finish(self: Box<Self>, end: Ps, account: &mut Account) {
         let first = self.first_series;
         let owner = self.owner.clone();
-        let timing = self.channel_timing.clone();
+        let setup = self.channel_setup.clone();
         let port = self.port.clone();
         // A channel is paired when its state machine has a second member.
         let control: Vec<String> = (0..owner.len())
@@ -490,9 +486,8 @@ impl PowerModel for LinkPower {
         let secs = |f: &dyn Fn(&LinkReport) -> Ps| {
             Column::F64(reports.iter().map(|r| to_seconds(f(r))).collect())
         };
-        let timing_s = |f: fn(&LinkTiming) -> Ps| {
-            Column::F64(timing.iter().map(|t| to_seconds(f(t))).collect())
-        };
+        let setup_s =
+            |f: fn(&LinkSetup) -> Ps| Column::F64(setup.iter().map(|t| to_seconds(f(t))).collect());
         account.link_columns = vec![
             ("control", Column::Str(control)),
             (
@@ -515,11 +510,11 @@ impl PowerModel for LinkPower {
                 "port_lpi_w",
                 Column::F64(port.iter().map(|p| p.lpi_w).collect()),
             ),
-            ("idle_timeout_s", timing_s(|t| t.idle_timeout_ps)),
-            ("sleep_time_s", timing_s(|t| t.sleep_time_ps)),
-            ("wake_time_s", timing_s(|t| t.wake_time_ps)),
-            ("refresh_period_s", timing_s(|t| t.refresh_period_ps)),
-            ("refresh_time_s", timing_s(|t| t.refresh_time_ps)),
+            ("idle_timeout_s", setup_s(|t| t.policy.idle_timeout_ps)),
+            ("sleep_time_s", setup_s(|t| t.phy.sleep_time_ps)),
+            ("wake_time_s", setup_s(|t| t.phy.wake_time_ps)),
+            ("refresh_period_s", setup_s(|t| t.phy.refresh_period_ps)),
+            ("refresh_time_s", setup_s(|t| t.phy.refresh_time_ps)),
             ("sleep_s", secs(&|r| r.sleep_ps)),
             ("lpi_s", secs(&|r| r.lpi_ps)),
             ("wake_s", secs(&|r| r.wake_ps)),

@@ -4,22 +4,27 @@
 use tracewatt_core::time::PS_PER_US as US;
 use tracewatt_power::PowerModel;
 use tracewatt_power::{
-    LinkControl, LinkPolicy, LinkPower, LinkTiming, PortOwner, PortPower, Timeline,
+    LinkControl, LinkPolicy, LinkPower, LinkSetup, PhyTiming, PolicySettings, PortOwner, PortPower,
+    Timeline,
 };
 
-fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> LinkTiming {
-    LinkTiming {
-        policy,
-        idle_timeout_ps: 10 * US,
-        sleep_time_ps: 2 * US,
-        wake_time_ps: 3 * US,
-        refresh_period_ps: refresh_period_us * US,
-        refresh_time_ps: refresh_time_us * US,
+fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> LinkSetup {
+    LinkSetup {
+        phy: PhyTiming {
+            sleep_time_ps: 2 * US,
+            wake_time_ps: 3 * US,
+            refresh_period_ps: refresh_period_us * US,
+            refresh_time_ps: refresh_time_us * US,
+        },
+        policy: PolicySettings {
+            policy,
+            idle_timeout_ps: 10 * US,
+        },
     }
 }
 
 /// One link: channel 0 and channel 1 are its two directions.
-fn link(control: LinkControl, t: LinkTiming) -> LinkPower {
+fn link(control: LinkControl, t: LinkSetup) -> LinkPower {
     let port = PortPower {
         active_w: 4.0,
         lpi_w: 1.0,
@@ -130,7 +135,7 @@ fn the_run_ends_while_sleeping() {
 #[test]
 fn zero_timeout_sleeps_after_every_packet_but_not_between_back_to_back_ones() {
     let mut t = timing(LinkPolicy::Timeout, 0, 0);
-    t.idle_timeout_ps = 0;
+    t.policy.idle_timeout_ps = 0;
     let mut lp = link(LinkControl::Independent, t);
     // Idle from t=0: sleeping at once, LPI from 2 us; asked at 1 us -> the sleep completes,
     // then the wake.
@@ -184,10 +189,8 @@ fn a_paired_wake_lasts_the_waking_transmitters_wake_time() {
         lpi_w: 1.0,
     };
     let nic = timing(LinkPolicy::Timeout, 0, 0);
-    let switch = LinkTiming {
-        wake_time_ps: 30 * US,
-        ..nic
-    };
+    let mut switch = nic;
+    switch.phy.wake_time_ps = 30 * US;
     let mut lp = LinkPower::new(
         &[LinkControl::Paired; 2],
         &[1, 0],

@@ -8,7 +8,6 @@ use crate::engine::{
 };
 use crate::error::SimError;
 use crate::jobs::{self, Placement};
-use crate::power;
 use crate::results::{self, JobFacts, Results};
 use crate::stats::{self, LinkStats};
 use crate::units::{ns_to_ps, us_to_ps};
@@ -16,6 +15,7 @@ use serde_json::json;
 use tracewatt_core::{Ps, Rng};
 use tracewatt_net::fabric::{Fabric, FabricParams};
 use tracewatt_net::{Router, Topology};
+use tracewatt_power::config::{self as power, Occupancy};
 use tracewatt_power::{CoreOf, NodeJob, PowerModel};
 use tracewatt_workload::generators::Workload;
 
@@ -137,8 +137,8 @@ impl<'c> Assembly<'c> {
             &topo,
             occupancy,
             extra_models,
-            source,
-        )?;
+        )
+        .map_err(|e| SimError::power_config(source, e))?;
         let node_job = node_job(&topo, &placement);
         let stats = link_stats(config, &topo, &node_job);
         let fabric = Fabric::new(topo, router, fabric_params(&config.machine));
@@ -301,12 +301,7 @@ fn communicators(
 }
 
 /// What runs where, for the power models of cores and nodes.
-fn occupancy(
-    config: &Config,
-    topo: &Topology,
-    placement: &Placement,
-    jobs: &Jobs,
-) -> power::Occupancy {
+fn occupancy(config: &Config, topo: &Topology, placement: &Placement, jobs: &Jobs) -> Occupancy {
     let cores = jobs
         .programs
         .iter()
@@ -316,7 +311,7 @@ fn occupancy(
             node: p.node,
         })
         .collect();
-    power::Occupancy {
+    Occupancy {
         ranks: cores,
         job_names: jobs.states.iter().map(|j| j.name.clone()).collect(),
         node_jobs: node_jobs(config, topo, placement, &jobs.states),
@@ -373,7 +368,7 @@ fn link_stats(config: &Config, topo: &Topology, node_job: &[u32]) -> LinkStats {
             .channels
             .iter()
             .map(|c| {
-                let t = config.power.channel_timing(c);
+                let t = config.power.channel_setup(c).phy;
                 t.sleep_time_ps + t.wake_time_ps
             })
             .max()

@@ -28,7 +28,7 @@ pub struct Config {
     /// Link, switch and NIC power (`[power]`); defaults: EEE with the paper's measured switch
     /// (10GBASE-T, idle_timeout 600 us, wake 17 us, PowerConnect 8132 power).
     #[serde(default)]
-    pub power: crate::power::PowerSpec,
+    pub power: tracewatt_power::config::PowerSpec,
     #[serde(default)]
     pub output: OutputSpec,
 }
@@ -131,7 +131,7 @@ pub struct MpiSpec {
     pub alltoall_throttle: u32,
     /// How ranks wait (`[mpi.wait]`).
     #[serde(default)]
-    pub wait: crate::power::WaitSpec,
+    pub wait: tracewatt_power::config::WaitSpec,
 }
 
 impl Default for MpiSpec {
@@ -143,7 +143,7 @@ impl Default for MpiSpec {
             control_bytes: default_control_bytes(),
             control_priority: true,
             alltoall_throttle: default_alltoall_throttle(),
-            wait: crate::power::WaitSpec::default(),
+            wait: tracewatt_power::config::WaitSpec::default(),
         }
     }
 }
@@ -487,8 +487,15 @@ impl Config {
             SimError::config(source, &field, message, None)
         })?;
         config.validate(source)?;
-        config.power.resolve(source)?;
-        config.mpi.wait.resolve(source)?;
+        config
+            .power
+            .resolve()
+            .map_err(|e| SimError::power_config(source, e))?;
+        config
+            .mpi
+            .wait
+            .resolve()
+            .map_err(|e| SimError::power_config(source, e))?;
         Ok(config)
     }
 
@@ -499,9 +506,9 @@ impl Config {
     /// configured.)
     pub fn set_baseline(&mut self) {
         self.power.set_always_on();
-        self.mpi.wait = crate::power::WaitSpec::default();
+        self.mpi.wait = tracewatt_power::config::WaitSpec::default();
         // Resolving a default cannot fail.
-        let _ = self.mpi.wait.resolve("");
+        let _ = self.mpi.wait.resolve();
     }
 
     pub fn resolved_json(&self) -> serde_json::Value {

@@ -112,4 +112,9 @@ impl SimError {
             message: message.into(),
         }
     }
+
+    /// A `[power]` or `[mpi.wait]` field the power crate rejected, in `source`.
+    pub(crate) fn power_config(source: &str, e: tracewatt_power::config::ConfigError) -> Self {
+        Self::config(source, &e.field, e.message, None)
+    }
 }

@@ -14,7 +14,6 @@ mod engine;
 pub mod error;
 pub mod jobs;
 pub mod memory;
-pub mod power;
 pub mod presets;
 pub mod results;
 mod sizing;

@@ -1,24 +1,17 @@
-//! `[power]`: the link low-power policy, switch and NIC power, resolved into the family of
-//! power models of `tracewatt-power` that observe a run.
+//! `[power]`: the link low-power policy and timing per link class, switch, NIC, core, node and
+//! DIMM power, resolved in place.
 
-use crate::error::SimError;
-use crate::units::{time_field, us_to_ps};
+use super::{time_field, us_to_ps, ConfigError};
+use crate::dimm::{
+    DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
+};
+use crate::phy;
+use crate::{LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{S, US};
 use tracewatt_core::Ps;
-use tracewatt_net::{Channel, Device, LinkClass, Topology};
-use tracewatt_power::dimm::{
-    DimmLayout, DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
-};
-use tracewatt_power::phy;
-use tracewatt_power::{
-    Backplanes, CState, CoreOf, CoreParams, CorePower, DimmParams, DimmPolicy, DimmPower, Governor,
-    LinkControl, LinkPolicy, LinkPower, LinkTiming, NicParams, NicPort, NicPower, NodeBase,
-    NodeJob, PortOwner, PortPower, Power, PowerModel, Timeline, WaitPolicy, C_STATES,
-};
+use tracewatt_net::{Channel, Device, LinkClass};
 
-/// Timeline bins when `timeline_bin_us` is 0: the run fits in at most this many.
-const TIMELINE_MAX_BINS: usize = 2048;
 /// The most any power figure may be, W (or W per Mb/s, J per interrupt): a megawatt per
 /// component is beyond any part of a machine, and energies stay finite.
 const MAX_POWER_W: f64 = 1e6;
@@ -349,15 +342,15 @@ impl Default for DimmsSpec {
 
 /// Kodama et al.'s NIC (docs/references.md section 3): tg3 driver, rx-usecs 18 us, at most 6 frames per
 /// interrupt; node power increase = 1.25e-2 W per Mb/s + 1.56e-4 W per interrupt per second.
-const NIC_RX_USECS: f64 = 18.0;
-const NIC_RX_MAX_FRAMES: u32 = 6;
+pub(super) const NIC_RX_USECS: f64 = 18.0;
+pub(super) const NIC_RX_MAX_FRAMES: u32 = 6;
 /// An assumption fitted to the paper's Table 1 and its 26 us measurement (docs/config.md): a
 /// delayed ACK's completion rides on the next frame's interrupt at 400 Mb/s paced (the frame comes
 /// 11.5 us after it) and takes its own at 300 Mb/s (21.5 us after), and with rx-usecs 26 at
 /// 600 Mb/s the next frame comes 19.5 us after it and carries it.
-const NIC_TX_USECS: f64 = 20.0;
-const NIC_W_PER_MBPS: f64 = 1.25e-2;
-const NIC_W_PER_INTERRUPT_PER_S: f64 = 1.56e-4;
+pub(super) const NIC_TX_USECS: f64 = 20.0;
+pub(super) const NIC_W_PER_MBPS: f64 = 1.25e-2;
+pub(super) const NIC_W_PER_INTERRUPT_PER_S: f64 = 1.56e-4;
 
 fn default_control() -> LinkControl {
     LinkControl::Paired
@@ -374,8 +367,8 @@ impl PowerSpec {
     /// Fills every unset base field with its default, and every table's unset sleep and wake
     /// with its named PHY's, so the resolved configuration shows the values used; checks names
     /// and ranges.
-    pub(crate) fn resolve(&mut self, source: &str) -> Result<(), SimError> {
-        let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
+    pub fn resolve(&mut self) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError::new(field, msg));
         // Naming a PHY gives its minimum sleep and wake; leaving it unset gives the paper's
         // measured switch: 10GBASE-T with the 17 us wake it measured.
         let l = &mut self.links;
@@ -412,7 +405,7 @@ impl PowerSpec {
                 ("refresh_time_us", s.refresh_time_us),
             ] {
                 if let Some(v) = v {
-                    time_field(source, &format!("{field}.{k}"), v, US)?;
+                    time_field(&format!("{field}.{k}"), v, US)?;
                 }
             }
         }
@@ -563,22 +556,17 @@ impl PowerSpec {
                 ),
             );
         }
-        time_field(source, "power.timeline_bin_us", self.timeline_bin_us, US)?;
+        time_field("power.timeline_bin_us", self.timeline_bin_us, US)?;
         for (field, v) in [
             ("power.nic.wake_time_us", self.nic.wake_time_us),
             ("power.nic.rx_usecs", self.nic.rx_usecs),
             ("power.nic.tx_usecs", self.nic.tx_usecs),
         ] {
             if let Some(v) = v {
-                time_field(source, field, v, US)?;
+                time_field(field, v, US)?;
             }
         }
-        time_field(
-            source,
-            "power.dimms.transition_s",
-            self.dimms.transition_s,
-            S,
-        )?;
+        time_field("power.dimms.transition_s", self.dimms.transition_s, S)?;
         Ok(())
     }
 
@@ -636,38 +624,43 @@ impl PowerSpec {
             .unwrap_or(self.control)
     }
 
-    /// The timing of a link of `class` (at `node`), after `resolve`, which has put each named
-    /// PHY's sleep and wake into its table; an override's unset fields come from the base.
-    pub fn timing(&self, class: LinkClass, node: Option<u32>) -> LinkTiming {
+    /// The PHY timing and policy of a link of `class` (at `node`), after `resolve`, which has
+    /// put each named PHY's sleep and wake into its table; an override's unset fields come from
+    /// the base.
+    pub fn setup(&self, class: LinkClass, node: Option<u32>) -> LinkSetup {
         let b = &self.links;
         let o = self.override_for(class, node);
         let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps {
             us_to_ps(o.and_then(f).or(f(b)).unwrap_or(0.0))
         };
-        LinkTiming {
-            policy: o
-                .and_then(|o| o.policy)
-                .or(b.policy)
-                .unwrap_or(LinkPolicy::Timeout),
-            idle_timeout_ps: pick(|s| s.idle_timeout_us),
-            sleep_time_ps: pick(|s| s.sleep_time_us),
-            wake_time_ps: pick(|s| s.wake_time_us),
-            refresh_period_ps: pick(|s| s.refresh_period_us),
-            refresh_time_ps: pick(|s| s.refresh_time_us),
+        LinkSetup {
+            phy: PhyTiming {
+                sleep_time_ps: pick(|s| s.sleep_time_us),
+                wake_time_ps: pick(|s| s.wake_time_us),
+                refresh_period_ps: pick(|s| s.refresh_period_us),
+                refresh_time_ps: pick(|s| s.refresh_time_us),
+            },
+            policy: PolicySettings {
+                policy: o
+                    .and_then(|o| o.policy)
+                    .or(b.policy)
+                    .unwrap_or(LinkPolicy::Timeout),
+                idle_timeout_ps: pick(|s| s.idle_timeout_us),
+            },
         }
     }
 
     /// The control of channel `c`'s link.
-    fn channel_control(&self, c: &Channel) -> LinkControl {
+    pub(super) fn channel_control(&self, c: &Channel) -> LinkControl {
         self.control(c.class, node_of(c))
     }
 
-    /// The timing of channel `c`'s state machine, with the NIC's own wake time on a channel a
+    /// The PHY timing and policy of channel `c`, with the NIC's own wake time on a channel a
     /// node drives.
-    pub(crate) fn channel_timing(&self, c: &Channel) -> LinkTiming {
-        let mut t = self.timing(c.class, node_of(c));
+    pub fn channel_setup(&self, c: &Channel) -> LinkSetup {
+        let mut t = self.setup(c.class, node_of(c));
         if let (Device::Node(_), Some(w)) = (c.src, self.nic.wake_time_us) {
-            t.wake_time_ps = us_to_ps(w);
+            t.phy.wake_time_ps = us_to_ps(w);
         }
         t
     }
@@ -703,357 +696,31 @@ fn node_of(c: &Channel) -> Option<u32> {
     }
 }
 
-/// `[mpi.wait]`: how a rank waits for MPI (docs/references.md section 4).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WaitSpec {
-    /// `spin` (the baseline), `block` or `mwait`.
-    #[serde(default)]
-    pub policy: WaitPolicyName,
-    /// Spin this long before a low-power wait; or give it in iterations.
-    #[serde(default)]
-    pub spin_threshold_us: Option<f64>,
-    #[serde(default)]
-    pub spin_threshold_iterations: Option<f64>,
-    /// Time of one polling iteration.
-    #[serde(default)]
-    pub spin_iteration_ns: Option<f64>,
-    /// Entering the low-power wait (at active power).
-    #[serde(default)]
-    pub enter_overhead_us: Option<f64>,
-    /// Leaving it (at active power), delaying the rank, besides the C-state's exit latency.
-    #[serde(default)]
-    pub wake_overhead_us: Option<f64>,
-    /// How `block` picks the C-state: Linux's `menu` governor, or always C3.
-    #[serde(default)]
-    pub governor: GovernorName,
-    /// What a sender pays per message to a rank on its node so that a low-power waiter
-    /// notices it (`block`: a write() of one byte to the receiver's pipe), at active power.
-    #[serde(default)]
-    pub notify_overhead_us: Option<f64>,
-}
-
-/// `[mpi.wait] policy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WaitPolicyName {
-    #[default]
-    Spin,
-    Block,
-    Mwait,
-}
-
-/// `[mpi.wait] governor`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GovernorName {
-    #[default]
-    Menu,
-    Fixed,
-}
-
-/// Nehalem's C1, C1E, C3 and C6 in Linux's `intel_idle` (`nehalem_cstates`): exit latency and
-/// target residency, us.
-const NEHALEM_CSTATES_US: [(f64, f64); C_STATES] =
-    [(3.0, 6.0), (10.0, 20.0), (20.0, 80.0), (200.0, 800.0)];
-/// Indices into those: MWAIT's C1, and C3 for `block` under the fixed governor.
-const C1: usize = 0;
-const C3: usize = 2;
-
-impl Default for WaitSpec {
-    fn default() -> Self {
-        Self {
-            policy: WaitPolicyName::Spin,
-            spin_threshold_us: None,
-            spin_threshold_iterations: None,
-            spin_iteration_ns: None,
-            enter_overhead_us: None,
-            wake_overhead_us: None,
-            governor: GovernorName::Menu,
-            notify_overhead_us: None,
-        }
-    }
-}
-
-/// The paper's recommended threshold (10^6 iterations) and an assumed 10 ns per polling
-/// iteration (a load of an L1-resident word and a branch, ~30 cycles at 2.8 GHz).
-const SPIN_THRESHOLD_ITERATIONS: f64 = 1e6;
-const SPIN_ITERATION_NS: f64 = 10.0;
-
-impl WaitSpec {
-    /// Fills the policy's defaults (docs/config.md has their sources) and checks ranges.
-    pub(crate) fn resolve(&mut self, source: &str) -> Result<(), SimError> {
-        let err = |field: &str, msg: String| Err(SimError::config(source, field, msg, None));
-        if self.spin_threshold_us.is_some() && self.spin_threshold_iterations.is_some() {
-            return err(
-                "mpi.wait.spin_threshold_us",
-                "give the threshold in us or in iterations, not both".into(),
-            );
-        }
-        if self.spin_threshold_us.is_none() {
-            self.spin_threshold_iterations
-                .get_or_insert(SPIN_THRESHOLD_ITERATIONS);
-            self.spin_iteration_ns.get_or_insert(SPIN_ITERATION_NS);
-        }
-        // docs/config.md breaks these down and gives their sources.
-        let (enter, wake, notify) = match self.policy {
-            WaitPolicyName::Spin => (0.0, 0.0, 0.0),
-            // select() on the peers' pipes and the switch to the idle task; the interrupt, the
-            // switch back and select()'s return; the sender's write() to the pipe.
-            WaitPolicyName::Block => (5.0, 10.0, 1.0),
-            // MONITOR/MWAIT from user level; MWAIT returns by itself; the doorbell is a store.
-            WaitPolicyName::Mwait => (0.2, 0.0, 0.0),
-        };
-        self.enter_overhead_us.get_or_insert(enter);
-        self.wake_overhead_us.get_or_insert(wake);
-        self.notify_overhead_us.get_or_insert(notify);
-        for (field, v) in [
-            ("mpi.wait.spin_threshold_us", self.spin_threshold_us),
-            ("mpi.wait.enter_overhead_us", self.enter_overhead_us),
-            ("mpi.wait.wake_overhead_us", self.wake_overhead_us),
-            ("mpi.wait.notify_overhead_us", self.notify_overhead_us),
-        ] {
-            if let Some(v) = v {
-                time_field(source, field, v, US)?;
-            }
-        }
-        for (field, v) in [
-            (
-                "mpi.wait.spin_threshold_iterations",
-                self.spin_threshold_iterations,
-            ),
-            ("mpi.wait.spin_iteration_ns", self.spin_iteration_ns),
-        ] {
-            if let Some(v) = v {
-                if !(v.is_finite() && v >= 0.0) {
-                    return err(field, format!("must be a non-negative number, got {v}"));
-                }
-            }
-        }
-        if self.spin_threshold_us.is_none() {
-            let iterations = self.spin_threshold_iterations.unwrap_or(0.0);
-            let ns = self.spin_iteration_ns.unwrap_or(0.0);
-            // The threshold is their product: say which two values make it too long.
-            time_field(
-                source,
-                "mpi.wait.spin_threshold_iterations",
-                iterations * ns / 1e3,
-                US,
-            )
-            .map_err(|e| match e {
-                SimError::Config {
-                    source_name,
-                    field,
-                    message,
-                    line_col,
-                } => SimError::Config {
-                    source_name,
-                    field,
-                    line_col,
-                    message: format!(
-                        "with spin_iteration_ns = {ns}, {iterations} iterations are a threshold \
-                         of {} us: {message}",
-                        iterations * ns / 1e3
-                    ),
-                },
-                other => other,
-            })?;
-        }
-        Ok(())
-    }
-
-    fn threshold_ps(&self) -> Ps {
-        match self.spin_threshold_us {
-            Some(us) => us_to_ps(us),
-            None => us_to_ps(
-                self.spin_threshold_iterations
-                    .unwrap_or(SPIN_THRESHOLD_ITERATIONS)
-                    * self.spin_iteration_ns.unwrap_or(SPIN_ITERATION_NS)
-                    / 1e3,
-            ),
-        }
-    }
-}
-
-/// What runs where, for the node models: each global rank's place, the jobs' names, and each
-/// node's job (its start, memory profile and ranks there).
-#[derive(Debug)]
-pub(crate) struct Occupancy {
-    pub ranks: Vec<CoreOf>,
-    pub job_names: Vec<String>,
-    pub node_jobs: Vec<Option<NodeJob>>,
-}
-
-/// The power models `spec` asks for on `topo` — link ports, switch backplanes and, with
-/// `[power.nic] coalescing`, the NICs — followed by `extra` models of the caller's.
-pub(crate) fn models(
-    spec: &PowerSpec,
-    wait: &WaitSpec,
-    topo: &Topology,
-    occupancy: Occupancy,
-    extra: Vec<Box<dyn PowerModel>>,
-    source: &str,
-) -> Result<Power, SimError> {
-    let Occupancy {
-        ranks,
-        job_names,
-        node_jobs,
-    } = occupancy;
-    let bin_ps = us_to_ps(spec.timeline_bin_us);
-    let timeline = |series: usize| Timeline::new(series, bin_ps, TIMELINE_MAX_BINS);
-    let ch = &topo.channels;
-    let owner: Vec<PortOwner> = ch
-        .iter()
-        .map(|c| match c.src {
-            Device::Switch(s) => PortOwner::Switch(s),
-            Device::Node(n) => PortOwner::Node(n),
-        })
-        .collect();
-    let (sw, nic) = (spec.switch_port(), spec.nic_port());
-    let links = LinkPower::new(
-        &ch.iter()
-            .map(|c| spec.channel_control(c))
-            .collect::<Vec<_>>(),
-        &ch.iter().map(|c| c.reverse).collect::<Vec<_>>(),
-        ch.iter().map(|c| spec.channel_timing(c)).collect(),
-        owner
-            .iter()
-            .map(|o| match o {
-                PortOwner::Switch(_) => sw,
-                PortOwner::Node(_) => nic,
-            })
-            .collect(),
-        owner,
-        timeline(2),
-    );
-    let backplanes = Backplanes::new(
-        topo.num_switches,
-        spec.switch.backplane_w.unwrap_or(0.0),
-        timeline(1),
-    );
-    let rank_node: Vec<u32> = ranks.iter().map(|r| r.node).collect();
-    let c = &spec.cores;
-    let (policy, governor) = match (wait.policy, wait.governor) {
-        (WaitPolicyName::Spin, _) => (WaitPolicy::Spin, Governor::Fixed(C1)),
-        (WaitPolicyName::Mwait, _) => (WaitPolicy::Mwait, Governor::Fixed(C1)),
-        (WaitPolicyName::Block, GovernorName::Menu) => (WaitPolicy::Block, Governor::Menu),
-        (WaitPolicyName::Block, GovernorName::Fixed) => (WaitPolicy::Block, Governor::Fixed(C3)),
-    };
-    let powers = [c.c1_w, c.c1e_w, c.c3_w, c.c6_w];
-    let states = std::array::from_fn(|s| CState {
-        exit_ps: us_to_ps(NEHALEM_CSTATES_US[s].0),
-        target_residency_ps: us_to_ps(NEHALEM_CSTATES_US[s].1),
-        power_w: powers[s],
-    });
-    let cores = CorePower::new(
-        CoreParams {
-            policy,
-            threshold_ps: wait.threshold_ps(),
-            enter_ps: us_to_ps(wait.enter_overhead_us.unwrap_or(0.0)),
-            wake_ps: us_to_ps(wait.wake_overhead_us.unwrap_or(0.0)),
-            governor,
-            states,
-            compute_w: c.compute_w,
-            spin_w: c.spin_w,
-            idle_w: c.idle_w,
-        },
-        ranks,
-        job_names,
-        timeline(1),
-    );
-    let nodes = NodeBase::new(
-        vec![spec.nodes.base_w; topo.num_nodes as usize],
-        timeline(1),
-    );
-    let d = &spec.dimms;
-    let dimms = DimmPower::new(
-        DimmParams {
-            policy: match d.policy {
-                DimmPolicyName::AlwaysOn => DimmPolicy::AlwaysOn,
-                DimmPolicyName::BandwidthPreserving => DimmPolicy::BandwidthPreserving,
-                DimmPolicyName::Ideal => DimmPolicy::Ideal,
-            },
-            layout: DimmLayout {
-                channels: d.channels,
-                dimms_per_channel: d.dimms_per_channel,
-                dimm_gib: d.dimm_gib,
-            },
-            standby_w: d.dimm_standby_w,
-            online_threshold_gib: d.online_threshold_gib,
-            offline_threshold_gib: d.offline_threshold_gib,
-            transition_ps: us_to_ps(d.transition_s * 1e6),
-            idle_gib: d.idle_gib,
-            bandwidth_slowdown: d.bandwidth_slowdown,
-        },
-        node_jobs,
-        &rank_node,
-        timeline(1),
-    );
-    let mut models: Vec<Box<dyn PowerModel>> = vec![
-        Box::new(backplanes),
-        Box::new(cores),
-        Box::new(nodes),
-        Box::new(dimms),
-    ];
-    let n = &spec.nic;
-    if n.coalescing {
-        let ports = ch
-            .iter()
-            .map(|c| match (c.src, c.dst) {
-                (_, Device::Node(node)) => NicPort::Rx {
-                    node,
-                    latency_ps: c.latency_ps,
-                },
-                (Device::Node(node), _) => NicPort::Tx { node },
-                _ => NicPort::None,
-            })
-            .collect();
-        let params = NicParams {
-            rx_usecs_ps: us_to_ps(n.rx_usecs.unwrap_or(NIC_RX_USECS)),
-            rx_max_frames: n.rx_max_frames.unwrap_or(NIC_RX_MAX_FRAMES).max(1),
-            tx_usecs_ps: us_to_ps(n.tx_usecs.unwrap_or(NIC_TX_USECS)),
-            w_per_mbps: n.w_per_mbps.unwrap_or(NIC_W_PER_MBPS),
-            w_per_interrupt_per_s: n.w_per_interrupt_per_s.unwrap_or(NIC_W_PER_INTERRUPT_PER_S),
-        };
-        models.push(Box::new(NicPower::new(
-            params,
-            ports,
-            topo.num_nodes,
-            timeline(1),
-        )));
-    }
-    models.extend(extra);
-    Power::new(Some(links), models, bin_ps, TIMELINE_MAX_BINS).map_err(|_| {
-        SimError::config(
-            source,
-            "power",
-            "two power models would both hold received messages; enable one",
-            None,
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn resolved(text: &str) -> Result<PowerSpec, SimError> {
+    fn resolved(text: &str) -> Result<PowerSpec, ConfigError> {
         let mut p: PowerSpec = toml::from_str(text).expect("valid TOML");
-        p.resolve("t.toml")?;
+        p.resolve()?;
         Ok(p)
     }
 
     fn sleep_wake_us(p: &PowerSpec, class: LinkClass, node: Option<u32>) -> (f64, f64) {
-        let t = p.timing(class, node);
+        let t = p.setup(class, node).phy;
         (ps_to_us(t.sleep_time_ps), ps_to_us(t.wake_time_ps))
     }
 
     #[test]
     fn without_a_phy_the_links_are_the_papers_measured_switch() {
         let p = resolved("").unwrap();
-        let t = p.timing(LinkClass::Node, None);
-        assert_eq!(t.idle_timeout_ps, 600_000_000);
-        assert_eq!((t.sleep_time_ps, t.wake_time_ps), (2_880_000, 17_000_000));
+        let t = p.setup(LinkClass::Node, None);
+        assert_eq!(t.policy.idle_timeout_ps, 600_000_000);
+        assert_eq!(t.policy.policy, LinkPolicy::Timeout);
+        assert_eq!(
+            (t.phy.sleep_time_ps, t.phy.wake_time_ps),
+            (2_880_000, 17_000_000)
+        );
         assert_eq!(p.links.phy.as_deref(), Some("10gbase-t"));
     }
 
@@ -1105,7 +772,7 @@ mod tests {
         assert_eq!(p.global.as_ref().unwrap().wake_time_us, Some(5.5));
         // Resolving again changes nothing (the baseline of `compare` re-reads it).
         let mut again = p.clone();
-        again.resolve("t.toml").unwrap();
+        again.resolve().unwrap();
         assert_eq!(again, p);
     }
 
