@@ -2,6 +2,7 @@
 //! and how packets move through ports and links with contention (`fabric`).
 
 pub mod fabric;
+pub mod flow;
 pub mod routing;
 pub mod spec;
 pub mod topology;

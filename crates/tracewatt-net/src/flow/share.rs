@@ -1,0 +1,210 @@
+//! Max-min fair rates, recomputed only where a flow's start or end can change them.
+//!
+//! **The allocation.** Rates are whole bits per second. Progressive filling: raise the rate of
+//! every flow together; when a channel's capacity is used up, the flows on it stop at the rate
+//! they reached (that channel is their *bottleneck*); the others go on. The level at which a
+//! channel fills is its residual capacity divided by the flows still rising on it, rounded down,
+//! so no channel is ever over capacity and a saturated channel keeps less than one bit per second
+//! per flow. The result is characterised by one condition: every flow has a saturated channel on
+//! its path on which no flow is faster (its bottleneck). A channel with at least one flow
+//! bottlenecked on it is exactly a saturated one.
+//!
+//! **The update.** When a flow starts or ends, only the rates in its neighbourhood are recomputed,
+//! with every other flow's rate held fixed (its share taken off the channels' capacities):
+//!
+//! 1. The set starts with the flow that starts, or, when one ends, with the flows bottlenecked on
+//!    the channels it leaves (only they can rise; the others are held elsewhere).
+//! 2. It grows through saturated channels: every channel of a flow in the set that is some
+//!    flow's bottleneck brings in the flows bottlenecked there (their rate is that channel's
+//!    share, which the set's change moves).
+//! 3. Progressive filling runs on the set alone.
+//! 4. Where a flow of the set stopped at a level below the rate of a flow outside the set on that
+//!    channel, that flow must come down too: it joins, and 2-4 run again.
+//!
+//! When no flow joins in step 4 every flow satisfies the bottleneck condition (a flow outside
+//! the set keeps its bottleneck, which no flow of the set crosses by step 2), so the rates are
+//! the max-min allocation. The cost of an update is that of progressive filling over the flows it
+//! reaches, `O(F log C)` for `F` flows on `C` channels, plus a scan of the flow lists of the
+//! channels where they stop and of the saturated channels they cross. A start or end changes
+//! nothing beyond the flows bound to it through saturated channels, so a flow on idle links is
+//! a set of one, and disjoint communications never touch each other; in a network where every
+//! channel is saturated and every flow shares one with another, the exact allocation itself can
+//! move everywhere, and so does the update.
+
+use super::{FlowEvent, FlowFabric, NEVER, NIL};
+use crate::topology::ChannelId;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use tracewatt_core::{Ps, Schedule};
+
+/// Buffers of the update, kept between updates so they allocate nothing once warm.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    pub(super) seeds: Vec<u32>,
+    set: Vec<u32>,
+    chans: Vec<ChannelId>,
+    heap: BinaryHeap<Reverse<(u64, ChannelId)>>,
+    /// Channels where flows of the set stopped, with the level.
+    stops: Vec<(ChannelId, u64)>,
+    /// Marks of the current update (on flows and expanded channels) and of the current filling
+    /// (on channels).
+    update: u64,
+    filling: u64,
+}
+
+impl FlowFabric {
+    /// Recomputes the rates that the start or end of a flow can change, starting from `seeds`,
+    /// and reschedules the completions that moved.
+    pub(super) fn reshare<S: Schedule<FlowEvent>>(&mut self, seeds: &[u32], now: Ps, q: &mut S) {
+        let mut s = std::mem::take(&mut self.solver);
+        s.update += 1;
+        let update = s.update;
+        s.set.clear();
+        for &f in seeds {
+            if self.flows[f].mark != update {
+                self.flows[f].mark = update;
+                s.set.push(f);
+            }
+        }
+        let mut closed = 0;
+        loop {
+            while closed < s.set.len() {
+                let f = s.set[closed];
+                closed += 1;
+                for i in 0..self.flows[f].path.len() {
+                    let ch = self.flows[f].path[i].ch;
+                    let c = &mut self.ch[ch as usize];
+                    if c.bottlenecked == 0 || c.expanded == update {
+                        continue;
+                    }
+                    c.expanded = update;
+                    for &(g, _) in &self.ch[ch as usize].flows {
+                        let fl = &mut self.flows[g];
+                        if fl.bottleneck == ch && fl.mark != update {
+                            fl.mark = update;
+                            s.set.push(g);
+                        }
+                    }
+                }
+            }
+            self.fill(&mut s);
+            let before = s.set.len();
+            for &(ch, level) in &s.stops {
+                for &(g, _) in &self.ch[ch as usize].flows {
+                    let fl = &mut self.flows[g];
+                    if fl.mark != update && fl.rate > level {
+                        fl.mark = update;
+                        s.set.push(g);
+                    }
+                }
+            }
+            if s.set.len() == before {
+                break;
+            }
+        }
+        self.reshares += 1;
+        self.reshared_flows += s.set.len() as u64;
+        for &f in &s.set {
+            self.apply(f, now, q);
+        }
+        self.solver = s;
+    }
+
+    /// Progressive filling over the flows of `s.set`, the others' rates held: sets each one's
+    /// `new_rate` and `new_bottleneck`, and `s.stops`.
+    fn fill(&mut self, s: &mut Scratch) {
+        s.filling += 1;
+        let filling = s.filling;
+        s.chans.clear();
+        s.heap.clear();
+        s.stops.clear();
+        for &f in &s.set {
+            let fl = &mut self.flows[f];
+            fl.frozen = false;
+            for h in &fl.path {
+                let c = &mut self.ch[h.ch as usize];
+                if c.mark != filling {
+                    c.mark = filling;
+                    c.residual = c.bits_per_s - c.used;
+                    c.unfrozen = 0;
+                    s.chans.push(h.ch);
+                }
+                c.residual += fl.rate;
+                c.unfrozen += 1;
+            }
+        }
+        for &ch in &s.chans {
+            let c = &self.ch[ch as usize];
+            s.heap
+                .push(Reverse((c.residual / u64::from(c.unfrozen), ch)));
+        }
+        let mut left = s.set.len();
+        while left > 0 {
+            let Some(Reverse((level, ch))) = s.heap.pop() else {
+                unreachable!("a flow of the set is on some channel of the set");
+            };
+            let c = &self.ch[ch as usize];
+            // Entries whose channel filled, or whose share rose since, are stale.
+            if c.unfrozen == 0 || c.residual / u64::from(c.unfrozen) != level {
+                continue;
+            }
+            s.stops.push((ch, level));
+            for k in 0..self.ch[ch as usize].flows.len() {
+                let g = self.ch[ch as usize].flows[k].0;
+                let fl = &mut self.flows[g];
+                if fl.mark != s.update || fl.frozen {
+                    continue;
+                }
+                fl.frozen = true;
+                fl.new_rate = level;
+                fl.new_bottleneck = ch;
+                left -= 1;
+                for h in &fl.path {
+                    let c = &mut self.ch[h.ch as usize];
+                    c.residual -= level;
+                    c.unfrozen -= 1;
+                    if c.unfrozen > 0 {
+                        s.heap
+                            .push(Reverse((c.residual / u64::from(c.unfrozen), h.ch)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives flow `f` its new rate and bottleneck: its progress at the old rate is booked up to
+    /// `now`, and its completion rescheduled if the rate moved.
+    fn apply<S: Schedule<FlowEvent>>(&mut self, f: u32, now: Ps, q: &mut S) {
+        let fl = &mut self.flows[f];
+        if fl.bottleneck != fl.new_bottleneck {
+            if fl.bottleneck != NIL {
+                self.ch[fl.bottleneck as usize].bottlenecked -= 1;
+            }
+            self.ch[fl.new_bottleneck as usize].bottlenecked += 1;
+            fl.bottleneck = fl.new_bottleneck;
+        }
+        let (old, new) = (fl.rate, fl.new_rate);
+        if old == new && fl.due != NEVER {
+            return;
+        }
+        fl.rem -= i128::from(old) * i128::from(now - fl.t);
+        fl.t = now;
+        fl.rate = new;
+        let shift = (i128::from(new) - i128::from(old)) * i128::from(now);
+        for h in &fl.path {
+            let c = &mut self.ch[h.ch as usize];
+            c.used = c.used - old + new;
+            c.work += shift;
+        }
+        fl.due = if new == 0 {
+            NEVER
+        } else {
+            let r = i128::from(new);
+            let left = fl.rem.max(0);
+            now + ((left + r - 1) / r) as Ps
+        };
+        if fl.due != NEVER {
+            q.schedule(fl.due, FlowEvent::Done { flow: f });
+        }
+    }
+}
