@@ -12,9 +12,11 @@
 //!
 //! - cut-through: `sum L + K S + max over k1 <= k2 of ((n - 1) F_k1 + s_k2(r))` (the full
 //!   packets are paced by the slowest channel, the last one by the slowest at or after it);
-//! - store-and-forward: `sum L + K S + max over m of (sum_{k<m} F_k + (n - 1) max_{k<=m} F_k +
-//!   sum_{k>=m} s_k(r))` (each hop before `m` holds a full packet, each from `m` on the last one),
-//!   and `sum L + K S + sum s_k(B)` for a single packet.
+//! - store-and-forward: `sum L + K S + max over m of (sum_{k<=m} F_k + (n - 2) max_{k<=m} F_k +
+//!   sum_{k>=m} s_k(r))`, `m` the first channel the last packet's staircase cell is on (each
+//!   channel up to `m` serialises at least one full packet, the other `n - 2` go on the slowest
+//!   of them, and the last packet crosses every channel from `m` on), and `sum L + K S + sum
+//!   s_k(B)` for a single packet.
 //!
 //! The flow model splits that time into a latency part, which its head pays hop by hop, and a
 //! rate part, the message's bytes at the bottleneck rate; what is left over (the rounding of
@@ -50,8 +52,8 @@ pub(crate) fn lone_serialisation_ps(params: &FabricParams, bps: &[u64], bytes: u
             let (mut before, mut best_full, mut best) = (0, 0, 0);
             for (k, &b) in bps.iter().enumerate() {
                 best_full = best_full.max(full(b));
-                best = best.max(before + (n - 1) * best_full + after);
                 before += full(b);
+                best = best.max(before + (n - 2) * best_full + after);
                 after -= tails[k];
             }
             best
