@@ -58,6 +58,8 @@ pub enum FlowEvent {
     Done { flow: u32 },
     /// The flow's tail reaches its destination node: it is delivered.
     Deliver { flow: u32 },
+    /// Rates are recomputed for the flows that started or ended at this instant, all at once.
+    Update,
 }
 
 const NIL: u32 = u32::MAX;
@@ -92,6 +94,8 @@ struct Flow {
     born: Ps,
     /// When the transfer started.
     since: Ps,
+    /// The flow shares bandwidth (its transfer is under way).
+    sharing: bool,
     /// Bits per second while sharing.
     rate: u64,
     /// Work left at `t`, in [`WORK_PER_BYTE`] units.
@@ -154,6 +158,8 @@ pub struct FlowFabric {
     /// Rate recomputations and the flows they covered, for the locality of updates.
     reshares: u64,
     reshared_flows: u64,
+    /// The instant an `Update` is scheduled for, or `NEVER`.
+    update_at: Ps,
     solver: share::Scratch,
 }
 
@@ -196,6 +202,7 @@ impl FlowFabric {
             stats: FabricStats::default(),
             reshares: 0,
             reshared_flows: 0,
+            update_at: NEVER,
             solver: share::Scratch::default(),
         }
     }
@@ -313,6 +320,27 @@ impl FlowFabric {
                 }
             }
             FlowEvent::Deliver { flow } => self.deliver(flow, now),
+            FlowEvent::Update => {
+                self.update_at = NEVER;
+                let mut seeds = std::mem::take(&mut self.solver.seeds);
+                // A flow held back by one that ended may itself have ended since.
+                seeds.retain(|&f| self.flows[f].sharing);
+                if !seeds.is_empty() {
+                    self.reshare(&seeds, now, q);
+                }
+                seeds.clear();
+                self.solver.seeds = seeds;
+            }
+        }
+    }
+
+    /// Asks for the rates to be recomputed at `now`, once for every start and end at `now`: the
+    /// flows of a collective or of a bulk-synchronous exchange start together and share one
+    /// update. Until it runs (within the same instant), rates are those before.
+    fn update_soon<S: Schedule<FlowEvent>>(&mut self, now: Ps, q: &mut S) {
+        if self.update_at != now {
+            self.update_at = now;
+            q.schedule(now, FlowEvent::Update);
         }
     }
 
@@ -416,7 +444,10 @@ impl FlowFabric {
         let f = &mut self.flows[flow];
         let bottleneck = bps.iter().copied().min().unwrap_or(1);
         let lone = timing::lone_serialisation_ps(&self.params, &bps, f.bytes);
-        let last = f.path.last().map_or(0, |h| self.ch[h.ch as usize].latency_ps);
+        let last = f
+            .path
+            .last()
+            .map_or(0, |h| self.ch[h.ch as usize].latency_ps);
         let at_rate = tracewatt_core::time::serialization_ps(f.bytes, bottleneck);
         f.tail_ps = last + (lone - at_rate);
         f.since = now;
@@ -433,7 +464,9 @@ impl FlowFabric {
             f.path[i].slot = c.flows.len() as u32;
             c.flows.push((flow, i as u32));
         }
-        self.reshare(&[flow], now, q);
+        f.sharing = true;
+        self.solver.seeds.push(flow);
+        self.update_soon(now, q);
     }
 
     /// The flow's bytes are through: it leaves every channel and the others share what it held.
@@ -444,18 +477,10 @@ impl FlowFabric {
         q: &mut S,
         obs: &mut O,
     ) {
-        let mut seeds = std::mem::take(&mut self.solver.seeds);
-        seeds.clear();
+        let seeded = self.solver.seeds.len();
         let (rate, bottleneck, since, src, bytes, sharing) = {
             let f = &self.flows[flow];
-            (
-                f.rate,
-                f.bottleneck,
-                f.since,
-                f.src,
-                f.bytes,
-                f.path.first().is_some_and(|h| h.slot != NIL),
-            )
+            (f.rate, f.bottleneck, f.since, f.src, f.bytes, f.sharing)
         };
         if bottleneck != NIL {
             self.ch[bottleneck as usize].bottlenecked -= 1;
@@ -480,7 +505,7 @@ impl FlowFabric {
                 if o.bottlenecked > 0 {
                     for &(g, _) in &o.flows {
                         if self.flows[g].bottleneck == h.ch {
-                            seeds.push(g);
+                            self.solver.seeds.push(g);
                         }
                     }
                 }
@@ -506,6 +531,7 @@ impl FlowFabric {
         {
             let f = &mut self.flows[flow];
             f.due = NEVER;
+            f.sharing = false;
             f.rate = 0;
             f.bottleneck = NIL;
             if f.notify_injected {
@@ -515,10 +541,9 @@ impl FlowFabric {
                 });
             }
         }
-        if !seeds.is_empty() {
-            self.reshare(&seeds, now, q);
+        if self.solver.seeds.len() > seeded {
+            self.update_soon(now, q);
         }
-        self.solver.seeds = seeds;
         let tail = self.flows[flow].tail_ps;
         if tail == 0 {
             self.deliver(flow, now);

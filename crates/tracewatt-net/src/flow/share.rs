@@ -9,11 +9,12 @@
 //! its path on which no flow is faster (its bottleneck). A channel with at least one flow
 //! bottlenecked on it is exactly a saturated one.
 //!
-//! **The update.** When a flow starts or ends, only the rates in its neighbourhood are recomputed,
-//! with every other flow's rate held fixed (its share taken off the channels' capacities):
+//! **The update.** When flows start or end, only the rates in their neighbourhood are recomputed,
+//! once for all the starts and ends of one instant (a collective's flows start together), with
+//! every other flow's rate held fixed (its share taken off the channels' capacities):
 //!
-//! 1. The set starts with the flow that starts, or, when one ends, with the flows bottlenecked on
-//!    the channels it leaves (only they can rise; the others are held elsewhere).
+//! 1. The set starts with the flows that start, and, for those that end, the flows bottlenecked
+//!    on the channels they leave (only these can rise; the others are held elsewhere).
 //! 2. It grows through saturated channels: every channel of a flow in the set that is some
 //!    flow's bottleneck brings in the flows bottlenecked there (their rate is that channel's
 //!    share, which the set's change moves).

@@ -43,8 +43,18 @@ impl Schedule<NetEvent> for Q<'_> {
 /// What a test observer saw: every call, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Call {
-    Ready { ch: ChannelId, at: Ps, start: Ps },
-    Transmit { ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId },
+    Ready {
+        ch: ChannelId,
+        at: Ps,
+        start: Ps,
+    },
+    Transmit {
+        ch: ChannelId,
+        start: Ps,
+        end: Ps,
+        bytes: u32,
+        src: NodeId,
+    },
 }
 
 /// Records every call; a channel in `asleep` wakes (taking `wake`) the first time it is asked.
@@ -63,11 +73,7 @@ impl LinkObserver for Recorder {
         } else {
             now
         };
-        self.calls.push(Call::Ready {
-            ch,
-            at: now,
-            start,
-        });
+        self.calls.push(Call::Ready { ch, at: now, start });
         start
     }
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId) {
@@ -129,7 +135,16 @@ fn run_flows(
         match ev {
             Ev::Send(i) => {
                 let (_, src, dst, bytes, notify) = sends[i as usize];
-                f.send(now, i, (src, dst), bytes, false, notify, &mut Q(&mut q), obs);
+                f.send(
+                    now,
+                    i,
+                    (src, dst),
+                    bytes,
+                    false,
+                    notify,
+                    &mut Q(&mut q),
+                    obs,
+                );
             }
             Ev::Flow(e) => f.handle(now, e, &mut Q(&mut q), obs, &mut rng),
             Ev::Packet(_) => unreachable!(),
@@ -146,7 +161,16 @@ fn packet_delivery(topo: Topology, p: FabricParams, src: NodeId, dst: NodeId, by
     let mut q = EventQueue::new();
     let mut rng = Rng::new(7);
     let mut obs = Recorder::default();
-    fab.send(0, 0, (src, dst), bytes, false, false, &mut Q(&mut q), &mut obs);
+    fab.send(
+        0,
+        0,
+        (src, dst),
+        bytes,
+        false,
+        false,
+        &mut Q(&mut q),
+        &mut obs,
+    );
     while let Some((now, ev)) = q.pop() {
         let Ev::Packet(e) = ev else { unreachable!() };
         fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
@@ -416,10 +440,7 @@ fn a_lone_message_takes_exactly_the_packet_models_time() {
                         ),
                         0,
                     );
-                    assert_eq!(
-                        got, want,
-                        "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B"
-                    );
+                    assert_eq!(got, want, "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B");
                     hops_seen.insert(f.stats().packet_hops);
                 }
             }
@@ -460,10 +481,7 @@ fn ugal_all_to_all(seed: u64) -> (Vec<(Ps, Notice)>, Vec<Call>) {
     }
     let mut obs = Recorder::default();
     let notices = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
-    assert_eq!(
-        f.stats().packets_delivered,
-        u64::from(n) * u64::from(n - 1)
-    );
+    assert_eq!(f.stats().packets_delivered, u64::from(n) * u64::from(n - 1));
     (notices, obs.calls)
 }
 
@@ -472,7 +490,11 @@ fn the_same_inputs_give_the_same_events() {
     let a = ugal_all_to_all(3);
     let b = ugal_all_to_all(3);
     assert_eq!(a, b);
-    assert_ne!(a.0, ugal_all_to_all(4).0, "a different load changes the run");
+    assert_ne!(
+        a.0,
+        ugal_all_to_all(4).0,
+        "a different load changes the run"
+    );
 }
 
 /// The max-min conditions on the current allocation: no channel over capacity, and every flow
