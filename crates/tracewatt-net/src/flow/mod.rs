@@ -67,6 +67,10 @@ const NEVER: Ps = Ps::MAX;
 /// A flow's remaining work is counted in bits times 10^12, so a rate in bits per second moves it
 /// by `rate * dt` per `dt` picoseconds: integer and exact.
 const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
+/// A rate update may leave up to `1 / SLACK_DIVISOR` of a saturated link's capacity unused,
+/// rather than raise the flows bottlenecked there by that little: this is what keeps one start or
+/// end from rippling through every saturated link of a busy network.
+pub const SLACK_DIVISOR: u64 = 1024;
 
 /// One channel of a flow's path.
 #[derive(Debug, Clone, Copy)]
@@ -135,11 +139,18 @@ struct Chan {
     /// Sum over holders of `rem + rate * t`: the work still to cross the channel at time `now`
     /// is `work - used * now`.
     work: i128,
-    /// Solver scratch.
+    /// Solver scratch: the filling that touched it, its capacity left to the flows still rising
+    /// and their number; the total of the set's rates here before and after, its fastest flow
+    /// after, and the level at which the set filled it (`u64::MAX` if it did not).
     mark: u64,
-    expanded: u64,
     residual: u64,
     unfrozen: u32,
+    set_old: u64,
+    set_new: u64,
+    set_max: u64,
+    stop_level: u64,
+    /// Flows of the set bottlenecked here before the update.
+    set_bottlenecked: u32,
 }
 
 /// The flow-level network state of one simulation: the same interface as

@@ -32,7 +32,7 @@
 //! channel is saturated and every flow shares one with another, the exact allocation itself can
 //! move everywhere, and so does the update.
 
-use super::{FlowEvent, FlowFabric, NEVER, NIL};
+use super::{FlowEvent, FlowFabric, NEVER, NIL, SLACK_DIVISOR};
 use crate::topology::ChannelId;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -45,10 +45,7 @@ pub(super) struct Scratch {
     set: Vec<u32>,
     chans: Vec<ChannelId>,
     heap: BinaryHeap<Reverse<(u64, ChannelId)>>,
-    /// Channels where flows of the set stopped, with the level.
-    stops: Vec<(ChannelId, u64)>,
-    /// Marks of the current update (on flows and expanded channels) and of the current filling
-    /// (on channels).
+    /// Marks of the current update (on flows) and of the current filling (on channels).
     update: u64,
     filling: u64,
 }
@@ -67,33 +64,29 @@ impl FlowFabric {
                 s.set.push(f);
             }
         }
-        let mut closed = 0;
         loop {
-            while closed < s.set.len() {
-                let f = s.set[closed];
-                closed += 1;
-                for i in 0..self.flows[f].path.len() {
-                    let ch = self.flows[f].path[i].ch;
-                    let c = &mut self.ch[ch as usize];
-                    if c.bottlenecked == 0 || c.expanded == update {
-                        continue;
-                    }
-                    c.expanded = update;
-                    for &(g, _) in &self.ch[ch as usize].flows {
-                        let fl = &mut self.flows[g];
-                        if fl.bottleneck == ch && fl.mark != update {
-                            fl.mark = update;
-                            s.set.push(g);
-                        }
-                    }
-                }
-            }
             self.fill(&mut s);
             let before = s.set.len();
-            for &(ch, level) in &s.stops {
-                for &(g, _) in &self.ch[ch as usize].flows {
+            for &ch in &s.chans {
+                let c = &self.ch[ch as usize];
+                // Capacity left unused here beyond the slack allowed lets the flows bottlenecked
+                // here rise.
+                let used = c.used - c.set_old + c.set_new;
+                let freed = c.bits_per_s - used > c.bits_per_s / SLACK_DIVISOR;
+                // Rates that differ by less than their share of that slack count as equal, so
+                // that the rounding of earlier updates does not ripple either.
+                let near = c.bits_per_s / SLACK_DIVISOR / c.flows.len().max(1) as u64;
+                for &(g, _) in &c.flows {
                     let fl = &mut self.flows[g];
-                    if fl.mark != update && fl.rate > level {
+                    if fl.mark == update {
+                        continue;
+                    }
+                    // A flow outside the set faster than the set's share at a channel the set
+                    // filled must come down to it; a flow bottlenecked here must stay the fastest
+                    // here, and rises if capacity was freed.
+                    let joins = fl.rate > c.stop_level.saturating_add(near)
+                        || (fl.bottleneck == ch && (c.set_max > fl.rate + near || freed));
+                    if joins {
                         fl.mark = update;
                         s.set.push(g);
                     }
@@ -112,13 +105,13 @@ impl FlowFabric {
     }
 
     /// Progressive filling over the flows of `s.set`, the others' rates held: sets each one's
-    /// `new_rate` and `new_bottleneck`, and `s.stops`.
+    /// `new_rate` and `new_bottleneck`, and on each channel it crosses the set's old and new
+    /// totals, its fastest new rate and the level at which it filled the channel.
     fn fill(&mut self, s: &mut Scratch) {
         s.filling += 1;
         let filling = s.filling;
         s.chans.clear();
         s.heap.clear();
-        s.stops.clear();
         for &f in &s.set {
             let fl = &mut self.flows[f];
             fl.frozen = false;
@@ -128,10 +121,28 @@ impl FlowFabric {
                     c.mark = filling;
                     c.residual = c.bits_per_s - c.used;
                     c.unfrozen = 0;
+                    c.set_old = 0;
+                    c.set_new = 0;
+                    c.set_max = 0;
+                    c.stop_level = u64::MAX;
+                    c.set_bottlenecked = 0;
                     s.chans.push(h.ch);
                 }
                 c.residual += fl.rate;
+                c.set_old += fl.rate;
                 c.unfrozen += 1;
+                if fl.bottleneck == h.ch {
+                    c.set_bottlenecked += 1;
+                }
+            }
+        }
+        for &ch in &s.chans {
+            // Where flows outside the set are bottlenecked, the unused slack is theirs to take
+            // first: the set may use what it had, not more, so that it cannot outgrow them
+            // there and drag them into the update.
+            let c = &mut self.ch[ch as usize];
+            if c.bottlenecked > c.set_bottlenecked {
+                c.residual = c.set_old;
             }
         }
         for &ch in &s.chans {
@@ -149,7 +160,7 @@ impl FlowFabric {
             if c.unfrozen == 0 || c.residual / u64::from(c.unfrozen) != level {
                 continue;
             }
-            s.stops.push((ch, level));
+            self.ch[ch as usize].stop_level = level;
             for k in 0..self.ch[ch as usize].flows.len() {
                 let g = self.ch[ch as usize].flows[k].0;
                 let fl = &mut self.flows[g];
@@ -164,6 +175,8 @@ impl FlowFabric {
                     let c = &mut self.ch[h.ch as usize];
                     c.residual -= level;
                     c.unfrozen -= 1;
+                    c.set_new += level;
+                    c.set_max = c.set_max.max(level);
                     if c.unfrozen > 0 {
                         s.heap
                             .push(Reverse((c.residual / u64::from(c.unfrozen), h.ch)));
