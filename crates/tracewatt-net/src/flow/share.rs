@@ -15,22 +15,23 @@
 //!
 //! 1. The set starts with the flows that start, and, for those that end, the flows bottlenecked
 //!    on the channels they leave (only these can rise; the others are held elsewhere).
-//! 2. It grows through saturated channels: every channel of a flow in the set that is some
-//!    flow's bottleneck brings in the flows bottlenecked there (their rate is that channel's
-//!    share, which the set's change moves).
-//! 3. Progressive filling runs on the set alone.
-//! 4. Where a flow of the set stopped at a level below the rate of a flow outside the set on that
-//!    channel, that flow must come down too: it joins, and 2-4 run again.
+//! 2. Progressive filling runs on the set alone. On a channel where flows outside the set are
+//!    bottlenecked, the set may use what it had there and no more: the spare capacity is theirs.
+//! 3. On every channel the set crosses, a flow outside the set joins it when the allocation
+//!    would be wrong for it: it is faster than the level at which the set filled that channel
+//!    (it must come down to share), or it is bottlenecked there and a flow of the set is now
+//!    faster, or the set left more than the slack unused there (it may rise). Then 2-3 again.
 //!
-//! When no flow joins in step 4 every flow satisfies the bottleneck condition (a flow outside
-//! the set keeps its bottleneck, which no flow of the set crosses by step 2), so the rates are
-//! the max-min allocation. The cost of an update is that of progressive filling over the flows it
-//! reaches, `O(F log C)` for `F` flows on `C` channels, plus a scan of the flow lists of the
-//! channels where they stop and of the saturated channels they cross. A start or end changes
-//! nothing beyond the flows bound to it through saturated channels, so a flow on idle links is
-//! a set of one, and disjoint communications never touch each other; in a network where every
-//! channel is saturated and every flow shares one with another, the exact allocation itself can
-//! move everywhere, and so does the update.
+//! When no flow joins, every flow has a saturated channel on which no flow is faster — the
+//! max-min condition — within a tolerance: an update may leave up to `1 / SLACK_DIVISOR` of a
+//! channel's capacity unused, and rates closer than that fraction shared among a channel's flows
+//! count as equal. Without it, the exact allocation of a busy network moves everywhere at every
+//! start and end (each flow that slows frees a little capacity for others, which speed up and
+//! slow others): the tolerance stops such ripples after a hop or two, when they carry less than
+//! a thousandth of a link. An update costs progressive filling over the flows it reaches,
+//! `O(F log C)` for `F` flows on `C` channels, plus a scan of the flow lists of those channels.
+//! A flow on idle links is a set of one, and communications that share no saturated link never
+//! touch each other.
 
 use super::{FlowEvent, FlowFabric, NEVER, NIL, SLACK_DIVISOR};
 use crate::topology::ChannelId;
