@@ -16,7 +16,9 @@
 //!   the part of the packet model's time for the message alone that neither latencies nor the
 //!   bottleneck rate explain (per-packet rounding, the store-and-forward pipeline). So a message
 //!   alone in the network is delivered exactly when the packet model delivers it (`timing`),
-//!   with every link awake, and one wake later per sleeping link its head meets.
+//!   with every link awake, and one wake later per sleeping link its head meets (the packet
+//!   model can hide a wake behind the serialisation at a slower link upstream; a flow pays
+//!   every wake in full, so the two agree whenever no link before a wake is slower than it).
 //!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
 //! the end of its transfer): one busy stretch per such period, reported through
@@ -34,7 +36,9 @@
 //! `urgent` control messages gain nothing over bulk data, which they share the link with);
 //! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
 //! transfer, and cannot sleep between packets); and link-level control frames. `packet_bytes` and
-//! `switching` matter only through the residue, `switch_latency_ps` through the head.
+//! `switching` matter only through the residue, `switch_latency_ps` through the head. There are
+//! no packets: [`LinkObserver::on_packet`] is never called, and an observer counting
+//! `on_transmit` calls counts pieces of busy stretches (one per flow per channel).
 
 mod share;
 mod timing;
