@@ -1,5 +1,6 @@
 //! The interconnect: what is connected to what (`topology`), which way packets go (`routing`),
-//! and how packets move through ports and links with contention (`fabric`).
+//! and how packets move through ports and links with contention (`fabric`), or, faster, how
+//! messages flow as max-min shared streams (`flow`).
 
 pub mod fabric;
 pub mod flow;
