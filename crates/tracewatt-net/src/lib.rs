@@ -1,7 +1,9 @@
 //! The interconnect: what is connected to what (`topology`), which way packets go (`routing`),
-//! and how packets move through ports and links with contention (`fabric`).
+//! and how packets move through ports and links with contention (`fabric`), or, faster, how
+//! messages flow as max-min shared streams (`flow`).
 
 pub mod fabric;
+pub mod flow;
 pub mod routing;
 pub mod spec;
 pub mod topology;

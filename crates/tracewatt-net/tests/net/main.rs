@@ -2,4 +2,5 @@
 
 mod builders;
 mod common;
+mod flow;
 mod routing;

@@ -1,0 +1,581 @@
+//! The flow-level network model: each message is one flow on the route the machine's routing
+//! gives it, and every link direction (channel) shares its bandwidth among the flows crossing it
+//! by max-min fairness.
+//!
+//! A flow lives in two phases.
+//!
+//! - **Head.** Its head walks the path hop by hop as the first packet of the packet model does:
+//!   it claims the injection channel when the message is sent, reaches the next switch one link
+//!   latency and one switch latency after it started on a channel, is routed there (with the
+//!   current load, see [`FlowFabric::send`]) and claims the next channel. A channel that no flow
+//!   holds is asked [`LinkObserver::earliest_start`] when the head reaches it: a sleeping link
+//!   delays the head, and with it the whole flow, by its wake, one link after the other.
+//! - **Rate.** Once its head holds the channel into the destination node, the flow joins the
+//!   bandwidth sharing of every channel of its path, at the max-min fair rate (see `share`), until
+//!   its bytes are through. It is delivered its last channel's latency plus its *residue* later:
+//!   the part of the packet model's time for the message alone that neither latencies nor the
+//!   bottleneck rate explain (per-packet rounding, the store-and-forward pipeline). So a message
+//!   alone in the network is delivered exactly when the packet model delivers it (`timing`),
+//!   with every link awake, and one wake later per sleeping link its head meets (the packet
+//!   model can hide a wake behind the serialisation at a slower link upstream; a flow pays
+//!   every wake in full, so the two agree whenever no link before a wake is slower than it).
+//!
+//! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
+//! the end of its transfer): one busy stretch per such period, reported through
+//! [`LinkObserver::on_transmit`] in contiguous pieces, one as each flow leaves (with that flow's
+//! bytes and source). A flow's own piece reaches back only to its claim plus its transfer time,
+//! as its bytes cross that channel, not to the end of the transfer at the destination. Before a
+//! channel is asked to wake, the stretch its reverse direction is in is reported up to that
+//! instant, so a power model that pairs the two directions sees that direction busy.
+//!
+//! What a flow cannot represent, and so what this model leaves out: finite input buffers, credits
+//! and back-pressure (a flow is never held by a full buffer; `buffer_bytes` and `credits` are
+//! ignored, and the time of a message alone is the packet model's only when its buffers cover
+//! the credit round trip); the order in which packets of different messages interleave on a
+//! link (flows share a link evenly; the NIC does not send messages one after another, so
+//! `urgent` control messages gain nothing over bulk data, which they share the link with);
+//! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
+//! transfer, and cannot sleep between packets); and link-level control frames. `packet_bytes` and
+//! `switching` matter only through the residue, `switch_latency_ps` through the head. There are
+//! no packets: [`LinkObserver::on_packet`] is never called, and an observer counting
+//! `on_transmit` calls counts pieces of busy stretches (one per flow per channel).
+
+mod share;
+mod timing;
+
+use crate::fabric::{FabricParams, FabricStats, LinkObserver, Notice};
+use crate::routing::{QueueView, RouteState, Router};
+use crate::topology::{ChannelId, Device, NodeId, SwitchId, Topology};
+use tracewatt_core::time::PS_PER_S;
+use tracewatt_core::{Ps, Rng, Schedule, Slab};
+
+/// Events the flow model schedules for itself. Each carries only the flow's slot, so the layer
+/// above can keep its events as small as it does for the packet model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEvent {
+    /// The flow's head may leave the switch it reached (or, once it holds its last channel, may
+    /// start its transfer).
+    Head { flow: u32 },
+    /// The flow's transfer may be complete. Its rate may have changed since the event was
+    /// scheduled and the queue cannot cancel events: the flow's own completion time, which every
+    /// rate change sets anew, is the generation mark, and an event at any other time is stale.
+    Done { flow: u32 },
+    /// The flow's tail reaches its destination node: it is delivered.
+    Deliver { flow: u32 },
+    /// Rates are recomputed for the flows that started or ended at this instant, all at once.
+    Update,
+}
+
+const NIL: u32 = u32::MAX;
+const NEVER: Ps = Ps::MAX;
+/// A flow's remaining work is counted in bits times 10^12, so a rate in bits per second moves it
+/// by `rate * dt` per `dt` picoseconds: integer and exact.
+const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
+/// A rate update may leave up to `1 / SLACK_DIVISOR` of a saturated link's capacity unused,
+/// rather than raise the flows bottlenecked there by that little: this is what keeps one start or
+/// end from rippling through every saturated link of a busy network.
+pub const SLACK_DIVISOR: u64 = 1024;
+
+/// One channel of a flow's path.
+#[derive(Debug, Clone, Copy)]
+struct Hop {
+    ch: ChannelId,
+    /// When the head started on it (after any wake).
+    start: Ps,
+    /// Index of this flow in the channel's `flows` while the flow shares bandwidth.
+    slot: u32,
+}
+
+#[derive(Debug, Default)]
+struct Flow {
+    token: u32,
+    src: NodeId,
+    dst: NodeId,
+    bytes: u64,
+    notify_injected: bool,
+    route: RouteState,
+    path: Vec<Hop>,
+    /// The switch the head is at, waiting for its `Head` event; `NIL` once it holds its last
+    /// channel.
+    at: SwitchId,
+    /// When the head started on the injection channel.
+    born: Ps,
+    /// When the transfer started.
+    since: Ps,
+    /// The flow shares bandwidth (its transfer is under way).
+    sharing: bool,
+    /// Bits per second while sharing.
+    rate: u64,
+    /// Work left at `t`, in [`WORK_PER_BYTE`] units.
+    rem: i128,
+    t: Ps,
+    /// When the transfer completes at the current rate (`NEVER` when not sharing).
+    due: Ps,
+    /// The channel whose saturation fixed the rate, or `NIL`.
+    bottleneck: ChannelId,
+    /// From the end of the transfer to delivery.
+    tail_ps: Ps,
+    /// Solver scratch: the recomputation that included the flow, frozen in it, its new rate.
+    mark: u64,
+    frozen: bool,
+    new_rate: u64,
+    new_bottleneck: ChannelId,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Chan {
+    bits_per_s: u64,
+    latency_ps: Ps,
+    to_node: bool,
+    reverse: ChannelId,
+    /// Flows holding the channel (head claimed it, transfer not over).
+    holders: u32,
+    /// Until when the current busy stretch has been reported.
+    reported: Ps,
+    /// A source node of the stretch (its first flow's), named in pieces that carry no bytes.
+    stretch_src: NodeId,
+    /// Flows sharing the channel's bandwidth, with the index of this channel in their path.
+    flows: Vec<(u32, u32)>,
+    /// Sum of their rates.
+    used: u64,
+    /// Flows whose bottleneck this channel is: non-zero exactly when it is saturated.
+    bottlenecked: u32,
+    /// Sum over holders of `rem + rate * t`: the work still to cross the channel at time `now`
+    /// is `work - used * now`.
+    work: i128,
+    /// Solver scratch: the filling that touched it, its capacity left to the flows still rising
+    /// and their number; the total of the set's rates here before and after, its fastest flow
+    /// after, and the level at which the set filled it (`u64::MAX` if it did not).
+    mark: u64,
+    residual: u64,
+    unfrozen: u32,
+    set_old: u64,
+    set_new: u64,
+    set_max: u64,
+    stop_level: u64,
+    /// Flows of the set bottlenecked here before the update.
+    set_bottlenecked: u32,
+}
+
+/// The flow-level network state of one simulation: the same interface as
+/// [`crate::fabric::Fabric`], so the layer above drives either the same way.
+#[derive(Debug)]
+pub struct FlowFabric {
+    topo: Topology,
+    router: Box<dyn Router>,
+    params: FabricParams,
+    ch: Vec<Chan>,
+    flows: Slab<Flow>,
+    /// Path vectors of delivered flows, kept for reuse.
+    spare_paths: Vec<Vec<Hop>>,
+    notices: Vec<Notice>,
+    stats: FabricStats,
+    /// Rate recomputations and the flows they covered, for the locality of updates.
+    reshares: u64,
+    reshared_flows: u64,
+    /// The instant an `Update` is scheduled for, or `NEVER`.
+    update_at: Ps,
+    solver: share::Scratch,
+}
+
+/// What adaptive routing compares in flow mode: the bytes still to cross a channel, summed over
+/// the flows that hold it (those in their head phase count whole).
+struct Remaining<'a> {
+    ch: &'a [Chan],
+    now: Ps,
+}
+
+impl QueueView for Remaining<'_> {
+    fn queued_bytes(&self, ch: ChannelId) -> u64 {
+        let c = &self.ch[ch as usize];
+        let left = c.work - i128::from(c.used) * i128::from(self.now);
+        (left.max(0) / WORK_PER_BYTE) as u64
+    }
+}
+
+impl FlowFabric {
+    pub fn new(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
+        let ch = topo
+            .channels
+            .iter()
+            .map(|c| Chan {
+                bits_per_s: c.bandwidth_bps,
+                latency_ps: c.latency_ps,
+                to_node: matches!(c.dst, Device::Node(_)),
+                reverse: c.reverse,
+                ..Chan::default()
+            })
+            .collect();
+        Self {
+            topo,
+            router,
+            params,
+            ch,
+            flows: Slab::new(),
+            spare_paths: Vec::new(),
+            notices: Vec::new(),
+            stats: FabricStats::default(),
+            reshares: 0,
+            reshared_flows: 0,
+            update_at: NEVER,
+            solver: share::Scratch::default(),
+        }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// Messages in the network (head or transfer under way, or not yet delivered).
+    pub fn flows_in_flight(&self) -> usize {
+        self.flows.live()
+    }
+
+    /// Totals over the run so far, in the packet model's terms with one packet per message:
+    /// `packet_hops` counts channels claimed by flows' heads, `packets_delivered` messages
+    /// delivered, `switch_hops_delivered` their switch-to-switch hops, and the latency runs from
+    /// the head's start on the injection channel to delivery.
+    pub fn stats(&self) -> FabricStats {
+        self.stats
+    }
+
+    /// Rate recomputations so far and the flows they covered in all (their mean is the locality
+    /// of an update: how many flows one start or end of a flow touches).
+    pub fn reshare_counts(&self) -> (u64, u64) {
+        (self.reshares, self.reshared_flows)
+    }
+
+    /// Every flow sharing bandwidth, in slot order, with its rate in bits per second and its
+    /// path: what the max-min allocation is at the moment (for tests and inspection).
+    pub fn rates(&self) -> Vec<(u32, u64, Vec<ChannelId>)> {
+        let mut ids: Vec<u32> = self
+            .ch
+            .iter()
+            .flat_map(|c| c.flows.iter().map(|&(f, _)| f))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter()
+            .map(|f| {
+                let fl = &self.flows[f];
+                (f, fl.rate, fl.path.iter().map(|h| h.ch).collect())
+            })
+            .collect()
+    }
+
+    pub fn has_notices(&self) -> bool {
+        !self.notices.is_empty()
+    }
+
+    /// Notices produced since the last call, oldest first.
+    pub fn drain_notices(&mut self) -> std::vec::Drain<'_, Notice> {
+        self.notices.drain(..)
+    }
+
+    /// Hands a message to `src`'s NIC at `now`, as [`crate::fabric::Fabric::send`] does: its
+    /// head claims the injection channel at once. `urgent` has no effect (flows share the NIC).
+    /// A zero-byte message still sends its head. Routing happens at each switch its head
+    /// reaches, with [`QueueView::queued_bytes`] the bytes still to cross a channel: so the
+    /// whole message takes one route, chosen from the load when its head passes (once, at the
+    /// source router, for UGAL).
+    #[allow(clippy::too_many_arguments)]
+    pub fn send<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        now: Ps,
+        token: u32,
+        (src, dst): (NodeId, NodeId),
+        bytes: u64,
+        _urgent: bool,
+        notify_injected: bool,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let mut path = self.spare_paths.pop().unwrap_or_default();
+        path.clear();
+        let flow = self.flows.insert(Flow {
+            token,
+            src,
+            dst,
+            bytes,
+            notify_injected,
+            route: RouteState::new(),
+            path,
+            at: NIL,
+            rem: i128::from(bytes) * WORK_PER_BYTE,
+            due: NEVER,
+            bottleneck: NIL,
+            ..Flow::default()
+        });
+        let inj = self.topo.node_injection[src as usize];
+        let start = self.claim(flow, inj, now, obs);
+        self.flows[flow].born = start;
+        self.advance_head(flow, inj, start, q);
+    }
+
+    /// Handles one of the flow model's own events.
+    pub fn handle<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        now: Ps,
+        ev: FlowEvent,
+        q: &mut S,
+        obs: &mut O,
+        rng: &mut Rng,
+    ) {
+        match ev {
+            FlowEvent::Head { flow } => {
+                if self.flows[flow].at == NIL {
+                    self.begin_transfer(flow, now, q, obs);
+                } else {
+                    self.route_head(flow, now, q, obs, rng);
+                }
+            }
+            FlowEvent::Done { flow } => {
+                if self.flows[flow].due == now {
+                    self.end_transfer(flow, now, q, obs);
+                }
+            }
+            FlowEvent::Deliver { flow } => self.deliver(flow, now),
+            FlowEvent::Update => {
+                self.update_at = NEVER;
+                let mut seeds = std::mem::take(&mut self.solver.seeds);
+                // A flow held back by one that ended may itself have ended since.
+                seeds.retain(|&f| self.flows[f].sharing);
+                if !seeds.is_empty() {
+                    self.reshare(&seeds, now, q);
+                }
+                seeds.clear();
+                self.solver.seeds = seeds;
+            }
+        }
+    }
+
+    /// Asks for the rates to be recomputed at `now`, once for every start and end at `now`: the
+    /// flows of a collective or of a bulk-synchronous exchange start together and share one
+    /// update. Until it runs (within the same instant), rates are those before.
+    fn update_soon<S: Schedule<FlowEvent>>(&mut self, now: Ps, q: &mut S) {
+        if self.update_at != now {
+            self.update_at = now;
+            q.schedule(now, FlowEvent::Update);
+        }
+    }
+
+    /// The head is at a switch: routes it and claims the channel it takes.
+    fn route_head<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+        rng: &mut Rng,
+    ) {
+        let (sw, src, dst, mut route) = {
+            let f = &self.flows[flow];
+            (f.at, f.src, f.dst, f.route)
+        };
+        let view = Remaining { ch: &self.ch, now };
+        let (out, vc) = self.router.route(sw, src, dst, &mut route, &view, rng);
+        route.vc = vc;
+        self.flows[flow].route = route;
+        let start = self.claim(flow, out, now, obs);
+        if start == now && self.ch[out as usize].to_node {
+            self.flows[flow].at = NIL;
+            self.begin_transfer(flow, now, q, obs);
+        } else {
+            self.advance_head(flow, out, start, q);
+        }
+    }
+
+    /// The head started on `ch` at `start`: schedules its arrival at the next switch, or, on the
+    /// last channel, the start of the transfer.
+    fn advance_head<S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        ch: ChannelId,
+        start: Ps,
+        q: &mut S,
+    ) {
+        let c = &self.ch[ch as usize];
+        let f = &mut self.flows[flow];
+        if c.to_node {
+            f.at = NIL;
+            q.schedule(start, FlowEvent::Head { flow });
+        } else {
+            f.at = match self.topo.channels[ch as usize].dst {
+                Device::Switch(s) => s,
+                Device::Node(_) => NIL,
+            };
+            q.schedule(
+                start + c.latency_ps + self.params.switch_latency_ps,
+                FlowEvent::Head { flow },
+            );
+        }
+    }
+
+    /// The head of `flow` reaches `ch` at `now`: it joins the busy stretch under way there, or
+    /// opens one, after the link's wake if it sleeps. Returns when the head starts on it.
+    fn claim<O: LinkObserver>(&mut self, flow: u32, ch: ChannelId, now: Ps, obs: &mut O) -> Ps {
+        let c = ch as usize;
+        let start = if self.ch[c].holders > 0 {
+            now
+        } else {
+            let rev = self.ch[c].reverse as usize;
+            let r = &mut self.ch[rev];
+            if r.holders > 0 && r.reported < now {
+                obs.on_transmit(rev as ChannelId, r.reported, now, 0, r.stretch_src);
+                r.reported = now;
+            }
+            let start = obs.earliest_start(ch, now).max(now);
+            let o = &mut self.ch[c];
+            o.reported = start;
+            o.stretch_src = self.flows[flow].src;
+            start
+        };
+        let f = &mut self.flows[flow];
+        f.path.push(Hop {
+            ch,
+            start,
+            slot: NIL,
+        });
+        let o = &mut self.ch[c];
+        o.holders += 1;
+        o.work += f.rem;
+        self.stats.packet_hops += 1;
+        start
+    }
+
+    /// The head holds the whole path: the flow's bytes start to flow at the max-min rate.
+    fn begin_transfer<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let bps: Vec<u64> = self.flows[flow]
+            .path
+            .iter()
+            .map(|h| self.ch[h.ch as usize].bits_per_s)
+            .collect();
+        let f = &mut self.flows[flow];
+        let bottleneck = bps.iter().copied().min().unwrap_or(1);
+        let lone = timing::lone_serialisation_ps(&self.params, &bps, f.bytes);
+        let last = f
+            .path
+            .last()
+            .map_or(0, |h| self.ch[h.ch as usize].latency_ps);
+        let at_rate = tracewatt_core::time::serialization_ps(f.bytes, bottleneck);
+        f.tail_ps = last + (lone - at_rate);
+        f.since = now;
+        f.t = now;
+        if f.bytes == 0 {
+            // Nothing to share: the transfer is over as it starts.
+            f.due = now;
+            self.end_transfer(flow, now, q, obs);
+            return;
+        }
+        for i in 0..f.path.len() {
+            let ch = f.path[i].ch as usize;
+            let c = &mut self.ch[ch];
+            f.path[i].slot = c.flows.len() as u32;
+            c.flows.push((flow, i as u32));
+        }
+        f.sharing = true;
+        self.solver.seeds.push(flow);
+        self.update_soon(now, q);
+    }
+
+    /// The flow's bytes are through: it leaves every channel and the others share what it held.
+    fn end_transfer<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let seeded = self.solver.seeds.len();
+        let (rate, bottleneck, since, src, bytes, sharing) = {
+            let f = &self.flows[flow];
+            (f.rate, f.bottleneck, f.since, f.src, f.bytes, f.sharing)
+        };
+        if bottleneck != NIL {
+            self.ch[bottleneck as usize].bottlenecked -= 1;
+        }
+        let elapsed = now - since;
+        let contribution = {
+            let f = &self.flows[flow];
+            f.rem + i128::from(f.rate) * i128::from(f.t)
+        };
+        for i in 0..self.flows[flow].path.len() {
+            let h = self.flows[flow].path[i];
+            let c = h.ch as usize;
+            if sharing {
+                let o = &mut self.ch[c];
+                o.flows.swap_remove(h.slot as usize);
+                o.used -= rate;
+                if let Some(&(moved, at)) = o.flows.get(h.slot as usize) {
+                    self.flows[moved].path[at as usize].slot = h.slot;
+                }
+                // The flows this one held back at a saturated channel may take what it frees.
+                let o = &self.ch[c];
+                if o.bottlenecked > 0 {
+                    for &(g, _) in &o.flows {
+                        if self.flows[g].bottleneck == h.ch {
+                            self.solver.seeds.push(g);
+                        }
+                    }
+                }
+            }
+            let o = &mut self.ch[c];
+            o.work -= contribution;
+            o.holders -= 1;
+            let end = (h.start + elapsed).max(o.reported);
+            // A piece carries at most `u32::MAX` bytes; a larger message ends its piece with
+            // empty ones carrying the rest.
+            let (mut from, mut left) = (o.reported, bytes);
+            loop {
+                let part = left.min(u64::from(u32::MAX));
+                obs.on_transmit(h.ch, from, end, part as u32, src);
+                left -= part;
+                from = end;
+                if left == 0 {
+                    break;
+                }
+            }
+            o.reported = end;
+        }
+        {
+            let f = &mut self.flows[flow];
+            f.due = NEVER;
+            f.sharing = false;
+            f.rate = 0;
+            f.bottleneck = NIL;
+            if f.notify_injected {
+                self.notices.push(Notice::Injected {
+                    token: f.token,
+                    at: now,
+                });
+            }
+        }
+        if self.solver.seeds.len() > seeded {
+            self.update_soon(now, q);
+        }
+        let tail = self.flows[flow].tail_ps;
+        if tail == 0 {
+            self.deliver(flow, now);
+        } else {
+            q.schedule(now + tail, FlowEvent::Deliver { flow });
+        }
+    }
+
+    fn deliver(&mut self, flow: u32, now: Ps) {
+        let f = &mut self.flows[flow];
+        let lat = now - f.born;
+        self.stats.packets_delivered += 1;
+        self.stats.switch_hops_delivered += u64::from(f.route.hops);
+        self.stats.packet_latency_sum_ps += u128::from(lat);
+        self.stats.packet_latency_max_ps = self.stats.packet_latency_max_ps.max(lat);
+        self.notices.push(Notice::Delivered { token: f.token });
+        self.spare_paths.push(std::mem::take(&mut f.path));
+        self.flows.remove(flow);
+    }
+}

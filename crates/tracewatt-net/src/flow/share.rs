@@ -1,0 +1,225 @@
+//! Max-min fair rates, recomputed only where a flow's start or end can change them.
+//!
+//! **The allocation.** Rates are whole bits per second. Progressive filling: raise the rate of
+//! every flow together; when a channel's capacity is used up, the flows on it stop at the rate
+//! they reached (that channel is their *bottleneck*); the others go on. The level at which a
+//! channel fills is its residual capacity divided by the flows still rising on it, rounded down,
+//! so no channel is ever over capacity and a saturated channel keeps less than one bit per second
+//! per flow. The result is characterised by one condition: every flow has a saturated channel on
+//! its path on which no flow is faster (its bottleneck). A channel with at least one flow
+//! bottlenecked on it is exactly a saturated one.
+//!
+//! **The update.** When flows start or end, only the rates in their neighbourhood are recomputed,
+//! once for all the starts and ends of one instant (a collective's flows start together), with
+//! every other flow's rate held fixed (its share taken off the channels' capacities):
+//!
+//! 1. The set starts with the flows that start, and, for those that end, the flows bottlenecked
+//!    on the channels they leave (only these can rise; the others are held elsewhere).
+//! 2. Progressive filling runs on the set alone. On a channel where flows outside the set are
+//!    bottlenecked, the set may use what it had there and no more: the spare capacity is theirs.
+//! 3. On every channel the set crosses, a flow outside the set joins it when the allocation
+//!    would be wrong for it: it is faster than the level at which the set filled that channel
+//!    (it must come down to share), or it is bottlenecked there and a flow of the set is now
+//!    faster, or the set left more than the slack unused there (it may rise). Then 2-3 again.
+//!
+//! When no flow joins, every flow has a saturated channel on which no flow is faster — the
+//! max-min condition — within a tolerance: an update may leave up to `1 / SLACK_DIVISOR` of a
+//! channel's capacity unused, and rates closer than that fraction shared among a channel's flows
+//! count as equal. Without it, the exact allocation of a busy network moves everywhere at every
+//! start and end (each flow that slows frees a little capacity for others, which speed up and
+//! slow others): the tolerance stops such ripples after a hop or two, when they carry less than
+//! a thousandth of a link. An update costs progressive filling over the flows it reaches,
+//! `O(F log C)` for `F` flows on `C` channels, plus a scan of the flow lists of those channels.
+//! A flow on idle links is a set of one, and communications that share no saturated link never
+//! touch each other.
+
+use super::{FlowEvent, FlowFabric, NEVER, NIL, SLACK_DIVISOR};
+use crate::topology::ChannelId;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use tracewatt_core::{Ps, Schedule};
+
+/// Buffers of the update, kept between updates so they allocate nothing once warm.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    pub(super) seeds: Vec<u32>,
+    set: Vec<u32>,
+    chans: Vec<ChannelId>,
+    heap: BinaryHeap<Reverse<(u64, ChannelId)>>,
+    /// Marks of the current update (on flows) and of the current filling (on channels).
+    update: u64,
+    filling: u64,
+}
+
+impl FlowFabric {
+    /// Recomputes the rates that the start or end of a flow can change, starting from `seeds`,
+    /// and reschedules the completions that moved.
+    pub(super) fn reshare<S: Schedule<FlowEvent>>(&mut self, seeds: &[u32], now: Ps, q: &mut S) {
+        let mut s = std::mem::take(&mut self.solver);
+        s.update += 1;
+        let update = s.update;
+        s.set.clear();
+        for &f in seeds {
+            if self.flows[f].mark != update {
+                self.flows[f].mark = update;
+                s.set.push(f);
+            }
+        }
+        loop {
+            self.fill(&mut s);
+            let before = s.set.len();
+            for &ch in &s.chans {
+                let c = &self.ch[ch as usize];
+                // Capacity left unused here beyond the slack allowed lets the flows bottlenecked
+                // here rise.
+                let used = c.used - c.set_old + c.set_new;
+                let freed = c.bits_per_s - used > c.bits_per_s / SLACK_DIVISOR;
+                // Rates that differ by less than their share of that slack count as equal, so
+                // that the rounding of earlier updates does not ripple either.
+                let near = c.bits_per_s / SLACK_DIVISOR / c.flows.len().max(1) as u64;
+                for &(g, _) in &c.flows {
+                    let fl = &mut self.flows[g];
+                    if fl.mark == update {
+                        continue;
+                    }
+                    // A flow outside the set faster than the set's share at a channel the set
+                    // filled must come down to it; a flow bottlenecked here must stay the fastest
+                    // here, and rises if capacity was freed.
+                    let joins = fl.rate > c.stop_level.saturating_add(near)
+                        || (fl.bottleneck == ch && (c.set_max > fl.rate + near || freed));
+                    if joins {
+                        fl.mark = update;
+                        s.set.push(g);
+                    }
+                }
+            }
+            if s.set.len() == before {
+                break;
+            }
+        }
+        self.reshares += 1;
+        self.reshared_flows += s.set.len() as u64;
+        for &f in &s.set {
+            self.apply(f, now, q);
+        }
+        self.solver = s;
+    }
+
+    /// Progressive filling over the flows of `s.set`, the others' rates held: sets each one's
+    /// `new_rate` and `new_bottleneck`, and on each channel it crosses the set's old and new
+    /// totals, its fastest new rate and the level at which it filled the channel.
+    fn fill(&mut self, s: &mut Scratch) {
+        s.filling += 1;
+        let filling = s.filling;
+        s.chans.clear();
+        s.heap.clear();
+        for &f in &s.set {
+            let fl = &mut self.flows[f];
+            fl.frozen = false;
+            for h in &fl.path {
+                let c = &mut self.ch[h.ch as usize];
+                if c.mark != filling {
+                    c.mark = filling;
+                    c.residual = c.bits_per_s - c.used;
+                    c.unfrozen = 0;
+                    c.set_old = 0;
+                    c.set_new = 0;
+                    c.set_max = 0;
+                    c.stop_level = u64::MAX;
+                    c.set_bottlenecked = 0;
+                    s.chans.push(h.ch);
+                }
+                c.residual += fl.rate;
+                c.set_old += fl.rate;
+                c.unfrozen += 1;
+                if fl.bottleneck == h.ch {
+                    c.set_bottlenecked += 1;
+                }
+            }
+        }
+        for &ch in &s.chans {
+            // Where flows outside the set are bottlenecked, the unused slack is theirs to take
+            // first: the set may use what it had, not more, so that it cannot outgrow them
+            // there and drag them into the update.
+            let c = &mut self.ch[ch as usize];
+            if c.bottlenecked > c.set_bottlenecked {
+                c.residual = c.set_old;
+            }
+        }
+        for &ch in &s.chans {
+            let c = &self.ch[ch as usize];
+            s.heap
+                .push(Reverse((c.residual / u64::from(c.unfrozen), ch)));
+        }
+        let mut left = s.set.len();
+        while left > 0 {
+            let Some(Reverse((level, ch))) = s.heap.pop() else {
+                unreachable!("a flow of the set is on some channel of the set");
+            };
+            let c = &self.ch[ch as usize];
+            // Entries whose channel filled, or whose share rose since, are stale.
+            if c.unfrozen == 0 || c.residual / u64::from(c.unfrozen) != level {
+                continue;
+            }
+            self.ch[ch as usize].stop_level = level;
+            for k in 0..self.ch[ch as usize].flows.len() {
+                let g = self.ch[ch as usize].flows[k].0;
+                let fl = &mut self.flows[g];
+                if fl.mark != s.update || fl.frozen {
+                    continue;
+                }
+                fl.frozen = true;
+                fl.new_rate = level;
+                fl.new_bottleneck = ch;
+                left -= 1;
+                for h in &fl.path {
+                    let c = &mut self.ch[h.ch as usize];
+                    c.residual -= level;
+                    c.unfrozen -= 1;
+                    c.set_new += level;
+                    c.set_max = c.set_max.max(level);
+                    if c.unfrozen > 0 {
+                        s.heap
+                            .push(Reverse((c.residual / u64::from(c.unfrozen), h.ch)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives flow `f` its new rate and bottleneck: its progress at the old rate is booked up to
+    /// `now`, and its completion rescheduled if the rate moved.
+    fn apply<S: Schedule<FlowEvent>>(&mut self, f: u32, now: Ps, q: &mut S) {
+        let fl = &mut self.flows[f];
+        if fl.bottleneck != fl.new_bottleneck {
+            if fl.bottleneck != NIL {
+                self.ch[fl.bottleneck as usize].bottlenecked -= 1;
+            }
+            self.ch[fl.new_bottleneck as usize].bottlenecked += 1;
+            fl.bottleneck = fl.new_bottleneck;
+        }
+        let (old, new) = (fl.rate, fl.new_rate);
+        if old == new && fl.due != NEVER {
+            return;
+        }
+        fl.rem -= i128::from(old) * i128::from(now - fl.t);
+        fl.t = now;
+        fl.rate = new;
+        let shift = (i128::from(new) - i128::from(old)) * i128::from(now);
+        for h in &fl.path {
+            let c = &mut self.ch[h.ch as usize];
+            c.used = c.used - old + new;
+            c.work += shift;
+        }
+        fl.due = if new == 0 {
+            NEVER
+        } else {
+            let r = i128::from(new);
+            let left = fl.rem.max(0);
+            now + ((left + r - 1) / r) as Ps
+        };
+        if fl.due != NEVER {
+            q.schedule(fl.due, FlowEvent::Done { flow: f });
+        }
+    }
+}

@@ -1,0 +1,582 @@
+//! The flow model: max-min shares worked out by hand, a lone message's time against the packet
+//! model itself, wakes along the path, the busy stretches power sees, determinism, and the
+//! max-min optimality conditions under random traffic.
+
+use crate::common::{dragonfly, fat_tree, torus, with_ft};
+use proptest::prelude::*;
+use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
+use tracewatt_net::fabric::{
+    Credits, Fabric, FabricParams, LinkObserver, NetEvent, Notice, Switching,
+};
+use tracewatt_net::flow::{FlowEvent, FlowFabric, SLACK_DIVISOR};
+use tracewatt_net::topology::build;
+use tracewatt_net::{
+    make_router, ChannelId, DragonflyArrangement, LinkClass, LinkParams, NodeId, RoutingAlgorithm,
+    RoutingSpec, Topology, TopologySpec,
+};
+
+const NS: Ps = 1_000;
+const US: Ps = 1_000_000;
+
+/// A message to send: at, src, dst, bytes, notify_injected.
+type Send = (Ps, NodeId, NodeId, u64, bool);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ev {
+    Send(u32),
+    Flow(FlowEvent),
+    Packet(NetEvent),
+}
+
+struct Q<'a>(&'a mut EventQueue<Ev>);
+impl Schedule<FlowEvent> for Q<'_> {
+    fn schedule(&mut self, time: Ps, event: FlowEvent) {
+        self.0.push(time, Ev::Flow(event));
+    }
+}
+impl Schedule<NetEvent> for Q<'_> {
+    fn schedule(&mut self, time: Ps, event: NetEvent) {
+        self.0.push(time, Ev::Packet(event));
+    }
+}
+
+/// What a test observer saw: every call, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Call {
+    Ready {
+        ch: ChannelId,
+        at: Ps,
+        start: Ps,
+    },
+    Transmit {
+        ch: ChannelId,
+        start: Ps,
+        end: Ps,
+        bytes: u32,
+        src: NodeId,
+    },
+}
+
+/// Records every call; a channel in `asleep` wakes (taking `wake`) the first time it is asked.
+#[derive(Debug, Default)]
+struct Recorder {
+    asleep: Vec<ChannelId>,
+    wake: Ps,
+    calls: Vec<Call>,
+}
+
+impl LinkObserver for Recorder {
+    fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
+        let start = if let Some(i) = self.asleep.iter().position(|&c| c == ch) {
+            self.asleep.swap_remove(i);
+            now + self.wake
+        } else {
+            now
+        };
+        self.calls.push(Call::Ready { ch, at: now, start });
+        start
+    }
+    fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId) {
+        self.calls.push(Call::Transmit {
+            ch,
+            start,
+            end,
+            bytes,
+            src,
+        });
+    }
+}
+
+fn params(packet_bytes: u32, switching: Switching) -> FabricParams {
+    FabricParams {
+        packet_bytes,
+        // Large enough that no lone message ever waits for credit.
+        buffer_bytes: 1 << 30,
+        switch_latency_ps: 50 * NS,
+        switching,
+        credits: Credits::OutOfBand,
+    }
+}
+
+fn topo_with(spec: &TopologySpec, link: &dyn Fn(LinkClass) -> LinkParams) -> Topology {
+    build(spec, link).expect("valid topology")
+}
+
+/// Every link 8 Gbit/s (one byte per ns), 100 ns: times by hand in whole nanoseconds.
+fn uniform(bits_per_s: u64) -> impl Fn(LinkClass) -> LinkParams {
+    move |_| LinkParams {
+        bandwidth_bps: bits_per_s,
+        latency_ps: 100 * NS,
+    }
+}
+
+fn flow_fabric(spec: &TopologySpec, topo: Topology, p: FabricParams) -> FlowFabric {
+    let router = make_router(&RoutingSpec::default(), &topo).expect("router");
+    let _ = spec;
+    FlowFabric::new(topo, router, p)
+}
+
+/// Runs `sends` through the flow model until `until` (inclusive) or the end; returns the notices
+/// with their times.
+fn run_flows(
+    f: &mut FlowFabric,
+    sends: &[Send],
+    obs: &mut Recorder,
+    until: Ps,
+) -> Vec<(Ps, Notice)> {
+    let mut q = EventQueue::new();
+    for (i, s) in sends.iter().enumerate() {
+        q.push(s.0, Ev::Send(i as u32));
+    }
+    let mut rng = Rng::new(7);
+    let mut out = Vec::new();
+    while q.peek_time().is_some_and(|t| t <= until) {
+        let Some((now, ev)) = q.pop() else { break };
+        match ev {
+            Ev::Send(i) => {
+                let (_, src, dst, bytes, notify) = sends[i as usize];
+                f.send(
+                    now,
+                    i,
+                    (src, dst),
+                    bytes,
+                    false,
+                    notify,
+                    &mut Q(&mut q),
+                    obs,
+                );
+            }
+            Ev::Flow(e) => f.handle(now, e, &mut Q(&mut q), obs, &mut rng),
+            Ev::Packet(_) => unreachable!(),
+        }
+        out.extend(f.drain_notices().map(|n| (now, n)));
+    }
+    out
+}
+
+/// Delivery time of one message alone in the packet model.
+fn packet_delivery(topo: Topology, p: FabricParams, src: NodeId, dst: NodeId, bytes: u64) -> Ps {
+    let router = make_router(&RoutingSpec::default(), &topo).expect("router");
+    let mut fab = Fabric::new(topo, router, p);
+    let mut q = EventQueue::new();
+    let mut rng = Rng::new(7);
+    let mut obs = Recorder::default();
+    fab.send(
+        0,
+        0,
+        (src, dst),
+        bytes,
+        false,
+        false,
+        &mut Q(&mut q),
+        &mut obs,
+    );
+    while let Some((now, ev)) = q.pop() {
+        let Ev::Packet(e) = ev else { unreachable!() };
+        fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
+        if fab
+            .drain_notices()
+            .any(|n| n == Notice::Delivered { token: 0 })
+        {
+            return now;
+        }
+    }
+    panic!("message {src} -> {dst} of {bytes} B never delivered");
+}
+
+fn delivered(notices: &[(Ps, Notice)], token: u32) -> Ps {
+    notices
+        .iter()
+        .find(|(_, n)| *n == Notice::Delivered { token })
+        .map(|&(t, _)| t)
+        .unwrap_or_else(|| panic!("token {token} not delivered: {notices:?}"))
+}
+
+fn single_switch(nodes: u32, bits_per_s: u64) -> (TopologySpec, Topology) {
+    let spec = TopologySpec::SingleSwitch { nodes };
+    let topo = topo_with(&spec, &uniform(bits_per_s));
+    (spec, topo)
+}
+
+const GBPS_8: u64 = 8_000_000_000;
+
+#[test]
+fn two_flows_on_one_link_get_half_its_bandwidth_each() {
+    // Nodes 0 and 1 send 10,000 B to node 2 at t = 0 over 8 Gbit/s (1 B/ns) links, 100 ns
+    // each, switch 50 ns. Heads reach node 2's link at 100 + 50 = 150 ns; both transfers then
+    // share it at 4 Gbit/s (0.5 B/ns): 20,000 ns, ending at 20,150 ns, delivered one link
+    // latency later, 20,250 ns. (Alone: 150 + 10,000 + 100 = 10,250 ns.)
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let mut obs = Recorder::default();
+    let sends = [(0, 0, 2, 10_000, true), (0, 1, 2, 10_000, false)];
+    let at_150 = run_flows(&mut f, &sends, &mut obs, 150 * NS);
+    assert!(at_150.is_empty());
+    let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
+    assert_eq!(rates, vec![GBPS_8 / 2, GBPS_8 / 2]);
+    let mut f2 = {
+        let (spec, topo) = single_switch(3, GBPS_8);
+        flow_fabric(&spec, topo, params(1000, Switching::CutThrough))
+    };
+    let mut obs = Recorder::default();
+    let n = run_flows(&mut f2, &sends, &mut obs, Ps::MAX);
+    assert_eq!(delivered(&n, 0), 20_250 * NS);
+    assert_eq!(delivered(&n, 1), 20_250 * NS);
+    assert!(n.contains(&(
+        20_150 * NS,
+        Notice::Injected {
+            token: 0,
+            at: 20_150 * NS
+        }
+    )));
+    // Busy stretches. Node 0's link (channel 0) is held from 0 and its piece reaches 20,000 ns
+    // (claim + transfer time). Node 2's ejection link (channel 5) is one stretch from 150 ns in
+    // two contiguous pieces, one per flow, each with its bytes and source.
+    let t = |ch| -> Vec<Call> {
+        obs.calls
+            .iter()
+            .filter(|c| matches!(c, Call::Transmit { ch: x, .. } if *x == ch))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        t(0),
+        vec![Call::Transmit {
+            ch: 0,
+            start: 0,
+            end: 20_000 * NS,
+            bytes: 10_000,
+            src: 0
+        }]
+    );
+    // Both transfers end at 20,150 ns; whichever leaves first reports the piece.
+    let pieces: Vec<(Ps, Ps, u32)> = t(5)
+        .iter()
+        .map(|c| match *c {
+            Call::Transmit {
+                start, end, bytes, ..
+            } => (start, end, bytes),
+            Call::Ready { .. } => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        pieces,
+        vec![
+            (150 * NS, 20_150 * NS, 10_000),
+            (20_150 * NS, 20_150 * NS, 10_000)
+        ]
+    );
+    let mut sources: Vec<NodeId> = t(5)
+        .iter()
+        .map(|c| match *c {
+            Call::Transmit { src, .. } => src,
+            Call::Ready { .. } => unreachable!(),
+        })
+        .collect();
+    sources.sort_unstable();
+    assert_eq!(sources, vec![0, 1]);
+    // Node 2's link was asked once, when the first head reached it idle.
+    let asked: Vec<&Call> = obs
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::Ready { ch: 5, .. }))
+        .collect();
+    assert_eq!(asked.len(), 1);
+}
+
+#[test]
+fn a_flow_ending_frees_its_bandwidth_at_that_instant() {
+    // As above, but 5,000 B and 15,000 B. Both run at 0.5 B/ns from 150 ns; the first is
+    // through at 150 + 10,000 = 10,150 ns (delivered 10,250 ns). The second has 10,000 B left
+    // and from 10,150 ns the whole 1 B/ns: through at 20,150 ns, delivered 20,250 ns.
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let sends = [(0, 0, 2, 5_000, false), (0, 1, 2, 15_000, false)];
+    let mut f = flow_fabric(&spec, topo.clone(), params(1000, Switching::CutThrough));
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), 10_150 * NS);
+    assert!(!n.iter().any(|(_, x)| *x == Notice::Delivered { token: 1 }));
+    let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
+    assert_eq!(rates, vec![GBPS_8]);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 0), 10_250 * NS);
+    assert_eq!(delivered(&n, 1), 20_250 * NS);
+}
+
+#[test]
+fn two_bottlenecks_get_their_max_min_shares() {
+    // 12 Gbit/s links on one switch. A, B, E go to node 3 (A and E from node 0, B from node 1);
+    // C goes from node 1 to node 2. Node 3's link is the first bottleneck: 3 flows, 4 Gbit/s
+    // each. Node 1's link then has 12 - 4 = 8 Gbit/s left for C alone: the second bottleneck.
+    // Node 0's link carries A and E at 8 of its 12 Gbit/s: not saturated.
+    let gbps_12 = 12_000_000_000;
+    let (spec, topo) = single_switch(4, gbps_12);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let sends = [
+        (0, 0, 3, 1_000_000, false), // A
+        (0, 1, 3, 1_000_000, false), // B
+        (0, 1, 2, 1_000_000, false), // C
+        (0, 0, 3, 1_000_000, false), // E
+    ];
+    run_flows(&mut f, &sends, &mut Recorder::default(), 150 * NS);
+    let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
+    let g = 1_000_000_000;
+    assert_eq!(rates, vec![4 * g, 4 * g, 8 * g, 4 * g]);
+}
+
+#[test]
+fn a_flow_onto_two_sleeping_links_pays_two_wakes() {
+    // 10,000 B from node 0 to node 1 as in the first test, both node links asleep, 17 us wakes.
+    // Node 0's link is asked at 0 and wakes at 17 us; the head reaches node 1's link at
+    // 17 us + 150 ns, which wakes at 34.15 us; the transfer (10,000 ns) ends at 44,150 ns and
+    // the message is delivered at 44,250 ns: the lone 10,250 ns plus two wakes.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let (inj, ej) = (topo.node_injection[0], topo.node_ejection[1]);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let mut obs = Recorder {
+        asleep: vec![inj, ej],
+        wake: 17 * US,
+        calls: Vec::new(),
+    };
+    let n = run_flows(&mut f, &[(0, 0, 1, 10_000, false)], &mut obs, Ps::MAX);
+    assert_eq!(delivered(&n, 0), 44_250 * NS);
+    let asked: Vec<Call> = obs
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::Ready { .. }))
+        .cloned()
+        .collect();
+    assert_eq!(
+        asked,
+        vec![
+            Call::Ready {
+                ch: inj,
+                at: 0,
+                start: 17 * US
+            },
+            Call::Ready {
+                ch: ej,
+                at: 17_150 * NS,
+                start: 34_150 * NS
+            },
+        ]
+    );
+}
+
+#[test]
+fn before_a_link_wakes_its_reverse_direction_reports_its_stretch_so_far() {
+    // Node 0 sends 100,000 B to node 1 at t = 0 (its transfer holds node 1's ejection link
+    // from 150 ns to 100,150 ns). At 1 us node 1 sends to node 0: before node 1's injection
+    // link (the ejection link's reverse) is asked, the ejection link's stretch is reported up
+    // to 1 us, so a power model pairing the two directions sees the link busy.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let (ej1, inj1) = (topo.node_ejection[1], topo.node_injection[1]);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let mut obs = Recorder::default();
+    run_flows(
+        &mut f,
+        &[(0, 0, 1, 100_000, false), (US, 1, 0, 1, false)],
+        &mut obs,
+        US,
+    );
+    let i = obs
+        .calls
+        .iter()
+        .position(|c| matches!(c, Call::Ready { ch, .. } if *ch == inj1))
+        .expect("node 1's link asked");
+    assert_eq!(
+        obs.calls[i - 1],
+        Call::Transmit {
+            ch: ej1,
+            start: 150 * NS,
+            end: US,
+            bytes: 0,
+            src: 0
+        }
+    );
+}
+
+/// Links of different bandwidths and latencies per class, so bottlenecks move along paths.
+fn mixed(class: LinkClass) -> LinkParams {
+    let (gbps, ns) = match class {
+        LinkClass::Node => (100, 60),
+        LinkClass::Tree { level } => (40 + 30 * u64::from(level), 150),
+        LinkClass::Torus { dim } => (25 + 50 * u64::from(dim), 80),
+        LinkClass::Local => (75, 40),
+        LinkClass::Global => (30, 900),
+    };
+    LinkParams {
+        bandwidth_bps: gbps * 1_000_000_000,
+        latency_ps: ns * NS,
+    }
+}
+
+#[test]
+fn a_lone_message_takes_exactly_the_packet_models_time() {
+    let specs = [
+        TopologySpec::SingleSwitch { nodes: 4 },
+        fat_tree(2, 4),
+        with_ft(fat_tree(3, 4), None, 1.0, None, None, None, None),
+        torus(&[5, 3], 1),
+        dragonfly(5, 2, 2, 2, DragonflyArrangement::Absolute),
+    ];
+    let packet = 1000u32;
+    let sizes = [0, 1, 999, 1000, 1001, 10_007, 100_000];
+    for spec in &specs {
+        let topo = topo_with(spec, &mixed);
+        let n = topo.num_nodes;
+        for switching in [Switching::CutThrough, Switching::StoreAndForward] {
+            let p = params(packet, switching);
+            let mut hops_seen = std::collections::BTreeSet::new();
+            for dst in 1..n {
+                for &bytes in &sizes {
+                    let want = packet_delivery(topo.clone(), p, 0, dst, bytes);
+                    let mut f = flow_fabric(spec, topo.clone(), p);
+                    let got = delivered(
+                        &run_flows(
+                            &mut f,
+                            &[(0, 0, dst, bytes, false)],
+                            &mut Recorder::default(),
+                            Ps::MAX,
+                        ),
+                        0,
+                    );
+                    assert_eq!(got, want, "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B");
+                    hops_seen.insert(f.stats().packet_hops);
+                }
+            }
+            // The longest paths of the topology were covered: as many channels as its diameter.
+            let diameter = u64::from(topo.diameter_hops());
+            assert_eq!(
+                hops_seen.iter().copied().max(),
+                Some(diameter),
+                "{spec:?}: {hops_seen:?}"
+            );
+        }
+    }
+}
+
+/// An all-to-all of `bytes` on a dragonfly with UGAL (random intermediate groups, load-based
+/// choice), sends spread over time.
+fn ugal_all_to_all(seed: u64) -> (Vec<(Ps, Notice)>, Vec<Call>) {
+    let spec = dragonfly(5, 2, 2, 2, DragonflyArrangement::Absolute);
+    let topo = topo_with(&spec, &mixed);
+    let router = make_router(
+        &RoutingSpec {
+            algorithm: RoutingAlgorithm::Ugal,
+            ugal_threshold_bytes: 0,
+        },
+        &topo,
+    )
+    .expect("router");
+    let n = topo.num_nodes;
+    let mut f = FlowFabric::new(topo, router, params(4096, Switching::CutThrough));
+    let mut r = Rng::new(seed);
+    let mut sends = Vec::new();
+    for s in 0..n {
+        for d in 0..n {
+            if s != d {
+                sends.push((r.below(5 * US), s, d, 1 + r.below(200_000), true));
+            }
+        }
+    }
+    let mut obs = Recorder::default();
+    let notices = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
+    assert_eq!(f.stats().packets_delivered, u64::from(n) * u64::from(n - 1));
+    (notices, obs.calls)
+}
+
+#[test]
+fn the_same_inputs_give_the_same_events() {
+    let a = ugal_all_to_all(3);
+    let b = ugal_all_to_all(3);
+    assert_eq!(a, b);
+    assert_ne!(
+        a.0,
+        ugal_all_to_all(4).0,
+        "a different load changes the run"
+    );
+}
+
+/// The max-min conditions on the current allocation: no channel over capacity, and every flow
+/// has a saturated channel on which no flow is faster. Within the model's tolerance: saturated
+/// means less than one bit per second per flow left by rounding plus `1 / SLACK_DIVISOR` of the
+/// capacity, and faster means by more than that fraction shared among the channel's flows.
+fn check_max_min(f: &FlowFabric) -> Result<(), String> {
+    let rates = f.rates();
+    let topo = f.topology();
+    let mut used = vec![0u64; topo.channels.len()];
+    let mut count = vec![0u64; topo.channels.len()];
+    let mut fastest = vec![0u64; topo.channels.len()];
+    for (_, r, path) in &rates {
+        for &c in path {
+            used[c as usize] += r;
+            count[c as usize] += 1;
+            fastest[c as usize] = fastest[c as usize].max(*r);
+        }
+    }
+    for (c, &u) in used.iter().enumerate() {
+        let cap = topo.channels[c].bandwidth_bps;
+        if u > cap {
+            return Err(format!("channel {c}: {u} > {cap}"));
+        }
+    }
+    for (id, r, path) in &rates {
+        let ok = path.iter().any(|&c| {
+            let cap = topo.channels[c as usize].bandwidth_bps;
+            let near = cap / SLACK_DIVISOR / count[c as usize];
+            cap - used[c as usize] < count[c as usize] + cap / SLACK_DIVISOR
+                && *r + near >= fastest[c as usize]
+        });
+        if !ok {
+            return Err(format!("flow {id} at {r} has no bottleneck on {path:?}"));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn rates_are_always_max_min_fair(
+        flows in prop::collection::vec((0u64..20_000, 0u32..16, 0u32..16, 1u64..3_000_000), 1..40),
+        seed in 0u64..1000,
+    ) {
+        // A 16-node two-level fat-tree with adaptive up-ports: node links at 100 Gbit/s, leaf
+        // uplinks slower, so bottlenecks sit at both levels.
+        let spec = fat_tree(2, 8);
+        let topo = topo_with(&spec, &mixed);
+        let router = make_router(
+            &RoutingSpec { algorithm: RoutingAlgorithm::Adaptive, ugal_threshold_bytes: 0 },
+            &topo,
+        ).expect("router");
+        let mut f = FlowFabric::new(topo, router, params(4096, Switching::CutThrough));
+        let sends: Vec<Send> = flows
+            .iter()
+            .filter(|(_, s, d, _)| s != d)
+            .map(|&(t, s, d, b)| (t * NS, s, d, b, false))
+            .collect();
+        let mut q = EventQueue::new();
+        for (i, s) in sends.iter().enumerate() {
+            q.push(s.0, Ev::Send(i as u32));
+        }
+        let mut rng = Rng::new(seed);
+        let mut obs = Recorder::default();
+        let mut delivered = 0;
+        while let Some((now, ev)) = q.pop() {
+            match ev {
+                Ev::Send(i) => {
+                    let (_, src, dst, bytes, _) = sends[i as usize];
+                    f.send(now, i, (src, dst), bytes, false, false, &mut Q(&mut q), &mut obs);
+                }
+                Ev::Flow(e) => f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
+                Ev::Packet(_) => unreachable!(),
+            }
+            delivered += f.drain_notices().filter(|n| matches!(n, Notice::Delivered { .. })).count();
+            if q.peek_time() != Some(now) {
+                check_max_min(&f).map_err(TestCaseError::fail)?;
+            }
+        }
+        prop_assert_eq!(delivered, sends.len());
+        prop_assert_eq!(f.flows_in_flight(), 0);
+    }
+}
