@@ -8,7 +8,7 @@
 //!   it claims the injection channel when the message is sent, reaches the next switch one link
 //!   latency and one switch latency after it started on a channel, is routed there (with the
 //!   current load, see [`FlowFabric::send`]) and claims the next channel. A channel that no flow
-//!   holds is asked [`LinkObserver::earliest_start`] when the head reaches it: a sleeping link
+//!   holds is asked [`LinkObserver::link_ready`] when the head reaches it: a sleeping link
 //!   delays the head, and with it the whole flow, by its wake, one link after the other.
 //! - **Rate.** Once its head holds the channel into the destination node, the flow joins the
 //!   bandwidth sharing of every channel of its path, at the max-min fair rate (see `share`), until
@@ -424,7 +424,7 @@ impl FlowFabric {
                 obs.on_transmit(rev as ChannelId, r.reported, now, 0, r.stretch_src);
                 r.reported = now;
             }
-            let start = obs.earliest_start(ch, now).max(now);
+            let start = obs.link_ready(ch, now).max(now);
             let o = &mut self.ch[c];
             o.reported = start;
             o.stretch_src = self.flows[flow].src;

@@ -66,7 +66,7 @@ struct Recorder {
 }
 
 impl LinkObserver for Recorder {
-    fn earliest_start(&mut self, ch: ChannelId, now: Ps) -> Ps {
+    fn link_ready(&mut self, ch: ChannelId, now: Ps) -> Ps {
         let start = if let Some(i) = self.asleep.iter().position(|&c| c == ch) {
             self.asleep.swap_remove(i);
             now + self.wake
