@@ -218,7 +218,8 @@ impl FlowFabric {
             let left = fl.rem.max(0);
             now + ((left + r - 1) / r) as Ps
         };
-        if fl.due != NEVER {
+        if fl.due < fl.alarm {
+            fl.alarm = fl.due;
             q.schedule(fl.due, FlowEvent::Done { flow: f });
         }
     }
