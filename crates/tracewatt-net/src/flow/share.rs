@@ -157,8 +157,14 @@ impl FlowFabric {
                 unreachable!("a flow of the set is on some channel of the set");
             };
             let c = &self.ch[ch as usize];
-            // Entries whose channel filled, or whose share rose since, are stale.
-            if c.unfrozen == 0 || c.residual / u64::from(c.unfrozen) != level {
+            // A channel has one entry until it fills; shares only rise as flows freeze, so its
+            // key is a lower bound of its share, and it goes back in at its share when that rose.
+            if c.unfrozen == 0 {
+                continue;
+            }
+            let share = c.residual / u64::from(c.unfrozen);
+            if share != level {
+                s.heap.push(Reverse((share, ch)));
                 continue;
             }
             self.ch[ch as usize].stop_level = level;
@@ -178,10 +184,6 @@ impl FlowFabric {
                     c.unfrozen -= 1;
                     c.set_new += level;
                     c.set_max = c.set_max.max(level);
-                    if c.unfrozen > 0 {
-                        s.heap
-                            .push(Reverse((c.residual / u64::from(c.unfrozen), h.ch)));
-                    }
                 }
             }
         }
