@@ -160,6 +160,10 @@ struct Chan {
     stop_level: u64,
     /// Flows of the set bottlenecked here before the update.
     set_bottlenecked: u32,
+    /// The update that last scanned its flows for ones to join the set, and the outcome it saw
+    /// (stop level, fastest flow of the set, capacity freed).
+    scanned: u64,
+    scan_outcome: (u64, u64, bool),
 }
 
 /// The flow-level network state of one simulation: the same interface as

@@ -74,6 +74,16 @@ impl FlowFabric {
                 // here rise.
                 let used = c.used - c.set_old + c.set_new;
                 let freed = c.bits_per_s - used > c.bits_per_s / SLACK_DIVISOR;
+                // The flows outside the set keep their rates through the update: a channel
+                // whose outcome is the one its last scan in this update saw lets no new one in.
+                let outcome = (c.stop_level, c.set_max, freed);
+                if c.scanned == update && c.scan_outcome == outcome {
+                    continue;
+                }
+                let c = &mut self.ch[ch as usize];
+                c.scanned = update;
+                c.scan_outcome = outcome;
+                let c = &self.ch[ch as usize];
                 // Rates that differ by less than their share of that slack count as equal, so
                 // that the rounding of earlier updates does not ripple either.
                 let near = c.bits_per_s / SLACK_DIVISOR / c.flows.len().max(1) as u64;
