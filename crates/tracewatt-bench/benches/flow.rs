@@ -2,10 +2,12 @@
 //! per second, on all-to-all traffic where many flows share saturated links, with the packet
 //! model on the same messages beside it (packet events per second, and the time of the whole
 //! exchange in each). Before the timed runs, each scenario prints how many flows one start or
-//! end of a flow recomputes on average: the locality of the max-min updates.
+//! end of a flow recomputes on average (the locality of the max-min updates) and the wall time of
+//! one run of each model.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
+use std::time::Instant;
 use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
 use tracewatt_net::fabric::{
     Credits, Fabric, FabricParams, LinkObserver, NetEvent, Notice, Switching,
@@ -208,11 +210,16 @@ fn scenarios() -> Vec<Scenario> {
 
 fn flow(c: &mut Criterion) {
     for sc in scenarios() {
+        let clock = Instant::now();
         let (events, end, locality) = run_flow(&sc);
+        let flow_s = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
         let (pevents, pend) = run_packet(&sc);
+        let packet_s = clock.elapsed().as_secs_f64();
         println!(
-            "{}: {} flows; flow model {events} events, done at {:.1} us, {locality:.1} flows \
-             per rate update; packet model {pevents} events, done at {:.1} us",
+            "{}: {} flows; flow model {events} events in {flow_s:.2} s, done at {:.1} us, \
+             {locality:.1} flows per rate update; packet model {pevents} events in \
+             {packet_s:.2} s, done at {:.1} us",
             sc.name,
             sc.sends.len(),
             end as f64 / 1e6,

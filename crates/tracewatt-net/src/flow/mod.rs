@@ -57,8 +57,9 @@ pub enum FlowEvent {
     /// start its transfer).
     Head { flow: u32 },
     /// The flow's transfer may be complete. Its rate may have changed since the event was
-    /// scheduled and the queue cannot cancel events: the flow's own completion time, which every
-    /// rate change sets anew, is the generation mark, and an event at any other time is stale.
+    /// scheduled and the queue cannot cancel events, so a flow keeps one such event in force
+    /// (see `Flow::alarm`): when it comes before the completion, it is moved to the completion
+    /// then; any other is stale and ignored.
     Done { flow: u32 },
     /// The flow's tail reaches its destination node: it is delivered.
     Deliver { flow: u32 },
@@ -111,6 +112,10 @@ struct Flow {
     t: Ps,
     /// When the transfer completes at the current rate (`NEVER` when not sharing).
     due: Ps,
+    /// The time of the `Done` event in force, never after `due` (`NEVER` if none). A rate that
+    /// falls moves `due` later and leaves the event where it is, to be moved when it comes: most
+    /// rate changes of a busy network then schedule nothing.
+    alarm: Ps,
     /// The channel whose saturation fixed the rate, or `NIL`.
     bottleneck: ChannelId,
     /// From the end of the transfer to delivery.
@@ -155,6 +160,10 @@ struct Chan {
     stop_level: u64,
     /// Flows of the set bottlenecked here before the update.
     set_bottlenecked: u32,
+    /// The update that last scanned its flows for ones to join the set, and the outcome it saw
+    /// (stop level, fastest flow of the set, capacity freed).
+    scanned: u64,
+    scan_outcome: (u64, u64, bool),
 }
 
 /// The flow-level network state of one simulation: the same interface as
@@ -303,6 +312,7 @@ impl FlowFabric {
             at: NIL,
             rem: i128::from(bytes) * WORK_PER_BYTE,
             due: NEVER,
+            alarm: NEVER,
             bottleneck: NIL,
             ..Flow::default()
         });
@@ -330,8 +340,15 @@ impl FlowFabric {
                 }
             }
             FlowEvent::Done { flow } => {
-                if self.flows[flow].due == now {
+                let f = &mut self.flows[flow];
+                if f.due == now {
+                    f.alarm = NEVER;
                     self.end_transfer(flow, now, q, obs);
+                } else if f.alarm == now {
+                    f.alarm = f.due;
+                    if f.due != NEVER {
+                        q.schedule(f.due, FlowEvent::Done { flow });
+                    }
                 }
             }
             FlowEvent::Deliver { flow } => self.deliver(flow, now),

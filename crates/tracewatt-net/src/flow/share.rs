@@ -36,7 +36,7 @@
 use super::{FlowEvent, FlowFabric, NEVER, NIL, SLACK_DIVISOR};
 use crate::topology::ChannelId;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use tracewatt_core::{Ps, Schedule};
 
 /// Buffers of the update, kept between updates so they allocate nothing once warm.
@@ -45,7 +45,8 @@ pub(super) struct Scratch {
     pub(super) seeds: Vec<u32>,
     set: Vec<u32>,
     chans: Vec<ChannelId>,
-    heap: BinaryHeap<Reverse<(u64, ChannelId)>>,
+    /// Channels by the level at which they would fill, then by id: see [`entry`].
+    heap: BinaryHeap<Reverse<u128>>,
     /// Marks of the current update (on flows) and of the current filling (on channels).
     update: u64,
     filling: u64,
@@ -74,6 +75,16 @@ impl FlowFabric {
                 // here rise.
                 let used = c.used - c.set_old + c.set_new;
                 let freed = c.bits_per_s - used > c.bits_per_s / SLACK_DIVISOR;
+                // The flows outside the set keep their rates through the update: a channel
+                // whose outcome is the one its last scan in this update saw lets no new one in.
+                let outcome = (c.stop_level, c.set_max, freed);
+                if c.scanned == update && c.scan_outcome == outcome {
+                    continue;
+                }
+                let c = &mut self.ch[ch as usize];
+                c.scanned = update;
+                c.scan_outcome = outcome;
+                let c = &self.ch[ch as usize];
                 // Rates that differ by less than their share of that slack count as equal, so
                 // that the rounding of earlier updates does not ripple either.
                 let near = c.bits_per_s / SLACK_DIVISOR / c.flows.len().max(1) as u64;
@@ -148,19 +159,28 @@ impl FlowFabric {
         }
         for &ch in &s.chans {
             let c = &self.ch[ch as usize];
-            s.heap
-                .push(Reverse((c.residual / u64::from(c.unfrozen), ch)));
+            s.heap.push(entry(c.residual / u64::from(c.unfrozen), ch));
         }
         let mut left = s.set.len();
         while left > 0 {
-            let Some(Reverse((level, ch))) = s.heap.pop() else {
+            let Some(mut top) = s.heap.peek_mut() else {
                 unreachable!("a flow of the set is on some channel of the set");
             };
+            let Reverse(key) = *top;
+            let (level, ch) = ((key >> 32) as u64, key as ChannelId);
             let c = &self.ch[ch as usize];
-            // Entries whose channel filled, or whose share rose since, are stale.
-            if c.unfrozen == 0 || c.residual / u64::from(c.unfrozen) != level {
+            // A channel has one entry until it fills; shares only rise as flows freeze, so its
+            // key is a lower bound of its share, and it goes back in at its share when that rose.
+            if c.unfrozen == 0 {
+                PeekMut::pop(top);
                 continue;
             }
+            let share = c.residual / u64::from(c.unfrozen);
+            if share != level {
+                *top = entry(share, ch);
+                continue;
+            }
+            PeekMut::pop(top);
             self.ch[ch as usize].stop_level = level;
             for k in 0..self.ch[ch as usize].flows.len() {
                 let g = self.ch[ch as usize].flows[k].0;
@@ -178,10 +198,6 @@ impl FlowFabric {
                     c.unfrozen -= 1;
                     c.set_new += level;
                     c.set_max = c.set_max.max(level);
-                    if c.unfrozen > 0 {
-                        s.heap
-                            .push(Reverse((c.residual / u64::from(c.unfrozen), h.ch)));
-                    }
                 }
             }
         }
@@ -218,8 +234,15 @@ impl FlowFabric {
             let left = fl.rem.max(0);
             now + ((left + r - 1) / r) as Ps
         };
-        if fl.due != NEVER {
+        if fl.due < fl.alarm {
+            fl.alarm = fl.due;
             q.schedule(fl.due, FlowEvent::Done { flow: f });
         }
     }
+}
+
+/// A heap entry for channel `ch` filling at `level`: the two packed into one key that orders as
+/// the pair does (a channel id fits in 32 bits), the lowest first.
+fn entry(level: u64, ch: ChannelId) -> Reverse<u128> {
+    Reverse(u128::from(level) << 32 | u128::from(ch))
 }
