@@ -1,5 +1,5 @@
 """Cluster job-log analysis (SWF) for DIMM hotplug: numbers worked out by hand, errors, and the
-archive's logs when ../shared/data is there."""
+archive's logs when the optional data is there (README, "Optional data")."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 import tracewatt
-from conftest import ROOT, CliResult
+from conftest import OPTIONAL_DATA, ROOT, CliResult
 from tracewatt.analysis import joblog
 
 Run = Callable[..., CliResult]
 
-SWF_DIR = ROOT.parent / "shared" / "data" / "swf"
+SWF_DIR = OPTIONAL_DATA / "swf"
 
 # Machine: 4 nodes of 4 cores (header); node memory 2 channels x 2 DIMMs x 4 GiB, so the first
 # DIMMs hold 8 GiB and all four 16 GiB; 0.5 W per DIMM; idle nodes use 2 GiB.
@@ -528,7 +528,7 @@ def needs_swf(f: Any) -> Any:
     )
 
 
-# Job counts from ../shared/data/README.md.
+# Job counts of the archive's logs (the optional data's README).
 REAL_LOGS = {
     "HPC2N-2002-2.2-cln": 202_871,
     "LANL-CM5-1994-4.1-cln": 122_060,
