@@ -3,10 +3,11 @@
 
 use super::Engine;
 use crate::error::SimError;
+use tracewatt_net::Network;
 use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::{CollAlgo, CollKind, CommId, Rank};
 
-impl Engine<'_> {
+impl<N: Network> Engine<'_, N> {
     /// The rank starts a collective (all its members of `comm` do, each on its own).
     pub(super) fn start_collective(
         &mut self,

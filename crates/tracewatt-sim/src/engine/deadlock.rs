@@ -5,12 +5,13 @@ use super::ranks::{RankRt, RankState};
 use super::Engine;
 use crate::error::SimError;
 use tracewatt_core::time::to_seconds;
+use tracewatt_net::Network;
 use tracewatt_workload::{SrcSel, TagSel};
 
 /// Ranks described one by one; the rest are counted.
 const LISTED: usize = 16;
 
-impl Engine<'_> {
+impl<N: Network> Engine<'_, N> {
     /// Describes every rank that has not finished, for the deadlock error.
     pub(super) fn deadlock(&self) -> SimError {
         let mut lines = Vec::new();

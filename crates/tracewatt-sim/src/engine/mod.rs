@@ -4,8 +4,12 @@
 //!
 //! By concern: this module holds the event loop and what a run hands back; [`ranks`] executes
 //! the ranks' programs; [`mpi`] the point-to-point protocol; [`collectives`] expands collective
-//! operations; [`network`] is the one place that talks to the fabric; [`window`] where a run
-//! stops; [`deadlock`] explains a run that cannot go on.
+//! operations; [`network`] is the one place that talks to the network model; [`window`] where a
+//! run stops; [`deadlock`] explains a run that cannot go on.
+//!
+//! The engine is generic over the network model ([`Network`]: the packet-level `Fabric` or the
+//! flow-level `FlowFabric`), chosen once when a run is assembled: the model's calls in the
+//! packet path are then direct, as if it were the only one.
 
 mod collectives;
 mod deadlock;
@@ -23,47 +27,34 @@ use mpi::{Msg, Req};
 use ranks::RankRt;
 use tracewatt_core::time::{to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::{EventQueue, Ps, Rng, Slab};
-use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
-use tracewatt_net::NodeId;
+use tracewatt_net::fabric::Notice;
+use tracewatt_net::{Network, NodeId};
 use tracewatt_power::Power;
 use tracewatt_workload::{Op, Program, Rank};
 use window::WindowRt;
 
-/// The fabric's events are spelled out here rather than wrapped, which keeps an event in
-/// 8 bytes (16 with its time): the queue moves every event a few times.
+/// An event of the run; `E` is the network model's own. The others carry one `u32` each, so
+/// that they fit beside either model's events in 8 bytes (16 with its time; checked below): the
+/// queue moves every event a few times.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Ev {
-    NetArrive {
-        pkt: u32,
-    },
-    NetLinkFree {
-        ch: tracewatt_net::ChannelId,
-    },
-    NetCredit {
-        ch: tracewatt_net::ChannelId,
-    },
-    NetCreditOut {
-        id: u32,
-    },
+pub(crate) enum Ev<E> {
+    /// The network model's own event.
+    Net(E),
     /// A rank finished computing, starting its job or waiting, and continues.
-    Wake {
-        rank: u32,
-    },
-    /// A message leaves the MPI layer of its sender; with `wake`, the sender, busy issuing it,
-    /// continues (one event instead of two at the same instant).
-    Issue {
-        msg: u32,
-        wake: bool,
-    },
+    Wake { rank: u32 },
+    /// A message leaves the MPI layer of its sender.
+    Issue { msg: u32 },
+    /// The same, and the sender, busy issuing it, continues (one event instead of two at the same
+    /// instant).
+    IssueWake { msg: u32 },
     /// An intra-node message has been copied.
-    LocalArrive {
-        msg: u32,
-    },
+    LocalArrive { msg: u32 },
     /// A power model may release messages it holds (a NIC's interrupt).
     PowerDue,
 }
 
-const _: () = assert!(std::mem::size_of::<Ev>() == 8);
+const _: () = assert!(std::mem::size_of::<Ev<tracewatt_net::fabric::NetEvent>>() == 8);
+const _: () = assert!(std::mem::size_of::<Ev<tracewatt_net::flow::FlowEvent>>() == 8);
 
 /// A job as the engine runs it: its name, its ranks' global numbers (`first_rank` onwards),
 /// when it starts and its communicators (the first is all its ranks).
@@ -85,7 +76,7 @@ pub(crate) struct RankProgram {
     pub program: Program,
 }
 
-/// What the engine needs from the configuration besides the fabric, the observers and the
+/// What the engine needs from the configuration besides the network, the observers and the
 /// programs.
 #[derive(Debug, Clone)]
 pub(crate) struct EngineParams {
@@ -157,10 +148,10 @@ pub struct Progress {
 }
 
 /// One run in progress: the event queue, the ranks and their requests and messages in flight,
-/// the fabric and what observes it.
-pub(crate) struct Engine<'a> {
-    q: EventQueue<Ev>,
-    fabric: Fabric,
+/// the network and what observes it.
+pub(crate) struct Engine<'a, N: Network> {
+    q: EventQueue<Ev<N::Event>>,
+    net: N,
     observers: Observers,
     rng: Rng,
     costs: MpiCosts,
@@ -185,7 +176,7 @@ pub(crate) struct Engine<'a> {
     window: WindowRt,
 }
 
-impl std::fmt::Debug for Engine<'_> {
+impl<N: Network> std::fmt::Debug for Engine<'_, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("ranks", &self.ranks.len())
@@ -193,12 +184,12 @@ impl std::fmt::Debug for Engine<'_> {
     }
 }
 
-impl<'a> Engine<'a> {
-    /// A run of `programs` (one per rank, job after job) of `jobs` on `fabric`, watched by
-    /// `observers`; `rng` drives the fabric's random choices (adaptive routing).
+impl<'a, N: Network> Engine<'a, N> {
+    /// A run of `programs` (one per rank, job after job) of `jobs` on `net`, watched by
+    /// `observers`; `rng` drives the network's random choices (adaptive routing).
     pub fn new(
         params: EngineParams,
-        fabric: Fabric,
+        net: N,
         observers: Observers,
         rng: Rng,
         jobs: &'a [JobState],
@@ -208,7 +199,7 @@ impl<'a> Engine<'a> {
         let window = WindowRt::new(params.stop, ranks.len());
         Self {
             q: EventQueue::new(),
-            fabric,
+            net,
             observers,
             rng,
             costs: params.mpi,
@@ -234,7 +225,7 @@ impl<'a> Engine<'a> {
     pub fn run(
         mut self,
         progress: &mut dyn FnMut(Progress) -> bool,
-    ) -> Result<(RunOutput, Fabric, Observers), SimError> {
+    ) -> Result<(RunOutput, N, Observers), SimError> {
         for job in self.jobs {
             for r in job.first_rank..job.first_rank + job.ranks {
                 self.q.push(job.start_ps, Ev::Wake { rank: r });
@@ -259,17 +250,13 @@ impl<'a> Engine<'a> {
                 });
             }
             match ev {
-                Ev::NetArrive { pkt } => self.net(now, NetEvent::Arrive { pkt })?,
-                Ev::NetLinkFree { ch } => self.net(now, NetEvent::LinkFree { ch })?,
-                Ev::NetCredit { ch } => self.net(now, NetEvent::Credit { ch })?,
-                Ev::NetCreditOut { id } => self.net(now, NetEvent::CreditOut { id })?,
+                Ev::Net(e) => self.network_event(now, e)?,
                 Ev::Wake { rank } => self.resume(rank, now)?,
-                Ev::Issue { msg, wake } => {
+                Ev::Issue { msg } => self.issue(msg, now)?,
+                Ev::IssueWake { msg } => {
                     let rank = self.msgs[msg].src;
                     self.issue(msg, now)?;
-                    if wake {
-                        self.resume(rank, now)?;
-                    }
+                    self.resume(rank, now)?;
                 }
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
                 Ev::PowerDue => self.power_due(now)?,
@@ -293,6 +280,9 @@ impl<'a> Engine<'a> {
         if stopped.is_none() && self.done < total {
             return Err(self.deadlock());
         }
+        if let Some(at) = stopped {
+            self.network_stop(at);
+        }
         let makespan_ps =
             stopped.unwrap_or_else(|| self.ranks.iter().map(|r| r.finish_ps).max().unwrap_or(0));
         self.observers.stats.finish(makespan_ps);
@@ -310,9 +300,9 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// What the run hands to the results stage, once it ended at `makespan_ps`, with the fabric
+    /// What the run hands to the results stage, once it ended at `makespan_ps`, with the network
     /// and the observers.
-    fn output(self, makespan_ps: Ps) -> (RunOutput, Fabric, Observers) {
+    fn output(self, makespan_ps: Ps) -> (RunOutput, N, Observers) {
         let out = RunOutput {
             makespan_ps,
             ranks: self.ranks.iter().map(RankRt::summary).collect(),
@@ -323,7 +313,7 @@ impl<'a> Engine<'a> {
             events: self.q.events_processed(),
             window_start_ps: self.window.start_ps,
         };
-        (out, self.fabric, self.observers)
+        (out, self.net, self.observers)
     }
 
     /// Queues a `PowerDue` event for the earliest time a power model may release messages, unless

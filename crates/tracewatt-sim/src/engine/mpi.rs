@@ -8,6 +8,7 @@ use super::{Engine, Ev, MessageRecord};
 use crate::error::SimError;
 use tracewatt_core::time::serialization_ps;
 use tracewatt_core::Ps;
+use tracewatt_net::Network;
 use tracewatt_power::Activity;
 use tracewatt_workload::matching::Envelope;
 use tracewatt_workload::op::RESERVED_REQ_BASE;
@@ -119,7 +120,7 @@ pub(crate) struct MpiCosts {
     pub notify_ps: Ps,
 }
 
-impl<'a> Engine<'a> {
+impl<'a, N: Network> Engine<'a, N> {
     pub(super) fn comm(&self, rank: u32, comm: CommId) -> Result<&'a Comm, SimError> {
         let r = &self.ranks[rank as usize];
         let job = &self.jobs[r.job as usize];
@@ -244,7 +245,12 @@ impl<'a> Engine<'a> {
             r.state = RankState::Busy;
             self.set_activity(rank, Activity::Mpi, now);
         }
-        self.q.push(now + issue_ps, Ev::Issue { msg, wake });
+        let ev = if wake {
+            Ev::IssueWake { msg }
+        } else {
+            Ev::Issue { msg }
+        };
+        self.q.push(now + issue_ps, ev);
         Ok(wake)
     }
 
@@ -371,7 +377,7 @@ impl<'a> Engine<'a> {
         true
     }
 
-    /// A message leaves its sender's MPI layer: into the fabric, or a memory copy on one node.
+    /// A message leaves its sender's MPI layer: into the network, or a memory copy on one node.
     pub(super) fn issue(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
         let m = self.msgs[msg];
         if m.kind != MsgKind::Data {
