@@ -93,12 +93,16 @@ compute_us = 0.0
 {size}
 """
 
-# 8,320 nodes (65 groups x 32 routers x 4 nodes), a 64-KiB 4-D stencil on 8 ranks per node for
-# about 100 ms of simulated time: too long for the packet model (about 70 s per simulated ms).
+# 8,320 nodes (65 groups x 32 routers x 4 nodes, TraceRP's 10 Gb/s links), a 64-KiB 4-D stencil
+# on 8 ranks per node: two iterations are about 100 ms of simulated time, too long for the packet
+# model (about 70 s per simulated ms).
 SCENARIOS["d: dragonfly-8320 stencil4d 66,560 ranks x 64 KiB, ~100 ms"] = """
 seed = 1
 [machine]
 ranks_per_node = 8
+[machine.links]
+bandwidth_gbps = 10.0
+latency_ns = 10.0
 [machine.topology]
 kind = "dragonfly"
 groups = 65
@@ -109,18 +113,21 @@ global_links_per_router = 2
 ranks = 66560
 [jobs.workload]
 kind = "stencil4d"
-iterations = 400
+iterations = 2
 bytes = 65536
 compute_us = 200.0
 """
 FLOW_ONLY = {"d: dragonfly-8320 stencil4d 66,560 ranks x 64 KiB, ~100 ms"}
 
 # The SimGrid comparison of docs/references.md section 7: a 1,024-host two-level fat-tree
-# (radix 64, 32 hosts per leaf), an all-to-all of 100 kB per pair.
+# (radix 64, 32 hosts per leaf, 10 Gb/s links), an all-to-all of 100 kB per pair.
 SCENARIOS["e: fat-tree-1024 a2a 100 kB per pair (SimGrid's case)"] = """
 seed = 1
 [machine]
 ranks_per_node = 1
+[machine.links]
+bandwidth_gbps = 10.0
+latency_ns = 10.0
 [machine.topology]
 kind = "fat_tree"
 levels = 2
