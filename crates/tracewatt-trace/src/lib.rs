@@ -308,6 +308,14 @@ impl TraceWorkload {
                     root,
                     bytes,
                     algo,
+                }
+                | Op::Icollective {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    algo,
+                    ..
                 } => {
                     let (size, me) = place(comm);
                     collectives::expand(comm, kind, algo, size, me, root, bytes, scratch)

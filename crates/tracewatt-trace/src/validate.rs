@@ -557,6 +557,13 @@ impl Checker<'_> {
                 root,
                 bytes,
                 ..
+            }
+            | Op::Icollective {
+                comm,
+                kind,
+                root,
+                bytes,
+                ..
             } => {
                 if kind_has_root(kind) {
                     self.peer_in(site, comm, root, "root")?;
