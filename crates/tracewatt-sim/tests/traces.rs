@@ -121,7 +121,9 @@ fn recorded(path: &Path) -> Vec<Recorded> {
                 match op.unwrap_or_else(|e| panic!("{e}")) {
                     Op::Compute { ps } => rec.compute_ps += ps,
                     Op::Send { bytes, .. } | Op::Isend { bytes, .. } => rec.p2p_bytes += bytes,
-                    Op::Collective { .. } | Op::Alltoallv { .. } => rec.collectives = true,
+                    Op::Collective { .. } | Op::Icollective { .. } | Op::Alltoallv { .. } => {
+                        rec.collectives = true
+                    }
                     _ => {}
                 }
             }

@@ -145,6 +145,16 @@ pub enum CallKind {
         root: i32,
         bytes: u64,
     },
+    /// A non-blocking collective (`MPI_Iallreduce`, `MPI_Ibcast`, ...): `comm`, `kind`, `root`
+    /// and `bytes` as in [`CallKind::Coll`]; it completes request `req`, which a later wait or
+    /// test completes.
+    Icoll {
+        comm: CommHandle,
+        kind: CollKind,
+        root: i32,
+        bytes: u64,
+        req: ReqHandle,
+    },
     /// Per-rank sizes, in bytes, indexed by comm rank. Which vector matters depends on `kind`:
     /// alltoallv both; allgatherv `send[0]` = this rank's block, `recv` = everyone's;
     /// gatherv `send[0]` + `recv` (root only); scatterv `send` (root only) + `recv[0]`;
@@ -241,7 +251,11 @@ impl Call {
     /// block for allgatherv/reduce_scatter).
     pub fn coll_bytes(&self) -> u64 {
         match &self.kind {
-            CallKind::Coll { kind, bytes, .. } if *kind != CollKind::Barrier => *bytes,
+            CallKind::Coll { kind, bytes, .. } | CallKind::Icoll { kind, bytes, .. }
+                if *kind != CollKind::Barrier =>
+            {
+                *bytes
+            }
             CallKind::VColl { send, .. } => send.iter().fold(0u64, |a, b| a.saturating_add(*b)),
             _ => 0,
         }

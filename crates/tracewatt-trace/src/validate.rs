@@ -1049,6 +1049,7 @@ fn comm_used(kind: &CallKind) -> Option<CommHandle> {
         | CallKind::Irecv { comm, .. }
         | CallKind::Sendrecv { comm, .. }
         | CallKind::Coll { comm, .. }
+        | CallKind::Icoll { comm, .. }
         | CallKind::VColl { comm, .. } => Some(*comm),
         _ => None,
     }

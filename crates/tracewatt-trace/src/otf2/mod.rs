@@ -20,8 +20,16 @@
 //! them, holding only the receives posted but not yet reached by the main cursor. A receive
 //! whose request was cancelled (MpiRequestCancelled) completes with no message, so it becomes
 //! a receive that moves nothing and `MPI_Cancel` itself is a local call. The same goes
-//! for non-blocking collectives (OTF2 3.0 NonBlockingCollectiveRequest/Complete), which become
-//! blocking collectives at their post.
+//! for non-blocking collectives (OTF2 3.0 NonBlockingCollectiveRequest/Complete): the
+//! completion gives the collective's communicator, root and sizes.
+//!
+//! Score-P before OTF2 3.0 records a non-blocking collective's region only: no request,
+//! communicator or size, and nothing in the wait that completes it. The reader then takes
+//! communicator, root and sizes from the rank's latest blocking collective of the same operation
+//! (`MPI_Allreduce`'s for `MPI_Iallreduce`; none: unsupported), and completes these collectives
+//! in the order posted: a `MPI_Wait` or `MPI_Waitany` without completion records completes the
+//! oldest one in flight, a `MPI_Waitall` all of them (tests and waitsome complete none; what is
+//! left is waited for at `MPI_Finalize`).
 //!
 //! Communicators come from the definitions: every rank's stream starts with one `comm_define`
 //! pseudo-call per communicator it belongs to (members in communicator rank order), so the
@@ -510,8 +518,10 @@ struct Otf2Calls {
     last_ticks: u64,
     /// The last event's time as recorded.
     last_raw: u64,
-    /// Request handles for isends recorded without a request (Score-P without xnonblock).
+    /// Request handles for isends recorded without a request (Score-P without xnonblock) and
+    /// non-blocking collectives recorded without one (Score-P before OTF2 3.0).
     synthetic_reqs: u64,
+    unrecorded: Unrecorded,
     /// Finished calls with their Enter's byte offset and their times on the host's clock (ns).
     out: VecDeque<(u64, Call, (u64, u64))>,
     done: bool,
@@ -564,6 +574,7 @@ impl Otf2Calls {
             last_ticks: 0,
             last_raw: 0,
             synthetic_reqs: 0,
+            unrecorded: Unrecorded::default(),
             out,
             done: false,
             call_at: 0,
@@ -733,12 +744,31 @@ impl Otf2Calls {
             "irecv" => irecv(m, evs),
             "sendrecv" | "sendrecv_replace" => sendrecv(m, evs),
             "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-            | "testsome" | "request_free" => completion(name, evs),
-            n if coll_name(n).is_some() => collective(m, name, evs),
-            n if funcs::is_unmodelled(n) => unsupported(name, ""),
-            _ => CallKind::Local,
+            | "testsome" | "request_free" => completion(name, evs, &mut self.unrecorded),
+            n => match coll_name(n) {
+                Some(blocking) => collective(
+                    m,
+                    (name, blocking),
+                    evs,
+                    &mut self.unrecorded,
+                    &mut self.synthetic_reqs,
+                ),
+                None if funcs::is_unmodelled(n) => unsupported(name, ""),
+                None => CallKind::Local,
+            },
         }
     }
+}
+
+/// What stands in for the records Score-P before OTF2 3.0 did not write for non-blocking
+/// collectives (see the module docs).
+#[derive(Debug, Default)]
+struct Unrecorded {
+    /// The rank's latest record of each blocking collective, by name.
+    last: BTreeMap<&'static str, Coll>,
+    /// Requests made up for non-blocking collectives posted without a request record, oldest
+    /// first, until a wait completes them.
+    pending: VecDeque<ReqHandle>,
 }
 
 /// The events recorded inside one MPI call's region, with the outcomes read ahead for its
@@ -840,12 +870,13 @@ fn sendrecv(m: &Model, evs: &CallEvents) -> CallKind {
     }
 }
 
-/// A wait, test or request free `name`: the requests its completion records name.
-fn completion(name: &str, evs: &CallEvents) -> CallKind {
+/// A wait, test or request free `name`: the requests its completion records name, and the
+/// non-blocking collectives posted without records it is taken to complete.
+fn completion(name: &str, evs: &CallEvents, unrecorded: &mut Unrecorded) -> CallKind {
     if first(evs, recv).is_some() {
         return unsupported(name, "receive completed without a request record");
     }
-    let done: Vec<ReqHandle> = evs
+    let mut done: Vec<ReqHandle> = evs
         .iter()
         .filter_map(|(e, _)| match e {
             Ev::IsendComplete(r)
@@ -855,6 +886,11 @@ fn completion(name: &str, evs: &CallEvents) -> CallKind {
             _ => None,
         })
         .collect();
+    match name {
+        "wait" | "waitany" if done.is_empty() => done.extend(unrecorded.pending.pop_front()),
+        "waitall" => done.extend(unrecorded.pending.drain(..)),
+        _ => {}
+    }
     let tested = evs.iter().find_map(|(e, _)| match e {
         Ev::RequestTest(r) => Some(*r),
         _ => None,
@@ -893,15 +929,60 @@ fn completion(name: &str, evs: &CallEvents) -> CallKind {
     }
 }
 
-/// A collective `name`: its collective record (blocking), or its request's (non-blocking).
-fn collective(m: &Model, name: &str, evs: &CallEvents) -> CallKind {
-    let record = evs.iter().find_map(|(e, out)| match (e, out) {
-        (Ev::CollEnd(c), _) => Some(*c),
-        (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
+/// A collective `name` (`blocking`: the blocking collective's name, which it is if blocking):
+/// its collective record (blocking), or its request's completion record (non-blocking), or for a
+/// non-blocking one without, the rank's latest record of `blocking`.
+fn collective(
+    m: &Model,
+    (name, blocking): (&str, &'static str),
+    evs: &CallEvents,
+    unrecorded: &mut Unrecorded,
+    synthetic_reqs: &mut u64,
+) -> CallKind {
+    if name == blocking {
+        let record = evs.iter().find_map(|(e, _)| match e {
+            Ev::CollEnd(c) => Some(*c),
+            _ => None,
+        });
+        let Some(c) = record else {
+            return unsupported(name, "no collective record");
+        };
+        unrecorded.last.insert(blocking, c);
+        return match coll_kind(m, c) {
+            Some((comm, kind, root, bytes)) => CallKind::Coll {
+                comm,
+                kind,
+                root,
+                bytes,
+            },
+            None => unsupported(name, ""),
+        };
+    }
+    let post = evs.iter().find_map(|(e, out)| match (e, out) {
+        (Ev::NbcRequest(req), Some(out)) => Some((*req, *out)),
         _ => None,
     });
-    match record {
-        Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported(name, "")),
+    let (req, record) = match post {
+        Some((req, Outcome::Nbc(c))) => (req, Some(c)),
+        // Never completed in the trace: no record of its sizes.
+        Some((req, _)) => (req, None),
+        None => {
+            *synthetic_reqs += 1;
+            let req = u64::MAX - *synthetic_reqs;
+            unrecorded.pending.push_back(req);
+            (req, None)
+        }
+    };
+    let record = record.or_else(|| unrecorded.last.get(blocking).copied());
+    match record.map(|c| coll_kind(m, c)) {
+        Some(Some((comm, kind, root, bytes))) => CallKind::Icoll {
+            comm,
+            kind,
+            root,
+            bytes,
+            req,
+        },
+        Some(None) => unsupported(name, ""),
         None => unsupported(name, "no collective record"),
     }
 }
@@ -921,7 +1002,7 @@ fn recv(e: &Ev) -> Option<Msg> {
 }
 
 /// Collective call names (blocking or `i`-prefixed non-blocking) -> the blocking name.
-fn coll_name(n: &str) -> Option<&str> {
+fn coll_name(n: &str) -> Option<&'static str> {
     const COLLS: &[&str] = &[
         "barrier",
         "bcast",
@@ -941,18 +1022,15 @@ fn coll_name(n: &str) -> Option<&str> {
         "scan",
         "exscan",
     ];
-    let blocking = if COLLS.contains(&n) {
-        n
-    } else {
-        n.strip_prefix('i').filter(|b| COLLS.contains(b))?
-    };
-    Some(blocking)
+    let blocking = n.strip_prefix('i').unwrap_or(n);
+    COLLS.iter().find(|&&c| c == n || c == blocking).copied()
 }
 
-/// A collective record as a call. Score-P records per-process totals (sent to / received from
-/// all ranks), so per-rank blocks are totals / communicator size; v-collectives become their
-/// regular form with the mean block. `None`: non-MPI operations.
-fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
+/// A collective record's communicator, kind, root and size, as a call has them. Score-P records
+/// per-process totals (sent to / received from all ranks), so per-rank blocks are totals /
+/// communicator size; v-collectives become their regular form with the mean block. `None`:
+/// non-MPI operations.
+fn coll_kind(m: &Model, c: Coll) -> Option<(CommHandle, CollKind, i32, u64)> {
     let (comm, n) = m.comm(c.comm);
     let n = n.max(1) as u64;
     let (s, r) = (c.sent, c.received);
@@ -974,12 +1052,7 @@ fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
         15 => (CollKind::Exscan, (s + r) / (n - 1).max(1)),
         _ => return None,
     };
-    Some(CallKind::Coll {
-        comm,
-        kind,
-        root,
-        bytes,
-    })
+    Some((comm, kind, root, bytes))
 }
 
 impl CallStream for Otf2Calls {
