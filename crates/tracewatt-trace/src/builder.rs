@@ -27,8 +27,8 @@ use tracewatt_core::time;
 use tracewatt_workload::{CollAlgo, CollKind, CommId, Op, Rank, ReqId, SrcSel, TagSel, WORLD};
 
 use crate::call::{
-    Call, CallKind, CommHandle, GroupHandle, ReqHandle, VKind, ANY, NULL_COMM_HANDLE, SELF_HANDLE,
-    WORLD_HANDLE,
+    Call, CallKind, CommHandle, GroupHandle, ReqHandle, VKind, ANY, MADE_UP_REQS, NULL_COMM_HANDLE,
+    SELF_HANDLE, WORLD_HANDLE,
 };
 use crate::comms::CommHook;
 use crate::error::{Location, TraceError};
@@ -379,7 +379,7 @@ impl OpBuilder {
     pub(crate) fn pending_requests(&self) -> usize {
         self.reqs
             .iter()
-            .filter(|(&h, s)| matches!(s, Slot::Live(..)) && h < u64::MAX / 2)
+            .filter(|(&h, s)| matches!(s, Slot::Live(..)) && h < MADE_UP_REQS)
             .count()
     }
 

@@ -18,6 +18,11 @@ pub type GroupHandle = u32;
 /// Request handle as the trace names it; unique among a rank's outstanding requests at a time.
 pub type ReqHandle = u64;
 
+/// Handles from here up are made up by a reader for calls the trace recorded without a request
+/// (an OTF2 isend without its request record, a non-blocking collective of Score-P before OTF2
+/// 3.0), counting down from `u64::MAX`; a trace's own handles stay below.
+pub const MADE_UP_REQS: ReqHandle = u64::MAX / 2;
+
 /// Peer value meaning MPI_ANY_SOURCE (receives) / tag value meaning MPI_ANY_TAG.
 pub const ANY: i32 = -1;
 /// Peer value meaning MPI_PROC_NULL: the call moves nothing.

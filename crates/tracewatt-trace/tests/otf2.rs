@@ -162,7 +162,12 @@ fn sst_macro_matches_the_reference() {
         (i.duration_s.unwrap() - 1.247_862_415).abs() < 1e-8,
         "{i:?}"
     );
-    // Replayed, not unsupported (see the next test).
+    // Replayed, not unsupported (see the next test), with a word on how.
+    assert!(
+        i.warnings[0].starts_with("1080 non-blocking collectives carry no request or size"),
+        "{:?}",
+        i.warnings
+    );
     assert!(
         i.unsupported.iter().all(|u| !u.name.starts_with("iall")),
         "{:?}",

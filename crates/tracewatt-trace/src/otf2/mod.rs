@@ -799,6 +799,13 @@ fn envelope(m: &Model, s: Msg) -> (CommHandle, i32, i32, u64) {
     (m.comm(s.comm).0, peer, tag, s.bytes)
 }
 
+/// A request handle for a call recorded without one: the next of `synthetic_reqs`, counting
+/// down from `u64::MAX` (see [`crate::call::MADE_UP_REQS`]).
+fn made_up_req(synthetic_reqs: &mut u64) -> ReqHandle {
+    *synthetic_reqs += 1;
+    u64::MAX - *synthetic_reqs
+}
+
 /// An isend: its send record and request, or a send recorded without one (completed at the
 /// end, under a request handle made up from `synthetic_reqs`).
 fn isend(m: &Model, evs: &CallEvents, synthetic_reqs: &mut u64) -> CallKind {
@@ -808,10 +815,7 @@ fn isend(m: &Model, evs: &CallEvents, synthetic_reqs: &mut u64) -> CallKind {
     });
     let (s, req) = match (isend, first(evs, send)) {
         (Some(x), _) => x,
-        (None, Some(s)) => {
-            *synthetic_reqs += 1;
-            (s, u64::MAX - *synthetic_reqs)
-        }
+        (None, Some(s)) => (s, made_up_req(synthetic_reqs)),
         (None, None) => return CallKind::Local,
     };
     let (comm, peer, tag, bytes) = envelope(m, s);
@@ -967,8 +971,7 @@ fn collective(
         // Never completed in the trace: no record of its sizes.
         Some((req, _)) => (req, None),
         None => {
-            *synthetic_reqs += 1;
-            let req = u64::MAX - *synthetic_reqs;
+            let req = made_up_req(synthetic_reqs);
             unrecorded.pending.push_back(req);
             (req, None)
         }
@@ -1237,6 +1240,88 @@ mod tests {
             times.push(((c.start_ns, c.end_ns), calls.host_times_ns(&c)));
         }
         assert_eq!(times, vec![((10, 20), (10, 20)), ((40, 50), (140, 150))]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Non-blocking collectives in a hand-written event file (one rank of a 2-rank world):
+    /// first as OTF2 3.0 records them (a request in the call, its completion with the sizes in
+    /// the wait), then as Score-P 2.x does (regions only), with the reader's rule: the
+    /// iallreduce takes the preceding allreduce's sizes (32 B sent / 2 ranks), the ibcast has
+    /// no bcast before it (unsupported), and recordless waits complete them in post order.
+    #[test]
+    fn nonblocking_collectives_with_and_without_records() {
+        let dir = std::env::temp_dir().join(format!("tracewatt-otf2-nbc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut m = model(&dir);
+        for (id, name) in [
+            (4, "iallreduce"),
+            (5, "wait"),
+            (6, "allreduce"),
+            (7, "ibcast"),
+        ] {
+            let r = MpiRegion {
+                func: func_id(name).unwrap(),
+                name: name.into(),
+            };
+            m.regions.insert(id, r);
+            m.defined_regions.insert(id);
+        }
+        let mut b = vec![3u8, 0x42];
+        b.extend([0u8; 16]);
+        let events: &[(u64, &[u8])] = &[
+            (10, &[12, 1, 4]),                            // Enter MPI_Iallreduce
+            (11, &[85, 2, 1, 5]),                         // NbcRequest, request 5
+            (20, &[13, 1, 4]),                            // Leave
+            (30, &[12, 1, 5]),                            // Enter MPI_Wait
+            (35, &[86, 9, 11, 0, 0, 1, 16, 1, 16, 1, 5]), // NbcComplete: allreduce, comm 0, 16 B
+            (40, &[13, 1, 5]),                            // Leave
+            (50, &[12, 1, 6]),                            // Enter MPI_Allreduce
+            (55, &[23, 7, 11, 0, 0, 1, 32, 1, 32]),       // CollectiveEnd: 32 B each way
+            (60, &[13, 1, 6]),                            // Leave
+            (70, &[12, 1, 4, 13, 1, 4]),                  // MPI_Iallreduce, no records
+            (85, &[12, 1, 7, 13, 1, 7]),                  // MPI_Ibcast, no records
+            (100, &[12, 1, 5, 13, 1, 5]),                 // three MPI_Waits, no records
+            (120, &[12, 1, 5, 13, 1, 5]),
+            (140, &[12, 1, 5, 13, 1, 5]),
+        ];
+        for (t, record) in events {
+            b.push(5);
+            b.extend(t.to_le_bytes());
+            b.extend(*record);
+        }
+        b.extend([2, 0]);
+        std::fs::write(dir.join("0.evt"), &b).unwrap();
+        let kinds: Vec<CallKind> = Otf2Calls::open(Arc::new(m), 0)
+            .unwrap()
+            .map(|c| c.unwrap().kind)
+            .collect();
+        let icoll = |bytes, req| CallKind::Icoll {
+            comm: WORLD_HANDLE,
+            kind: CollKind::Allreduce,
+            root: 0,
+            bytes,
+            req,
+        };
+        assert_eq!(
+            kinds,
+            vec![
+                icoll(8, 5),
+                CallKind::Wait { req: 5 },
+                CallKind::Coll {
+                    comm: WORLD_HANDLE,
+                    kind: CollKind::Allreduce,
+                    root: 0,
+                    bytes: 16
+                },
+                icoll(16, u64::MAX - 1),
+                CallKind::Unsupported {
+                    name: "ibcast (no collective record)".into()
+                },
+                CallKind::Wait { req: u64::MAX - 1 },
+                CallKind::Wait { req: u64::MAX - 2 },
+                CallKind::Waitall { reqs: vec![] },
+            ]
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
