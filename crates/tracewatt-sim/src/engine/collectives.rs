@@ -171,9 +171,11 @@ impl Engine<'_> {
                     bytes,
                     ..
                 } => {
+                    // Posted once the previous send's overhead is over.
+                    let post = n.issued_ps.max(now);
                     let (msg, req, issue_ps) =
-                        self.new_send(rank, (comm, dst, tag, bytes), 0, done, now)?;
-                    n.issued_ps = n.issued_ps.max(now) + issue_ps;
+                        self.new_send(rank, (comm, dst, tag, bytes), 0, done, post)?;
+                    n.issued_ps = post + issue_ps;
                     self.q.push(n.issued_ps, Ev::Issue { msg, wake: false });
                     n.posted.push(req);
                 }
