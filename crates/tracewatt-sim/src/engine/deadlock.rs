@@ -69,6 +69,10 @@ impl Engine<'_> {
                 ));
                 continue;
             }
+            if r.nbcs.iter().any(|n| n.done == *slot) {
+                what.push("a non-blocking collective that cannot finish".into());
+                continue;
+            }
             // A receive not done is still posted: nothing in flight is left to match it.
             let posted = r.matcher.posted().find(|(.., p)| **p == *slot);
             let Some((comm, src, tag, _)) = posted else {

@@ -61,6 +61,11 @@ pub(crate) enum Ev {
     },
     /// A power model may release messages it holds (a NIC's interrupt).
     PowerDue,
+    /// A non-blocking collective's wait is over and it goes on (named by the slot of the
+    /// request it completes; see [`collectives`]).
+    NbcWake {
+        done: u32,
+    },
 }
 
 const _: () = assert!(std::mem::size_of::<Ev>() == 8);
@@ -273,6 +278,7 @@ impl<'a> Engine<'a> {
                 }
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
                 Ev::PowerDue => self.power_due(now)?,
+                Ev::NbcWake { done } => self.progress_nbc(done, now)?,
             }
             if self.observers.power.holds_deliveries() {
                 self.schedule_power_due(now);
