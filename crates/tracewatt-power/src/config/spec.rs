@@ -932,7 +932,11 @@ mod tests {
         .unwrap();
         let base = p.setup(LinkClass::Node, None);
         assert_eq!(base.policy.policy, LinkPolicy::PerfBound);
-        assert_eq!(base.policy.slowdown_bound, 0.01);
+        assert_eq!(base.policy, {
+            let mut want = PolicySettings::new(LinkPolicy::PerfBound, 0);
+            want.slowdown_bound = 0.01;
+            want
+        });
         assert_eq!(p.links.slowdown_bound, Some(0.01), "shown where it is used");
         assert_eq!(base.phy.fast_wake, None, "10GBASE-T has one depth");
         // 40GBASE-KR4: deep sleep 0.9 / 5.5 us, fast wake 0 / 0.34 us keeping half the saving.
@@ -947,10 +951,12 @@ mod tests {
             })
         );
         let l = p.setup(LinkClass::Local, None);
-        assert_eq!(
-            (l.policy.policy, l.policy.window, l.policy.sleep_share),
-            (LinkPolicy::Adaptive, 8, 0.1)
-        );
+        assert_eq!(l.policy, {
+            // Its start timeout is the base table's.
+            let mut want = PolicySettings::new(LinkPolicy::Adaptive, 0);
+            (want.window, want.sleep_share) = (8, 0.1);
+            want
+        });
         let n = p.setup(LinkClass::Node, Some(2));
         assert_eq!(
             (n.policy.policy, n.policy.depth),
