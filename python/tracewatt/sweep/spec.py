@@ -346,6 +346,13 @@ _SLEEP_FIELDS = (
     "refresh_period_us",
     "refresh_time_us",
     "control",
+    "depth",
+    "fast_wake_sleep_time_us",
+    "fast_wake_time_us",
+    "fast_wake_saving",
+    "slowdown_bound",
+    "adaptive_sleep_share",
+    "adaptive_window",
 )
 
 
