@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from conftest import CliResult, write_toml
-from tracewatt import Config
+from tracewatt import Config, Results, report
 from tracewatt.compare import POLICY_COLUMNS, compare_policies, link_policy_config
+from tracewatt.errors import ResultsError
 
 Run = Callable[..., CliResult]
 
@@ -161,3 +162,92 @@ def test_the_json_table_is_the_parquet_one(
     assert list(printed["policy"]) == list(written["policy"])
     assert printed["link_energy_j"].tolist() == pytest.approx(written["link_energy_j"].tolist())
     assert math.isnan(written["oracle_share_pct"].iloc[1])
+
+
+def test_the_report_draws_each_policys_saving_at_its_slowdown(
+    run_cli: Run, pingpong_1ms: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    assert run_cli("compare", pingpong_1ms, "--policies", "timeout", "-o", out).code == 0
+    r = run_cli("report", out)
+    assert r.code == 0, r.err
+    page = (out / "report.html").read_text()
+    assert 'id="policy_saving"' in page
+    assert "Link policies against always-on" in page
+    # Policy names label the points, never the configuration's path.
+    assert str(pingpong_1ms) not in page and pingpong_1ms.name not in page
+    table = report.load_policies(out)
+    fig = report.policy_figures(table)[0].figure
+    link_ax, machine_ax = fig.axes[:2]
+    for ax, column in ((link_ax, "link_saving_pct"), (machine_ax, "saving_pct")):
+        points = [float(v) for c in ax.collections for v in c.get_offsets()[0]]
+        pairs = zip(table["slowdown_pct"], table[column], strict=True)
+        expected = [float(v) for xy in pairs for v in xy]
+        assert points == pytest.approx(expected)
+        assert [t.get_text() for t in ax.texts] == ["always_on", "timeout"]
+    # Without the oracle no bound is drawn, and the caption says how to get it.
+    assert not link_ax.get_lines()
+    assert "compare --policies ...,oracle" in report.policy_figures(table)[0].caption
+
+
+def test_a_policies_table_without_its_columns_is_named(tmp_path: Path) -> None:
+    pd.DataFrame({"policy": ["timeout"]}).to_parquet(tmp_path / "policies.parquet")
+    with pytest.raises(ResultsError, match=r"policies\.parquet: no column makespan_s"):
+        report.load_policies(tmp_path)
+
+
+def test_analyze_idle_refuses_a_policy_it_cannot_screen(
+    run_cli: Run, pingpong_1ms: Path, tmp_path: Path
+) -> None:
+    assert run_cli("run", pingpong_1ms, "-o", tmp_path / "run").code == 0
+    for policy in ("adaptive", "perfbound", "always_on"):
+        r = run_cli("analyze", "idle", tmp_path / "run", "--policy", policy)
+        assert r.code == 2
+        assert f"--policy {policy}: cannot screen the link policy '{policy}'" in r.err
+        assert "timeout and oracle" in r.err
+
+
+def test_analyze_idle_screens_the_oracle_by_hand(
+    run_cli: Run, pingpong_1ms: Path, tmp_path: Path
+) -> None:
+    # An always-on run whose thresholds hold the break-even time: 2.88 us of sleep and 17 us
+    # of wake (10GBASE-T's sleep, the measured wake), 19.88 us.
+    run = tmp_path / "run"
+    r = run_cli(
+        "run",
+        pingpong_1ms,
+        "-o",
+        run,
+        "--set",
+        'power.links.policy="always_on"',
+        "--set",
+        "output.pair_idle=true",
+        "--set",
+        "output.idle_thresholds_us=[19.88]",
+    )
+    assert r.code == 0, r.err
+    r = run_cli("analyze", "idle", run, "--policy", "oracle", "--wakes", "17", "--json")
+    assert r.code == 0, r.err
+    row = pd.read_json(io.StringIO(r.out), orient="records").iloc[0]
+    assert row["idle_timeout_us"] == pytest.approx(19.88)
+    assert (row["penalty_bound_pct"], row["bound"]) == (0.0, "no_delay")
+    assert bool(row["exact"]) and bool(row["pairs_exact"])
+    # By hand from the run's own tables: every paired link's gaps past 19.88 us spend all but
+    # the sleep and the wake in LPI (the last gap, if past it, all but the sleep), each of
+    # its two directions; energy is the ports' active power less 1.36 W (3.44 - 2.08) in LPI.
+    res = Results.read(run)
+    pairs = res.tables["pair_idle_thresholds"]
+    at = pairs[(pairs["threshold_s"] - 19.88e-6).abs() < 1e-12]
+    even = 19.88e-6
+    lpi = 2 * sum(
+        p["total_s"] - p["count"] * even + (17e-6 if p["trailing_idle_s"] > even else 0.0)
+        for p in at.to_dict("records")
+    )
+    assert row["lpi_s"] == pytest.approx(lpi, rel=1e-9)
+    span = res.makespan_s
+    assert row["link_energy_j"] == pytest.approx(4 * 3.44 * span - (3.44 - 2.08) * lpi)
+    # One wake per link and gap but the last.
+    wakes = sum(p["count"] - (p["trailing_idle_s"] > even) for p in at.to_dict("records"))
+    assert row["wakes"] == wakes
+    r = run_cli("analyze", "idle", run, "--policy", "oracle", "--wakes", "17")
+    assert "no packet waits (penalty_bound_pct 0)" in r.out

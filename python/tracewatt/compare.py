@@ -181,6 +181,9 @@ ALWAYS_ON = "always_on"
 #: The link policy that knows every idle gap: its saving is the bound of every other's.
 ORACLE = "oracle"
 
+#: The file ``compare --policies -o DIR`` writes its table to.
+POLICIES_FILE = "policies.parquet"
+
 #: The columns of :func:`compare_policies`' table, in order (defined in docs/cli.md).
 POLICY_COLUMNS = (
     "policy",

@@ -504,8 +504,10 @@ pub fn screen(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>, Screen
 /// of each gap longer than the break-even time `T_s + T_w` (a shorter one would spend longer
 /// in the sleep and the wake, at full power, than it gains in LPI) and starts waking `T_w`
 /// before the gap ends: such a gap spends `g - T_s - T_w` in LPI and no packet waits. The gap
-/// that ends the run needs no wake, so it sleeps once longer than `T_s`, for `g - T_s`. The
-/// rows' `idle_timeout_us` is the break-even time, their penalty bound 0 ([`Bound::NoDelay`]).
+/// that ends the run, slept when past break-even too, needs no wake: `g - T_s` in LPI. One
+/// depth (the PHY's deep sleep): a fast-wake depth, which the simulated oracle may pick for
+/// shorter gaps, is not screened. The rows' `idle_timeout_us` is the break-even time, their
+/// penalty bound 0 ([`Bound::NoDelay`]).
 pub fn screen_oracle(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>, ScreenError> {
     run.check()?;
     let l = &run.links;
@@ -528,13 +530,10 @@ pub fn screen_oracle(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>,
             let (mut lpi_s, mut energy_j) = (0.0, 0.0);
             for &i in &sel {
                 // Every gap past break-even, the last one as if it had to wake too; then that
-                // one's wake given back (or, shorter than break-even, its sleep counted).
+                // one's wake given back.
                 let mut lpi = lpi_time(f.count[i], f.total_s[i], wake_s, sleep_s);
-                let trailing = f.trailing_s[i];
-                if longer(trailing, even_s) {
+                if longer(f.trailing_s[i], even_s) {
                     lpi += wake_s;
-                } else if longer(trailing, sleep_s) {
-                    lpi += trailing - sleep_s;
                 }
                 let (_, refresh) = refreshes(lpi, l.refresh_period_s[i], l.refresh_time_s[i]);
                 lpi_s += lpi;

@@ -61,10 +61,11 @@ Where these figures and a full simulation differ, and why:
   The oracle knows every gap: it sleeps at the start of each one longer than the break-even
   time ``T_s + T_w`` and wakes ``T_w`` before it ends, so no packet waits (penalty bound 0,
   ``bound`` ``no_delay``) and a gap ``g`` spends ``g - T_s - T_w`` in LPI; the gap that ends the
-  run needs no wake and sleeps once longer than ``T_s``, for ``g - T_s``. Its rows' timeout
-  is the break-even time. The others decide from what they have seen (``adaptive``), or from
-  the delays they cause (``perfbound``): only a simulation prices them (``tracewatt compare
-  --policies``).
+  run, slept when past break-even too, needs no wake: ``g - T_s``. Its rows' timeout is the
+  break-even time. The screen prices the PHY's deep sleep alone: with a fast-wake depth
+  configured the simulated oracle picks the better depth per gap, and can save more. The
+  others decide from what they have seen (``adaptive``), or from the delays they cause
+  (``perfbound``): only a simulation prices them (``tracewatt compare --policies``).
 - Resolution. Counts and totals are exact at the thresholds the run kept
   (``output.idle_thresholds_us``); between them they are interpolated from the log-spaced
   histogram (``exact`` is False in those rows).

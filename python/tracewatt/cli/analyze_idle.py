@@ -82,29 +82,31 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
                 "\noracle: sleeps at the start of every idle gap longer than its break-even "
                 "time (idle_timeout_us here: sleep + wake time) and wakes just before the gap "
                 "ends: no packet waits (penalty_bound_pct 0). Its link_saving_pct is the most "
-                "any policy with these sleep and wake times can save.\n"
+                "any policy with these sleep and wake times can save without delaying "
+                "traffic.\n"
             )
-            return EXIT_OK
-        sys.stdout.write(
-            "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by full "
-            "simulation (tracewatt compare with --set power.links.idle_timeout_us=...).\n"
-            + (
-                "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
-                "dependent messages can meet on its routes: a first-order bound on the "
-                "slowdown (see docs/cli.md).\n"
-                if bound == "critical_path"
-                else "penalty_bound_pct: every wake end to end (x wake + sleep time): a worst "
-                "case that grows with the machine; run with --set output.messages=true for the "
-                "critical-path bound.\n"
-            )
-        )
-        if res.config["machine"].get("credits") == "reverse_link":
+        else:
             sys.stdout.write(
-                "caveat: credits travel on the reverse link (machine.credits = reverse_link): "
-                "their frames end idle intervals and wake links as packets do (counted above), "
-                "but a credit delayed by a wake holds back a sender only when its buffer is "
-                "full, which the penalty bound does not count.\n"
+                "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by "
+                "full simulation (tracewatt compare with --set power.links.idle_timeout_us=...)."
+                "\n"
+                + (
+                    "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
+                    "dependent messages can meet on its routes: a first-order bound on the "
+                    "slowdown (see docs/cli.md).\n"
+                    if bound == "critical_path"
+                    else "penalty_bound_pct: every wake end to end (x wake + sleep time): a "
+                    "worst case that grows with the machine; run with --set "
+                    "output.messages=true for the critical-path bound.\n"
+                )
             )
+            if res.config["machine"].get("credits") == "reverse_link":
+                sys.stdout.write(
+                    "caveat: credits travel on the reverse link (machine.credits = "
+                    "reverse_link): their frames end idle intervals and wake links as packets "
+                    "do (counted above), but a credit delayed by a wake holds back a sender only "
+                    "when its buffer is full, which the penalty bound does not count.\n"
+                )
         sys.stdout.write(
             "counted: exact at the idle thresholds the run kept (output.idle_thresholds_us), "
             "interp. between them (from the idle-interval histogram) or where LPI refreshes are "

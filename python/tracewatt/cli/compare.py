@@ -16,13 +16,16 @@ from tracewatt.cli.common import (
     write_timing,
 )
 from tracewatt.cli.progress import sim_progress
-from tracewatt.compare import compare, compare_policies, comparison_json, link_policy_config
+from tracewatt.compare import (
+    POLICIES_FILE,
+    compare,
+    compare_policies,
+    comparison_json,
+    link_policy_config,
+)
 from tracewatt.config import Config
 from tracewatt.errors import ConfigError
 from tracewatt.report.texts import compare_text, policies_text
-
-#: The file ``compare --policies -o DIR`` writes its table to.
-POLICIES_FILE = "policies.parquet"
 
 
 def policy_names(cfg: Config, text: str) -> list[str]:
