@@ -13,6 +13,12 @@
 //! The C-state of a low-power wait is fixed (MWAIT's hint; `block` for comparison) or chosen by
 //! a model of Linux's `menu` idle governor ([`Governor::Menu`]).
 //!
+//! - `oracle`: the bound for the wait policies. It knows each wait's length when the wait ends
+//!   and spends it in the state that costs least: spinning, or from the wait's start in the
+//!   C-state whose low power over the wait, less `enter` + `wake` + its exit latency at active
+//!   power, is lowest; the wake starts ahead, so the rank goes on when its messages come, with
+//!   no delay. It keeps the rule that a rank with a send pending does not sleep.
+//!
 //! The wake delay is real simulated time: the engine asks [`PowerModel::wake_at`] when a waiting
 //! rank's wait is over and continues it then.
 
@@ -27,6 +33,7 @@ pub enum WaitPolicy {
     Spin,
     Block,
     Mwait,
+    Oracle,
 }
 
 /// A core's idle states, shallowest first: C1, C1E, C3, C6.
@@ -239,7 +246,8 @@ impl CorePower {
     /// and whether it went into low power: (low-power start, continue at).
     fn wait_course(&self, c: &Core, woken: Ps) -> Option<(Ps, Ps)> {
         let p = &self.params;
-        if p.policy == WaitPolicy::Spin || c.sends_pending {
+        // The oracle's wake is hidden: the rank goes on when its messages come.
+        if matches!(p.policy, WaitPolicy::Spin | WaitPolicy::Oracle) || c.sends_pending {
             return None;
         }
         let spin_end = c.since + p.threshold_ps;
@@ -254,6 +262,28 @@ impl CorePower {
             return Some((low_start, low_start));
         }
         Some((low_start, woken + p.wake_ps + p.states[c.cstate].exit_ps))
+    }
+
+    /// The C-state the oracle spends a wait of `wait` in, if any: the one of least energy, its
+    /// entry, wake overhead and exit latency at active power and the rest at its power, if that
+    /// is below spinning throughout.
+    fn oracle_state(&self, c: &Core, wait: Ps) -> Option<usize> {
+        let p = &self.params;
+        if c.sends_pending {
+            return None;
+        }
+        let mut best = (p.spin_w * wait as f64, None);
+        for (s, st) in p.states.iter().enumerate() {
+            let transitions = p.enter_ps + p.wake_ps + st.exit_ps;
+            let Some(low) = wait.checked_sub(transitions).filter(|&l| l > 0) else {
+                continue;
+            };
+            let e = st.power_w * low as f64 + p.compute_w * transitions as f64;
+            if e < best.0 {
+                best = (e, Some(s));
+            }
+        }
+        best.1
     }
 
     /// Time in [from, to) that rank `r`'s core spends copying messages in.
@@ -303,9 +333,16 @@ impl CorePower {
                 let woken = c.woken_at.unwrap_or(at).min(at);
                 let recv = c.recv_work.min(at - woken);
                 // (spin, low power, entering/leaving) and where the low-power part lies.
-                let (spin, low, transition, low_at) = match self.wait_course(&c, woken) {
-                    None => (span - recv, 0, 0, at),
-                    Some((low_start, _)) => {
+                let mut state = c.cstate;
+                let course = if p.policy == WaitPolicy::Oracle {
+                    self.oracle_state(&c, woken - c.since).map(|s| {
+                        state = s;
+                        self.cores[r].low_waits[s] += 1;
+                        let transitions = p.enter_ps + p.wake_ps + p.states[s].exit_ps;
+                        (0, woken - c.since - transitions, c.since + p.enter_ps)
+                    })
+                } else {
+                    self.wait_course(&c, woken).map(|(low_start, _)| {
                         if woken > low_start {
                             self.cores[r].low_waits[c.cstate] += 1;
                             // What the governor observes: the idle period up to the wake.
@@ -313,7 +350,13 @@ impl CorePower {
                         }
                         let spin = p.threshold_ps.min(span);
                         let low = woken.max(low_start).min(at).saturating_sub(low_start);
-                        (spin, low, span.saturating_sub(spin + low + recv), low_start)
+                        (spin, low, low_start)
+                    })
+                };
+                let (spin, low, transition, low_at) = match course {
+                    None => (span - recv, 0, 0, at),
+                    Some((spin, low, low_at)) => {
+                        (spin, low, span.saturating_sub(spin + low + recv), low_at)
                     }
                 };
                 // Copying a message in, the core works instead of spinning or sleeping.
@@ -322,12 +365,12 @@ impl CorePower {
                 let copying = copy_spin + copy_low;
                 let (spin, low) = (spin - copy_spin, low - copy_low);
                 t.spin += spin;
-                t.low[c.cstate] += low;
+                t.low[state] += low;
                 t.transition += transition;
                 t.copy += copying;
                 t.recv += recv;
                 p.spin_w * to_seconds(spin)
-                    + p.states[c.cstate].power_w * to_seconds(low)
+                    + p.states[state].power_w * to_seconds(low)
                     + p.compute_w * to_seconds(transition + copying + recv)
             }
         };
@@ -437,7 +480,7 @@ impl PowerModel for CorePower {
             match p.policy {
                 WaitPolicy::Block => states.push(("block_s", low(t))),
                 WaitPolicy::Mwait => states.push(("mwait_s", low(t))),
-                WaitPolicy::Spin => {}
+                WaitPolicy::Spin | WaitPolicy::Oracle => {}
             }
             if p.policy != WaitPolicy::Spin {
                 states.extend(STATE_S.into_iter().zip(t.low));

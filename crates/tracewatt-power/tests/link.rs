@@ -15,11 +15,9 @@ fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> L
             wake_time_ps: 3 * US,
             refresh_period_ps: refresh_period_us * US,
             refresh_time_ps: refresh_time_us * US,
+            fast_wake: None,
         },
-        policy: PolicySettings {
-            policy,
-            idle_timeout_ps: 10 * US,
-        },
+        policy: PolicySettings::new(policy, 10 * US),
     }
 }
 

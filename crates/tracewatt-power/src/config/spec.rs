@@ -6,7 +6,10 @@ use crate::dimm::{
     DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
 };
 use crate::phy;
-use crate::{LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower};
+use crate::sleep::{DEFAULT_SLEEP_SHARE, DEFAULT_SLOWDOWN_BOUND, DEFAULT_WINDOW};
+use crate::{
+    Depth, FastWake, LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower,
+};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{S, US};
 use tracewatt_core::Ps;
@@ -92,7 +95,7 @@ impl Default for PowerSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkPowerSpec {
-    /// `timeout` (default) or `always_on`.
+    /// `timeout` (default), `always_on`, `adaptive`, `perfbound` or `oracle`.
     #[serde(default)]
     pub policy: Option<LinkPolicy>,
     /// `paired` or `independent` for these links (default: `[power].control`).
@@ -112,6 +115,59 @@ pub struct LinkPowerSpec {
     pub refresh_period_us: Option<f64>,
     #[serde(default)]
     pub refresh_time_us: Option<f64>,
+    /// The depth of the policies that do not choose one per gap: `deep_sleep` (default: the
+    /// sleep and wake times above) or `fast_wake`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<Depth>,
+    /// Fast wake's sleep and wake times (default: the named PHY's, if it has fast wake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_wake_sleep_time_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_wake_time_us: Option<f64>,
+    /// The share of the port's LPI saving fast wake keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_wake_saving: Option<f64>,
+    /// `perfbound`: the most delay a port's wakes may add, as a share of the elapsed time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown_bound: Option<f64>,
+    /// `adaptive`: the share of its idle gaps a port tunes its timeout to sleep in ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_sleep_share: Option<f64>,
+    /// ... judged over its last this many gaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_window: Option<u32>,
+}
+
+/// An assumption (docs/config.md): fast wake keeps the PHY signalling, so it saves half what
+/// deep sleep saves.
+const DEFAULT_FAST_WAKE_SAVING: f64 = 0.5;
+/// The longest `adaptive_window`, gaps.
+const MAX_WINDOW: u32 = 4096;
+
+impl LinkPowerSpec {
+    /// Whether this table sets the fast wake of its links: it names a PHY or gives fast-wake
+    /// times (otherwise an override's come from the base table).
+    fn sets_fast_wake(&self) -> bool {
+        self.phy.is_some()
+            || self.fast_wake_time_us.is_some()
+            || self.fast_wake_sleep_time_us.is_some()
+    }
+
+    /// The fast-wake (sleep, wake) times, us, this table sets: its own, else its PHY's.
+    fn fast_wake_us(&self) -> Option<(f64, f64)> {
+        let preset = self
+            .phy
+            .as_deref()
+            .and_then(phy::phy)
+            .and_then(|p| p.fast_wake)
+            .map(|(s, w)| (ps_to_us(s), ps_to_us(w)));
+        let wake = self.fast_wake_time_us.or(preset.map(|p| p.1))?;
+        let sleep = self
+            .fast_wake_sleep_time_us
+            .or(preset.map(|p| p.0))
+            .unwrap_or(0.0);
+        Some((sleep, wake))
+    }
 }
 
 /// `[[power.node_links]]`: a policy for the links of the listed nodes.
@@ -382,6 +438,23 @@ impl PowerSpec {
             .get_or_insert(ps_to_us(phy::MEASURED_IDLE_TIMEOUT_PS));
         l.refresh_period_us.get_or_insert(0.0);
         l.refresh_time_us.get_or_insert(0.0);
+        // A policy's parameters show in the resolved base table when it uses them.
+        match l.policy {
+            Some(LinkPolicy::PerfBound) => {
+                l.slowdown_bound.get_or_insert(DEFAULT_SLOWDOWN_BOUND);
+            }
+            Some(LinkPolicy::Adaptive) => {
+                l.adaptive_sleep_share.get_or_insert(DEFAULT_SLEEP_SHARE);
+                l.adaptive_window.get_or_insert(DEFAULT_WINDOW);
+            }
+            _ => {}
+        }
+        if l.fast_wake_us().is_some()
+            && (l.policy == Some(LinkPolicy::Oracle) || l.depth == Some(Depth::FastWake))
+        {
+            l.fast_wake_saving.get_or_insert(DEFAULT_FAST_WAKE_SAVING);
+        }
+        let (base_depth, base_fast) = (l.depth, l.fast_wake_us().is_some());
         for (field, s) in self.link_specs_mut() {
             if let Some(name) = &s.phy {
                 let Some(p) = phy::phy(name) else {
@@ -403,10 +476,47 @@ impl PowerSpec {
                 ("wake_time_us", s.wake_time_us),
                 ("refresh_period_us", s.refresh_period_us),
                 ("refresh_time_us", s.refresh_time_us),
+                ("fast_wake_sleep_time_us", s.fast_wake_sleep_time_us),
+                ("fast_wake_time_us", s.fast_wake_time_us),
             ] {
                 if let Some(v) = v {
                     time_field(&format!("{field}.{k}"), v, US)?;
                 }
+            }
+            for (k, v) in [
+                ("fast_wake_saving", s.fast_wake_saving),
+                ("slowdown_bound", s.slowdown_bound),
+                ("adaptive_sleep_share", s.adaptive_sleep_share),
+            ] {
+                if let Some(v) = v {
+                    if !(0.0..=1.0).contains(&v) {
+                        return err(
+                            &format!("{field}.{k}"),
+                            format!("must be a share from 0 to 1, got {v}"),
+                        );
+                    }
+                }
+            }
+            if let Some(w) = s.adaptive_window {
+                if !(1..=MAX_WINDOW).contains(&w) {
+                    return err(
+                        &format!("{field}.adaptive_window"),
+                        format!("must be from 1 to {MAX_WINDOW} gaps, got {w}"),
+                    );
+                }
+            }
+            let fast = if s.sets_fast_wake() {
+                s.fast_wake_us().is_some()
+            } else {
+                base_fast
+            };
+            if s.depth.or(base_depth) == Some(Depth::FastWake) && !fast {
+                return err(
+                    &format!("{field}.depth"),
+                    "`fast_wake` needs a PHY with fast wake (40gbase-kr4, 40gbase-kr4-fec, \
+                     100gbase-kr4) or fast_wake_time_us"
+                        .into(),
+                );
             }
         }
         let model = self
@@ -630,15 +740,25 @@ impl PowerSpec {
     pub fn setup(&self, class: LinkClass, node: Option<u32>) -> LinkSetup {
         let b = &self.links;
         let o = self.override_for(class, node);
-        let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps {
-            us_to_ps(o.and_then(f).or(f(b)).unwrap_or(0.0))
+        let value = |f: fn(&LinkPowerSpec) -> Option<f64>, default: f64| -> f64 {
+            o.and_then(f).or(f(b)).unwrap_or(default)
         };
+        let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps { us_to_ps(value(f, 0.0)) };
+        // An override that names a PHY or gives fast-wake times sets its fast wake; one that
+        // does neither has the base table's.
+        let fast_from = o.filter(|o| o.sets_fast_wake()).unwrap_or(b);
+        let fast_wake = fast_from.fast_wake_us().map(|(sleep, wake)| FastWake {
+            sleep_time_ps: us_to_ps(sleep),
+            wake_time_ps: us_to_ps(wake),
+            saving: value(|s| s.fast_wake_saving, DEFAULT_FAST_WAKE_SAVING),
+        });
         LinkSetup {
             phy: PhyTiming {
                 sleep_time_ps: pick(|s| s.sleep_time_us),
                 wake_time_ps: pick(|s| s.wake_time_us),
                 refresh_period_ps: pick(|s| s.refresh_period_us),
                 refresh_time_ps: pick(|s| s.refresh_time_us),
+                fast_wake,
             },
             policy: PolicySettings {
                 policy: o
@@ -646,6 +766,13 @@ impl PowerSpec {
                     .or(b.policy)
                     .unwrap_or(LinkPolicy::Timeout),
                 idle_timeout_ps: pick(|s| s.idle_timeout_us),
+                depth: o.and_then(|o| o.depth).or(b.depth).unwrap_or_default(),
+                slowdown_bound: value(|s| s.slowdown_bound, DEFAULT_SLOWDOWN_BOUND),
+                sleep_share: value(|s| s.adaptive_sleep_share, DEFAULT_SLEEP_SHARE),
+                window: o
+                    .and_then(|o| o.adaptive_window)
+                    .or(b.adaptive_window)
+                    .unwrap_or(DEFAULT_WINDOW),
             },
         }
     }
