@@ -19,7 +19,7 @@ from typing import Any
 
 from tracewatt import _tracewatt
 from tracewatt._dependencies import pandas as pd
-from tracewatt.config import Config
+from tracewatt.config import Config, link_tables
 from tracewatt.results import Results
 from tracewatt.simulation import (
     ConfigLike,
@@ -201,16 +201,6 @@ POLICY_COLUMNS = (
 )
 
 
-def _link_tables(power: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every link power table of a resolved ``[power]``: ``links``, the class overrides and
-    each ``node_links`` entry's ``link``."""
-    tables = [power["links"]]
-    tables += [power[k] for k in ("node", "local", "global") if isinstance(power.get(k), dict)]
-    tables += list(power.get("tree") or []) + list(power.get("torus") or [])
-    tables += [o["link"] for o in power.get("node_links") or []]
-    return tables
-
-
 def link_policy_config(config: ConfigLike, policy: str) -> Config:
     """``config``'s always-on baseline (:func:`baseline_of`) with every link table, the class
     overrides included, under the link policy ``policy`` and its parameters as configured (or
@@ -218,7 +208,7 @@ def link_policy_config(config: ConfigLike, policy: str) -> Config:
     :class:`~tracewatt.errors.ConfigError` naming the valid policies for an unknown one."""
     config = as_config(config)
     d = baseline_of(config).to_dict()
-    for table in _link_tables(d["power"]):
+    for table in link_tables(d["power"]):
         table["policy"] = policy
     out = Config.from_dict(d, source=config.source)
     out.validate()

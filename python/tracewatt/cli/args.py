@@ -258,6 +258,13 @@ def _add_tune(sub: Subcommands) -> None:
     t.add_argument("--timeouts", help="idle_timeout values to screen, us")
     t.add_argument("--wake-time", metavar="US,...", help="also tune wake_time over these, us")
     t.add_argument("--control", metavar="C,...", help="also tune control: paired,independent")
+    t.add_argument(
+        "--policies",
+        default="timeout",
+        metavar="P,...",
+        help="link policies to search: timeout (screened, the default), adaptive, perfbound "
+        "(confirmed at a few parameter values)",
+    )
     t.add_argument("-k", type=int, default=4, help="candidates confirmed by simulation")
     t.add_argument("-o", "--output", metavar="TOML", help="write the chosen setting there")
     t.add_argument(
