@@ -53,37 +53,42 @@ def check_policies() -> Check:
     worked out from the always-on run's idle intervals (to 1e-9) and at most every other
     policy's."""
     c = compare_policies(trace_config(), POLICIES)
-    table = c.table.set_index("policy")
-    base, oracle = table.loc[ALWAYS_ON], table.loc[ORACLE]
+    rows = {str(r["policy"]): r for r in c.table.to_dict("records")}
+    base, oracle = rows.pop(ALWAYS_ON), rows.pop(ORACLE)
     hand = screen_idle(c.runs[ALWAYS_ON], [], [WAKE_US], [SLEEP_US], policy=ORACLE).iloc[0]
     hand_j = float(hand["link_energy_j"])
+    oracle_j = float(oracle["link_energy_j"])
     same_time = oracle["makespan_s"] == base["makespan_s"]
-    by_hand = bool(hand["exact"]) and math.isclose(oracle["link_energy_j"], hand_j, rel_tol=1e-9)
-    others = table.drop(index=[ALWAYS_ON, ORACLE])
-    beaten = others[others["link_energy_j"] < oracle["link_energy_j"]]
-    ok = same_time and by_hand and beaten.empty
+    by_hand = bool(hand["exact"]) and math.isclose(oracle_j, hand_j, rel_tol=1e-9)
+    beaten = [name for name, r in rows.items() if r["link_energy_j"] < oracle_j]
+    ok = same_time and by_hand and not beaten
     details = [
         f"{name}: link saving {r['link_saving_pct']:.2f} % ({r['oracle_share_pct']:.1f} % of "
         f"the oracle's), slowdown {r['slowdown_pct']:.3f} %, {int(r['wakes'])} wakes"
-        for name, r in others.iterrows()
+        for name, r in rows.items()
     ]
     details.append(
         f"oracle by hand: {int(hand['wakes'])} gaps past {BREAK_EVEN_US:g} us, "
         f"{hand['lpi_s'] * 1e3:.4f} ms of LPI over the link directions, {hand_j:.6g} J; "
-        f"simulated {oracle['link_energy_j']:.6g} J"
+        f"simulated {oracle_j:.6g} J"
     )
     details += [
-        f"{name} saves more link energy than the oracle: it delays traffic ({r['slowdown_pct']:.3f} "
-        "% slowdown), stretching the gaps it sleeps in"
-        for name, r in beaten.iterrows()
+        f"{name} saves more link energy than the oracle: it delays traffic "
+        f"({rows[name]['slowdown_pct']:.3f} % slowdown), stretching the gaps it sleeps in"
+        for name in beaten
     ]
+    names = list(rows)
+    saving: list[float | None] = [float(r["link_saving_pct"]) for r in rows.values()]
+    bound: list[float | None] = [float(oracle["link_saving_pct"])] * len(rows)
+    slowdown: list[float | None] = [float(r["slowdown_pct"]) for r in rows.values()]
+    none: list[float | None] = [None] * len(rows)
     return Check(
         "policies",
         "Link policies against the oracle (NPB CG class S trace)",
         "oracle: always-on's makespan, its link energy by hand, at most every policy's",
         f"oracle makespan {'=' if same_time else '!='} always-on's; link saving "
         f"{oracle['link_saving_pct']:.2f} % (by hand {hand['link_saving_pct']:.2f} %); "
-        f"{len(beaten)} of {len(others)} policies below it",
+        f"{len(beaten)} of {len(rows)} policies below it",
         ok,
         details,
         panels=[
@@ -91,28 +96,17 @@ def check_policies() -> Check:
                 "link energy saved",
                 "",
                 "% of always-on's link energy",
-                list(others.index),
-                [
-                    Series("simulated", [float(v) for v in others["link_saving_pct"]]),
-                    Series(
-                        "oracle (the bound)",
-                        [float(oracle["link_saving_pct"])] * len(others),
-                        target=True,
-                    ),
-                ],
+                names,
+                [Series("simulated", saving), Series("oracle (the bound)", bound, target=True)],
             ),
             Panel(
                 "slowdown",
                 "",
                 "% of always-on's makespan",
-                [*others.index, ORACLE],
+                [*names, ORACLE],
                 [
-                    Series(
-                        "simulated",
-                        [float(v) for v in others["slowdown_pct"]]
-                        + [float(oracle["slowdown_pct"])],
-                    ),
-                    Series("oracle: none", [None] * len(others) + [0.0], target=True),
+                    Series("simulated", [*slowdown, float(oracle["slowdown_pct"])]),
+                    Series("oracle: none", [*none, 0.0], target=True),
                 ],
             ),
         ],
