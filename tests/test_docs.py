@@ -228,7 +228,7 @@ def test_validation_table_rows_by_hand() -> None:
 
 #: Checks quick enough for the default run (about 3 CPU-seconds together; check 5 takes about a
 #: minute and mpi-wait about 10 s): the slow test runs every check.
-QUICK_CHECKS = ["1", "2", "3", "4", "nic-coalescing", "whole-system", "dimm-hotplug"]
+QUICK_CHECKS = ["1", "2", "3", "4", "nic-coalescing", "whole-system", "dimm-hotplug", "policies"]
 
 
 def test_quick_checks_give_the_committed_validate_output() -> None:

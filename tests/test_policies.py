@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import io
 import math
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import CliResult, write_toml
-from tracewatt import Config, Results, report
-from tracewatt.compare import POLICY_COLUMNS, compare_policies, link_policy_config
+from conftest import EXAMPLES, CliResult, write_toml
+from tracewatt import Config, Results, report, sweep
+from tracewatt.analysis.tuning import tune
+from tracewatt.compare import POLICY_COLUMNS, compare, compare_policies, link_policy_config
 from tracewatt.errors import ResultsError
 
 Run = Callable[..., CliResult]
@@ -251,3 +253,112 @@ def test_analyze_idle_screens_the_oracle_by_hand(
     assert row["wakes"] == wakes
     r = run_cli("analyze", "idle", run, "--policy", "oracle", "--wakes", "17")
     assert "no packet waits (penalty_bound_pct 0)" in r.out
+
+
+def test_the_oracle_share_is_each_saving_over_the_oracles(pingpong_1ms: Path) -> None:
+    c = compare_policies(Config.load(pingpong_1ms), ["timeout", "oracle"])
+    rows = c.table.set_index("policy")
+    oracle, timeout = rows.loc["oracle"], rows.loc["timeout"]
+    assert c.has_oracle
+    assert oracle["oracle_share_pct"] == 100.0
+    assert timeout["oracle_share_pct"] == pytest.approx(
+        100 * timeout["link_saving_j"] / oracle["link_saving_j"]
+    )
+    assert rows.loc["always_on", "oracle_share_pct"] == 0.0
+    # The oracle wakes every link just in time: the run is always-on's, to the picosecond.
+    assert (oracle["makespan_s"], oracle["wake_delay_s"]) == (
+        rows.loc["always_on", "makespan_s"],
+        0,
+    )
+
+
+EXAMPLE_CONFIGS = sorted(p.name for p in EXAMPLES.glob("*.toml"))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("example", EXAMPLE_CONFIGS)
+def test_the_oracle_delays_nothing_and_saves_the_most(example: str, seed: int) -> None:
+    """On every example and seed: the oracle's makespan is always-on's, and no other policy
+    spends less link energy. A delaying policy could (it sleeps in gaps its delays stretch):
+    none does on these runs, and docs/policies.md says why the oracle is the bound of those
+    that delay nothing."""
+    cfg = Config.load(EXAMPLES / example).with_overrides({"seed": seed})
+    c = compare_policies(cfg, ["timeout", "adaptive", "perfbound", "oracle"])
+    rows = c.table.set_index("policy")
+    oracle = rows.loc["oracle"]
+    assert oracle["makespan_s"] == rows.loc["always_on", "makespan_s"]
+    assert oracle["wake_delay_s"] == 0.0
+    for name, r in rows.iterrows():
+        assert oracle["link_energy_j"] <= r["link_energy_j"], name
+
+
+def test_policy_is_a_sweep_axis_like_any_field(tmp_path: Path) -> None:
+    spec = sweep.SweepSpec.from_dict(
+        {
+            "name": "policies",
+            "baseline": "always_on",
+            "base": tomllib.loads(PINGPONG_1MS),
+            "axes": {"power.links.policy": ["timeout", "perfbound", "oracle"]},
+            "variants": [
+                {"name": "policy"},
+                {"name": "always_on", "set": {"power.links.policy": "always_on"}},
+            ],
+        },
+        "spec.toml",
+    )
+    df = sweep.run(spec, tmp_path / "out", workers=1)
+    assert (df["status"] == "ok").all()
+    # Three policy runs and one always-on run: always on, the policy axis changes nothing.
+    assert df["dir"].nunique() == 4
+    c = compare_policies(Config.from_toml(PINGPONG_1MS), ["timeout", "perfbound", "oracle"])
+    by_policy = c.table.set_index("policy")
+    for r in df[df["variant"] == "policy"].to_dict("records"):
+        expected = by_policy.loc[r["power.links.policy"]]
+        assert r["link_saving_pct"] == pytest.approx(expected["link_saving_pct"])
+        assert r["slowdown_pct"] == pytest.approx(expected["slowdown_pct"])
+
+
+def test_tune_confirms_perfbound_at_its_share_of_the_budget(tmp_path: Path) -> None:
+    result = tune(
+        Config.from_toml(PINGPONG_1MS),
+        2.0,
+        timeouts_us=[600.0],
+        k=1,
+        out_dir=tmp_path / "runs",
+        workers=1,
+        policies=["timeout", "perfbound"],
+    )
+    settings = list(result.candidates["settings"])
+    # The screened timeout, then perfbound on both link kinds at half the budget and at it:
+    # a share of the run, 2 % -> 0.01 and 0.02.
+    assert settings[0]["node"]["idle_timeout_us"] == 600.0
+    assert settings[1:] == [
+        {"node": {"policy": "perfbound", "slowdown_bound": b}} for b in (0.01, 0.02)
+    ]
+    assert result.candidates["link_saving_pct"].iloc[1:].isna().all()
+    # Each candidate confirmed as compare prices it.
+    for s, saving in zip(settings[1:], result.candidates["saving_pct"].iloc[1:], strict=True):
+        cfg = Config.from_toml(PINGPONG_1MS).with_overrides(
+            {
+                "power.links.policy": "perfbound",
+                "power.links.slowdown_bound": s["node"]["slowdown_bound"],
+            }
+        )
+        assert saving == pytest.approx(compare(cfg).saving_pct)
+    assert result.chosen is not None
+    assert result.candidates["slowdown_pct"].iloc[result.chosen] <= 2.0
+
+
+@pytest.mark.parametrize(
+    ("policies", "message"),
+    [
+        ("oracle", "`oracle` is the bound, not a policy a port can run"),
+        ("timeout,bogus", "`bogus` is not a link policy tune searches; expected timeout, adaptive"),
+    ],
+)
+def test_tune_refuses_a_policy_it_cannot_search(
+    run_cli: Run, pingpong_1ms: Path, policies: str, message: str
+) -> None:
+    r = run_cli("tune", pingpong_1ms, "--slowdown", "1", "--policies", policies)
+    assert r.code == 2
+    assert f"--policies {policies!r}" in r.err and message in r.err
