@@ -239,12 +239,12 @@ def policies_text(table: Any, has_oracle: bool) -> str:
     if has_oracle:
         out += (
             "\nof oracle: the policy's link saving as a share of the oracle's, which sleeps in "
-            "every idle gap longer than its break-even time and never delays traffic: the most "
-            "any policy with these PHY states can save.\n"
+            "every idle gap\nlonger than its break-even time and never delays traffic: the most "
+            "any policy with these PHY\nstates can save.\n"
         )
     else:
         out += (
             "\nof oracle: add oracle to --policies for each policy's share of the most link "
-            "energy any policy can save.\n"
+            "energy any policy\ncan save without delaying traffic.\n"
         )
     return out
