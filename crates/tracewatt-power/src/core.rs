@@ -626,6 +626,7 @@ impl PowerModel for NodeBase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Account;
     use tracewatt_core::time::PS_PER_US as US;
 
     fn history(us: &[u64]) -> IdleHistory {
@@ -659,6 +660,73 @@ mod tests {
             5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 7, 7, 7, 7, 7, 7, 7, 7,
         ]);
         assert_eq!(h.typical_ns(), Some(7000));
+    }
+
+    #[test]
+    fn the_oracle_spends_each_wait_in_its_cheapest_state_without_delay() {
+        // Nehalem's exit latencies (3, 10, 20, 200 us) at the default powers: C-states 5, 3.5,
+        // 2 and 1 W, computing and spinning 20 W; no entry or wake overhead.
+        let exits = [3, 10, 20, 200];
+        let powers = [5.0, 3.5, 2.0, 1.0];
+        let states = std::array::from_fn(|s| CState {
+            exit_ps: exits[s] * US,
+            target_residency_ps: 0,
+            power_w: powers[s],
+        });
+        let params = CoreParams {
+            policy: WaitPolicy::Oracle,
+            threshold_ps: 0,
+            enter_ps: 0,
+            wake_ps: 0,
+            governor: Governor::Fixed(0),
+            states,
+            compute_w: 20.0,
+            spin_w: 20.0,
+            idle_w: 1.0,
+        };
+        let of = vec![CoreOf {
+            job: 0,
+            rank: 0,
+            node: 0,
+        }];
+        let mut m = Box::new(CorePower::new(
+            params,
+            of,
+            vec!["j".into()],
+            Timeline::new(1, 0, 16),
+        ));
+        let wait = Activity::Wait {
+            sends_pending: false,
+        };
+        // Energy (uJ) of a wait of L us in a state of exit X us and power P: P (L - X) + 20 X.
+        // L = 100: C1 5 x 97 + 60 = 545, C1E 3.5 x 90 + 200 = 515, C3 2 x 80 + 400 = 560, C6
+        // cannot (200 > 100); spinning 2,000: C1E, 515.
+        m.on_rank(0, 0, wait, 0);
+        assert_eq!(m.wake_at(0, 100 * US, 100 * US), 100 * US, "no delay");
+        m.on_rank(0, 0, Activity::Compute, 100 * US);
+        // Computing 50 us: 1,000.
+        m.on_rank(0, 0, wait, 150 * US);
+        // L = 1,000: C1 5 x 997 + 60 = 5,045, C1E 3.5 x 990 + 200 = 3,665, C3 2 x 980 + 400 =
+        // 2,360, C6 800 + 4,000 = 4,800: C3, 2,360.
+        assert_eq!(m.wake_at(0, 1_150 * US, 1_150 * US), 1_150 * US);
+        m.on_rank(0, 0, Activity::Compute, 1_150 * US);
+        // A rank with a send pending spins through its 10 us wait: 200.
+        m.on_rank(
+            0,
+            0,
+            Activity::Wait {
+                sends_pending: true,
+            },
+            1_150 * US,
+        );
+        m.wake_at(0, 1_160 * US, 1_160 * US);
+        let mut account = Account::new(Timeline::new(1, 0, 16), vec!["cores_w"]);
+        m.finish(1_160 * US, &mut account);
+        let e = account.rows[0].energy_j;
+        assert!(
+            (e - (515.0 + 1_000.0 + 2_360.0 + 200.0) * 1e-6).abs() < 1e-12,
+            "{e}"
+        );
     }
 
     #[test]

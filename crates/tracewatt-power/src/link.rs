@@ -15,8 +15,11 @@
 //! wake lasts the wake time of the transmitter whose packet starts it (its Tw_sys_tx: a switch
 //! port and a NIC set theirs apart).
 //!
-//! When an idle link goes to sleep is its policy's decision ([`crate::sleep`], one instance per
-//! state machine); what the PHY takes to sleep, refresh and wake is its [`PhyTiming`].
+//! When an idle link goes to sleep, in which depth (a PHY with 802.3bj's fast wake has two), and
+//! whether it wakes ahead of the traffic rather than on demand is its policy's decision
+//! ([`crate::sleep`], one instance per state machine); what the PHY takes to sleep, refresh and
+//! wake is its [`PhyTiming`]. A wake ahead that ends before the traffic comes leaves the link
+//! active (at active power) until it does, and delays nothing.
 //!
 //! The machine is evaluated lazily: the fabric reports every transmission and asks, before one,
 //! when it may start. Everything between two transmissions follows from the policy's decision

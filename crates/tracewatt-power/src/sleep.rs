@@ -243,8 +243,10 @@ impl SleepPolicy for PerfBound {
 }
 
 /// One state machine's policy, of any kind. The kinds with state of their own are boxed, so the
-/// common ones stay small in the packet path.
+/// common ones stay small in the packet path, and the kind is a plain byte (no niche in a
+/// field), which the dispatch compares at once.
 #[derive(Debug, Clone, PartialEq)]
+#[repr(u8)]
 pub enum LinkSleep {
     AlwaysOn(AlwaysOn),
     Timeout(Timeout),

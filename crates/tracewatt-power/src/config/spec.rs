@@ -922,6 +922,61 @@ mod tests {
     }
 
     #[test]
+    fn the_policies_take_their_parameters_and_depths_from_their_tables() {
+        let p = resolved(
+            "[links]\npolicy = \"perfbound\"\nidle_timeout_us = 0.0\n\
+             [global]\nphy = \"40gbase-kr4\"\npolicy = \"oracle\"\n\
+             [local]\npolicy = \"adaptive\"\nadaptive_window = 8\n\
+             [[node_links]]\nnodes = [2]\nlink = { phy = \"100gbase-kr4\", depth = \"fast_wake\" }",
+        )
+        .unwrap();
+        let base = p.setup(LinkClass::Node, None);
+        assert_eq!(base.policy.policy, LinkPolicy::PerfBound);
+        assert_eq!(base.policy, {
+            let mut want = PolicySettings::new(LinkPolicy::PerfBound, 0);
+            want.slowdown_bound = 0.01;
+            want
+        });
+        assert_eq!(p.links.slowdown_bound, Some(0.01), "shown where it is used");
+        assert_eq!(base.phy.fast_wake, None, "10GBASE-T has one depth");
+        // 40GBASE-KR4: deep sleep 0.9 / 5.5 us, fast wake 0 / 0.34 us keeping half the saving.
+        let g = p.setup(LinkClass::Global, None);
+        assert_eq!(g.policy.policy, LinkPolicy::Oracle);
+        assert_eq!(
+            g.phy.fast_wake,
+            Some(FastWake {
+                sleep_time_ps: 0,
+                wake_time_ps: 340_000,
+                saving: 0.5
+            })
+        );
+        let l = p.setup(LinkClass::Local, None);
+        assert_eq!(l.policy, {
+            // Its start timeout is the base table's.
+            let mut want = PolicySettings::new(LinkPolicy::Adaptive, 0);
+            (want.window, want.sleep_share) = (8, 0.1);
+            want
+        });
+        let n = p.setup(LinkClass::Node, Some(2));
+        assert_eq!(
+            (n.policy.policy, n.policy.depth),
+            (LinkPolicy::PerfBound, Depth::FastWake)
+        );
+        // Fast wake on a PHY without it is an error naming the table.
+        let e = resolved("[node]\ndepth = \"fast_wake\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("power.node.depth") && e.contains("fast wake"),
+            "{e}"
+        );
+        let e = resolved("[links]\nslowdown_bound = 2.0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.links.slowdown_bound"), "{e}");
+    }
+
+    #[test]
     fn an_unknown_phy_names_its_place_and_the_presets() {
         let e = resolved("[[torus]]\n[[torus]]\nphy = \"10gbase-lr\"")
             .unwrap_err()
