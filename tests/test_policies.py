@@ -318,6 +318,27 @@ def test_policy_is_a_sweep_axis_like_any_field(tmp_path: Path) -> None:
         assert r["slowdown_pct"] == pytest.approx(expected["slowdown_pct"])
 
 
+def test_always_on_runs_once_whatever_a_policys_parameters(tmp_path: Path) -> None:
+    # An axis over perfbound's bound: two perfbound runs, and one always-on run for both
+    # cells, which the bound cannot change.
+    spec = sweep.SweepSpec.from_dict(
+        {
+            "name": "bounds",
+            "baseline": "always_on",
+            "base": {**tomllib.loads(PINGPONG_1MS), "power": {"links": {"policy": "perfbound"}}},
+            "axes": {"power.links.slowdown_bound": [0.005, 0.02]},
+            "variants": [
+                {"name": "perfbound"},
+                {"name": "always_on", "set": {"power.links.policy": "always_on"}},
+            ],
+        },
+        "spec.toml",
+    )
+    df = sweep.run(spec, tmp_path / "out", workers=1)
+    assert (df["status"] == "ok").all()
+    assert df.groupby("variant")["dir"].nunique().to_dict() == {"always_on": 1, "perfbound": 2}
+
+
 def test_tune_confirms_perfbound_at_its_share_of_the_budget(tmp_path: Path) -> None:
     result = tune(
         Config.from_toml(PINGPONG_1MS),
