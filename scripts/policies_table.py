@@ -260,10 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{PAGE}: the table is not {JSON_PATH}'s; run --from", file=sys.stderr)
                 return 1
             return 0
-        if args.source is not None:
-            rows = load_rows(Path(args.source))
-        else:
-            rows = run_all()
+        rows = load_rows(Path(args.source)) if args.source is not None else run_all()
         JSON_PATH.write_text(json.dumps(_plain(rows), indent=2) + "\n", encoding="utf-8")
         write_page(rows)
     except TableError as e:
