@@ -36,6 +36,12 @@ def baseline_of(config: Config) -> Config:
     return Config.from_json(text, f"{config.source} (always-on baseline)")
 
 
+def _link_energy_j(summary: dict[str, Any]) -> float:
+    """Energy of a run's link ports, switch and NIC, J."""
+    e = summary["energy_j"]
+    return float(e.get("switch_ports", 0.0)) + float(e.get("nic_ports", 0.0))
+
+
 def pct_change(new: float, old: float) -> float:
     """``(new - old) / old`` in percent; 0 when ``old`` is 0."""
     return 0.0 if old == 0 else 100.0 * (new - old) / old
@@ -75,9 +81,7 @@ class Comparison:
     @property
     def link_saving_pct(self) -> float:
         """Energy of the link ports (switch and NIC) saved, % of the baseline's."""
-        p = self.policy.summary["energy_j"]
-        b = self.baseline.summary["energy_j"]
-        return pct_saved(p["switch_ports"] + p["nic_ports"], b["switch_ports"] + b["nic_ports"])
+        return pct_saved(_link_energy_j(self.policy.summary), _link_energy_j(self.baseline.summary))
 
     @property
     def slowdown_pct(self) -> float:
@@ -213,11 +217,6 @@ def link_policy_config(config: ConfigLike, policy: str) -> Config:
     out = Config.from_dict(d, source=config.source)
     out.validate()
     return out
-
-
-def _link_energy_j(summary: dict[str, Any]) -> float:
-    e = summary["energy_j"]
-    return float(e.get("switch_ports", 0.0)) + float(e.get("nic_ports", 0.0))
 
 
 def policy_rows(runs: dict[str, Results]) -> list[dict[str, Any]]:
