@@ -7,8 +7,11 @@ path through several classes meets at most the sum of what it meets in each). Th
 combinations that save the most link energy with a bound within the budget are confirmed by
 full simulation, as one sweep (one cell, a variant per candidate, always-on as the baseline);
 if fewer are within the bound (a bound, often loose), the rest of the ``k`` are spread over the
-settings beyond it. The confirmed one with the largest whole-machine saving whose slowdown is
-within the budget wins.
+settings beyond it. The policies that only a simulation can price (``adaptive``,
+``perfbound``: their decisions depend on what they have seen or on the delays they cause) join
+the confirming sweep directly, each at a few values of its parameters (:func:`policy_candidates`),
+every link class under it. The confirmed one with the largest whole-machine saving whose
+slowdown is within the budget wins.
 """
 
 from __future__ import annotations
@@ -48,6 +51,78 @@ __all__ = [
 #: The timeouts screened by default, us: the papers' sweeps (TraceRP Fig. 3, the EEE paper's
 #: 600 and 1,600) and their neighbours.
 DEFAULT_TIMEOUTS_US: tuple[float, ...] = (0, 1, 5, 10, 50, 250, 600, 1250, 1600, 16000)
+
+#: The link policies tune searches: ``timeout`` screened then confirmed, the others confirmed.
+TUNED_POLICIES = ("timeout", "adaptive", "perfbound")
+
+#: ``adaptive``'s share of its recent gaps to sleep in, tried by tune: the power crate's default
+#: (0.1) and two bolder ones.
+ADAPTIVE_SLEEP_SHARES = (0.1, 0.25, 0.5)
+
+#: ``perfbound``'s bound on each port's delay, tried by tune, as shares of the budget: the
+#: budget itself, and half of it, since delays on several links of a path add up.
+PERFBOUND_BUDGET_SHARES = (0.5, 1.0)
+
+
+def check_policies(policies: Sequence[str]) -> list[str]:
+    """The link policies to tune, checked: each of :data:`TUNED_POLICIES`, at least one."""
+    names = list(dict.fromkeys(policies))
+    if not names:
+        raise ValueError("policies: expected at least one of " + ", ".join(TUNED_POLICIES))
+    for name in names:
+        if name == "oracle":
+            raise ValueError(
+                "policies: `oracle` is the bound, not a policy a port can run (it knows every "
+                "gap in advance); tracewatt compare --policies ...,oracle measures it"
+            )
+        if name not in TUNED_POLICIES:
+            raise ValueError(
+                f"policies: `{name}` is not a link policy tune searches; expected "
+                + ", ".join(TUNED_POLICIES)
+            )
+    return names
+
+
+def policy_candidates(
+    policies: Sequence[str], slowdown_pct: float, kinds: Sequence[str]
+) -> list[dict[str, dict[str, Any]]]:
+    """The candidates of the policies tune confirms without screening: every link kind of
+    ``kinds`` under the policy, ``adaptive`` at each of :data:`ADAPTIVE_SLEEP_SHARES`,
+    ``perfbound`` with its bound at each of :data:`PERFBOUND_BUDGET_SHARES` of the budget
+    (as a share of the run, at most 1)."""
+    params: list[dict[str, Any]] = []
+    for policy in policies:
+        if policy == "adaptive":
+            params += [
+                {"policy": "adaptive", "adaptive_sleep_share": share}
+                for share in ADAPTIVE_SLEEP_SHARES
+            ]
+        elif policy == "perfbound":
+            bounds = dict.fromkeys(
+                min(1.0, share * slowdown_pct / 100.0) for share in PERFBOUND_BUDGET_SHARES
+            )
+            params += [{"policy": "perfbound", "slowdown_bound": b} for b in bounds]
+    return [{kind: dict(p) for kind in kinds} for p in params]
+
+
+def describe(settings: Mapping[str, Mapping[str, Any]]) -> str:
+    """A candidate's settings in a line: ``node 600/17 us; tree1 0/17 us paired`` for
+    timeouts (idle_timeout/wake_time), ``perfbound slowdown_bound=0.005`` for a policy that
+    every kind shares; ``always-on`` for none."""
+    policies = [dict(s) for s in settings.values() if s.get("policy", "timeout") != "timeout"]
+    if policies and all(p == policies[0] for p in settings.values()):
+        p = dict(policies[0])
+        name = p.pop("policy")
+        return " ".join([name, *(f"{k}={v:g}" for k, v in p.items())])
+    return (
+        "; ".join(
+            f"{kind} {s['idle_timeout_us']:g}/{s['wake_time_us']:g} us"
+            + (f" {s['control']}" if s.get("control") else "")
+            for kind, s in settings.items()
+        )
+        or "always-on"
+    )
+
 
 _TREE = re.compile(r"tree(\d+)$")
 _TORUS = re.compile(r"torus(\d+)$")
@@ -191,18 +266,19 @@ def _every_kind(
 
 
 def _sets(settings: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
-    """Dotted overrides of a candidate; ``None`` settings: that class always-on."""
+    """Dotted overrides of a candidate; ``None`` settings: that class always-on. A setting
+    without ``policy`` is a timeout's."""
     out: dict[str, Any] = {}
     for kind, s in settings.items():
         path = class_path(kind)
         if s is None:
             out[f"{path}.policy"] = "always_on"
             continue
-        out[f"{path}.policy"] = "timeout"
-        out[f"{path}.idle_timeout_us"] = float(s["idle_timeout_us"])
-        out[f"{path}.wake_time_us"] = float(s["wake_time_us"])
-        if s.get("control"):
-            out[f"{path}.control"] = s["control"]
+        out[f"{path}.policy"] = s.get("policy", "timeout")
+        for field, value in s.items():
+            if field == "policy" or value is None:
+                continue
+            out[f"{path}.{field}"] = value if isinstance(value, str) else float(value)
     return out
 
 
@@ -361,20 +437,46 @@ def tune(
     k: int = 4,
     out_dir: str | Path,
     workers: int | None = None,
+    policies: Sequence[str] = ("timeout",),
 ) -> TuneResult:
-    """Screens from one always-on run, confirms the ``k`` best candidates through the sweep
+    """Screens from one always-on run, confirms the ``k`` best timeout candidates and the
+    candidates of the other ``policies`` (:func:`policy_candidates`) through the sweep
     machinery in ``out_dir`` (resumable), and picks the confirmed one with the largest
     whole-machine saving whose slowdown is within ``slowdown_pct``."""
     if not (math.isfinite(slowdown_pct) and slowdown_pct >= 0):
         raise ValueError(f"slowdown: expected a non-negative percentage, got {slowdown_pct}")
     if k < 1:
         raise ValueError(f"k: expected at least 1 candidate, got {k}")
+    policies = check_policies(policies)
     config = as_config(config)
     out = _check_runs_dir(out_dir, config)
     run = simulate(_screening_config(config, timeouts_us))
-    screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
-    top = pick_candidates(screened, k)
     kinds = sorted(set(run.links["kind"]))
+    parts = []
+    if "timeout" in policies:
+        screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
+        parts.append(pick_candidates(screened, k))
+    others = policy_candidates(policies, slowdown_pct, kinds)
+    if others:
+        # Only a simulation prices them: no screened figures.
+        nan = [math.nan] * len(others)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "settings": others,
+                    "link_saving_pct": nan,
+                    "penalty_bound_pct": nan,
+                    "wakes": nan,
+                    "within_bound": [False] * len(others),
+                }
+            )
+        )
+    parts = [p for p in parts if not p.empty]
+    top = (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame({"settings": [], "link_saving_pct": []})
+    )
     if top.empty:
         return TuneResult(
             top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct, tuple(kinds)

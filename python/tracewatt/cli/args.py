@@ -223,11 +223,18 @@ def _add_compare(sub: Subcommands) -> None:
     )
     c.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
     c.add_argument(
+        "--policies",
+        metavar="P,...",
+        help="instead, run these link policies (always_on, timeout, adaptive, perfbound, "
+        "oracle) side by side against always-on: a row each",
+    )
+    c.add_argument(
         "-o",
         "--output",
         metavar="DIR",
         help="write the policy's results to DIR (summary.json gains baseline, saving_pct, "
-        "slowdown_pct) and the baseline's to DIR/baseline",
+        "slowdown_pct) and the baseline's to DIR/baseline; with --policies, the table as "
+        "DIR/policies.parquet",
     )
     _add_force(c)
     c.add_argument("--json", action="store_true", help="print the comparison summary as JSON")
@@ -251,6 +258,13 @@ def _add_tune(sub: Subcommands) -> None:
     t.add_argument("--timeouts", help="idle_timeout values to screen, us")
     t.add_argument("--wake-time", metavar="US,...", help="also tune wake_time over these, us")
     t.add_argument("--control", metavar="C,...", help="also tune control: paired,independent")
+    t.add_argument(
+        "--policies",
+        default="timeout",
+        metavar="P,...",
+        help="link policies to search: timeout (screened, the default), adaptive, perfbound "
+        "(confirmed at a few parameter values)",
+    )
     t.add_argument("-k", type=int, default=4, help="candidates confirmed by simulation")
     t.add_argument("-o", "--output", metavar="TOML", help="write the chosen setting there")
     t.add_argument(
@@ -281,6 +295,13 @@ def _add_analyze(sub: Subcommands) -> None:
     )
     ai.add_argument("--wakes", default="5,10,17,170,850,1700", help="wake_time values, us")
     ai.add_argument("--sleeps", help="sleep_time values, us (default: the run's)")
+    ai.add_argument(
+        "--policy",
+        default="timeout",
+        metavar="P",
+        help="the link policy screened: timeout (default) or oracle (sleeps in every gap past "
+        "break-even, no delay; --timeouts play no part)",
+    )
     ai.add_argument(
         "--links",
         default="",

@@ -16,6 +16,7 @@ with the data of its figure.
    Fig. 24-25).
 9. ``dimm-hotplug``: the bandwidth-preserving DIMM policy against always-on and ideal
    (Ishihara et al.).
+10. ``policies``: the link policies on a real NPB trace against the oracle, their bound.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tracewatt.validation.mpi_wait import check_mpi_wait
 from tracewatt.validation.nic_coalescing import check_nic_coalescing
 from tracewatt.validation.penalty import check_penalty_bound
 from tracewatt.validation.pingpong import check_pingpong
+from tracewatt.validation.policies import check_policies
 from tracewatt.validation.reviriego import check_reviriego
 from tracewatt.validation.sensitivity import check_sensitivity
 from tracewatt.validation.whole_system import check_whole_system
@@ -47,6 +49,7 @@ CHECKS: dict[str, Callable[[], Check]] = {
     "mpi-wait": check_mpi_wait,
     "whole-system": check_whole_system,
     "dimm-hotplug": check_dimm_hotplug,
+    "policies": check_policies,
 }
 
 
