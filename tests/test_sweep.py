@@ -840,20 +840,3 @@ def test_a_second_sweep_into_a_directory_in_use_is_refused(run_cli: Run, tmp_pat
     (out / ".lock").write_text("999999999 on elsewhere\n")
     r = run_cli("sweep", spec, "-o", out, "-q")
     assert r.code == 0 and r.err == "", r.err
-
-
-def test_an_always_on_run_ignores_every_policy_parameter() -> None:
-    # Where no link sleeps, no policy's parameter can change the run: two resolved
-    # configurations that differ only there are one run of a sweep.
-    from tracewatt.sweep.spec import _effective
-
-    def resolved(**link: Any) -> dict[str, Any]:
-        return {"power": {"links": {"policy": "always_on", "idle_timeout_us": 600.0, **link}}}
-
-    a = resolved(slowdown_bound=0.01, adaptive_window=32, depth="deep_sleep")
-    b = resolved(slowdown_bound=0.05, adaptive_window=8, depth="fast_wake", fast_wake_saving=0.3)
-    assert _effective(a) == _effective(b)
-    # A link that sleeps keeps them: they are its policy's.
-    sleeping = {"power": {"links": {"policy": "perfbound", "slowdown_bound": 0.01}}}
-    other = {"power": {"links": {"policy": "perfbound", "slowdown_bound": 0.05}}}
-    assert _effective(sleeping) != _effective(other)
