@@ -129,7 +129,9 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Makes the earliest events the current batch (`front` must be exhausted) and advances
-    /// `now` to their time. Returns false if the queue is empty.
+    /// `now` to their time. Returns false if the queue is empty. Inlined into the simulation
+    /// loop's `pop`: called out of line it costs the packet benchmark 1.5 % more instructions.
+    #[inline]
     fn refill(&mut self) -> bool {
         let Some((level, b)) = self.lowest() else {
             return false;

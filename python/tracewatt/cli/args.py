@@ -203,7 +203,9 @@ def _add_sweep(sub: Subcommands) -> None:
     sw.add_argument(
         "--list", action="store_true", help="list the shipped sweep specs (--json: as JSON)"
     )
-    _add_network(sw, "every run (set in the spec's base: an axis over machine.network still varies it)")
+    _add_network(
+        sw, "every run (set in the spec's base: an axis over machine.network still varies it)"
+    )
     _add_sweep_options(sw)
     sw.set_defaults(func=_command("sweep", "cmd_sweep"))
 
