@@ -19,6 +19,8 @@ const BYTE_PS: u64 = NS;
 const PATH_PS: u64 = 2 * 50 * NS + 100 * NS;
 /// The wake of a sleeping link direction in the EEE cases.
 const WAKE_PS: u64 = 500 * NS;
+/// What the sender computes before its first message: every link direction idle, so asleep.
+const IDLE_PS: u64 = 10_000 * NS;
 
 /// One switch with `nodes` nodes, the job's ranks on nodes 0, 1, ... in order; `extra` goes at
 /// the end of `[machine]` (tables after it are allowed).
@@ -70,11 +72,17 @@ fn makespan_ps(r: &Results) -> u64 {
     (r.summary["makespan_s"].as_f64().unwrap() * 1e12).round() as u64
 }
 
-/// Rank 0 sends `bytes` to rank 1, which sends them back, `rounds` times: one message at a time.
+/// After [`IDLE_PS`], rank 0 sends `bytes` to rank 1, which sends them back, `rounds` times:
+/// one message at a time.
 fn ping_pong(rounds: usize, bytes: u64) -> Vec<Vec<Op>> {
     let ping = (0..rounds).flat_map(|_| [send(1, bytes), recv(1, bytes)]);
     let pong = (0..rounds).flat_map(|_| [recv(0, bytes), send(0, bytes)]);
-    vec![ping.collect(), pong.collect()]
+    vec![
+        std::iter::once(Op::Compute { ps: IDLE_PS })
+            .chain(ping)
+            .collect(),
+        pong.collect(),
+    ]
 }
 
 #[test]
@@ -84,8 +92,8 @@ fn a_ping_pong_takes_the_packet_models_time_always_on_and_with_eee() {
     // With EEE every direction sleeps between messages: each message's path (the sender's link
     // up, the receiver's link down) wakes twice, one wake after the other as the head goes.
     for (power, want) in [
-        ("", 2 * rounds * one_way),
-        (EEE, 2 * rounds * (one_way + 2 * WAKE_PS)),
+        ("", IDLE_PS + 2 * rounds * one_way),
+        (EEE, IDLE_PS + 2 * rounds * (one_way + 2 * WAKE_PS)),
     ] {
         for network in ["packet", "flow"] {
             let r = run(
@@ -100,16 +108,17 @@ fn a_ping_pong_takes_the_packet_models_time_always_on_and_with_eee() {
 #[test]
 fn a_message_across_two_sleeping_links_pays_two_wakes() {
     let bytes = 2000;
-    let awake = run(
-        &config("flow", 2, ""),
-        vec![vec![send(1, bytes)], vec![recv(0, bytes)]],
-    );
-    let asleep = run(
-        &config("flow", 2, EEE),
-        vec![vec![send(1, bytes)], vec![recv(0, bytes)]],
-    );
-    assert_eq!(makespan_ps(&awake), bytes * BYTE_PS + PATH_PS);
-    assert_eq!(makespan_ps(&asleep), bytes * BYTE_PS + PATH_PS + 2 * WAKE_PS);
+    let one = || {
+        vec![
+            vec![Op::Compute { ps: IDLE_PS }, send(1, bytes)],
+            vec![recv(0, bytes)],
+        ]
+    };
+    let awake = run(&config("flow", 2, ""), one());
+    let asleep = run(&config("flow", 2, EEE), one());
+    let alone = IDLE_PS + bytes * BYTE_PS + PATH_PS;
+    assert_eq!(makespan_ps(&awake), alone);
+    assert_eq!(makespan_ps(&asleep), alone + 2 * WAKE_PS);
     // Each of the two link directions woke once.
     let wakes = |r: &Results| r.summary["links"]["wakes"].as_u64().unwrap();
     assert_eq!((wakes(&awake), wakes(&asleep)), (0, 2));
@@ -117,10 +126,10 @@ fn a_message_across_two_sleeping_links_pays_two_wakes() {
 
 #[test]
 fn two_messages_into_one_node_share_its_link_at_half_the_bandwidth_each() {
-    // Nodes 0 and 1 send B bytes each to node 2 at t = 0. Both heads reach the switch at 150 ns
-    // and hold the link to node 2 together: 4 Gb/s each, 2 ns a byte, both done at
-    // 150 ns + 2 B ns and delivered the last link's 50 ns later.
-    let bytes = 400_000u64;
+    // Nodes 0 and 1 send B bytes each (eagerly: below the eager limit) to node 2 at t = 0. Both
+    // heads reach the switch at 150 ns and hold the link to node 2 together: 4 Gb/s each, 2 ns a
+    // byte, both done at 150 ns + 2 B ns and delivered the last link's 50 ns later.
+    let bytes = 90_000u64;
     let r = run(
         &config("flow", 3, ""),
         vec![
@@ -134,26 +143,43 @@ fn two_messages_into_one_node_share_its_link_at_half_the_bandwidth_each() {
 
 #[test]
 fn a_flow_run_says_so_and_counts_its_hops_from_the_path() {
-    let mut c = config("flow", 2, EEE);
-    c.output.messages = true;
-    let r = run(&c, vec![vec![send(1, 1000)], vec![recv(0, 1000)]]);
+    let one = || {
+        vec![
+            vec![Op::Compute { ps: IDLE_PS }, send(1, 1000)],
+            vec![recv(0, 1000)],
+        ]
+    };
+    let run_on = |network: &str| {
+        let mut c = config(network, 2, EEE);
+        c.output.messages = true;
+        run(&c, one())
+    };
+    let r = run_on("flow");
     assert_eq!(r.summary["network"]["model"], "flow");
     assert_eq!(r.summary["config"]["machine"]["network"], "flow");
-    let t = r.table("messages").expect("messages table");
-    let hops = t.columns.iter().find(|c| c.0 == "hops_node").map(|c| &c.1);
-    let Some(Column::U64(hops)) = hops else {
-        panic!("hops_node column")
+    let column = |table: &str, name: &str| {
+        let t = r.table(table).expect(table);
+        t.columns.iter().find(|c| c.0 == name).unwrap().1.clone()
     };
     // Node 0's link up, node 1's link down.
-    assert_eq!(hops, &vec![2]);
-    // What the message could meet on its way (nothing here: its links were idle for less than
-    // the shortest threshold, 1 us) is what the packet model finds.
-    let packet = {
-        let mut p = config("packet", 2, EEE);
-        p.output.messages = true;
-        run(&p, vec![vec![send(1, 1000)], vec![recv(0, 1000)]])
-    };
-    assert_eq!(packet.table("message_wake_hops"), r.table("message_wake_hops"));
+    assert_eq!(column("messages", "hops_node"), Column::U64(vec![2]));
+    // Both directions were idle since the start, for 10.5 us (node 0's, until its wake ends)
+    // and 11.15 us (node 1's): the message could meet a wake on both at the thresholds up to
+    // 10 us, none at 17 us (the default thresholds are 1, 5, 10, 17, ... us).
+    assert_eq!(
+        column("message_wake_hops", "threshold_s"),
+        Column::F64(vec![1e-6, 5e-6, 1e-5])
+    );
+    assert_eq!(
+        column("message_wake_hops", "hops"),
+        Column::U64(vec![2, 2, 2])
+    );
+    // The packet model finds the same.
+    let packet = run_on("packet");
+    assert_eq!(
+        packet.table("message_wake_hops"),
+        r.table("message_wake_hops")
+    );
     assert_eq!(packet.table("messages"), r.table("messages"));
 }
 
