@@ -245,12 +245,7 @@ impl<'a, N: Network> Engine<'a, N> {
             r.state = RankState::Busy;
             self.set_activity(rank, Activity::Mpi, now);
         }
-        let ev = if wake {
-            Ev::IssueWake { msg }
-        } else {
-            Ev::Issue { msg }
-        };
-        self.q.push(now + issue_ps, ev);
+        self.q.push(now + issue_ps, Ev::Issue { msg, wake });
         Ok(wake)
     }
 

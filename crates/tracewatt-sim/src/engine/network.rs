@@ -9,12 +9,18 @@ use tracewatt_core::{EventQueue, Ps, Schedule};
 use tracewatt_net::fabric::{LinkObserver, Notice};
 use tracewatt_net::{ChannelId, Network, NodeId};
 
-/// Lets the network model schedule its events on the simulation's queue.
-struct NetQ<'q, E>(&'q mut EventQueue<Ev<E>>);
-impl<E: Copy> Schedule<E> for NetQ<'_, E> {
+/// Lets the network model `N` schedule its events on the simulation's queue.
+struct NetQ<'q, N>(&'q mut EventQueue<Ev<N>>);
+impl<N: Network> Schedule<N::Event> for NetQ<'_, N> {
     #[inline(always)]
-    fn schedule(&mut self, time: Ps, event: E) {
-        self.0.push(time, Ev::Net(event));
+    fn schedule(&mut self, time: Ps, event: N::Event) {
+        let e = match N::split(event) {
+            (0, arg) => Ev::Net0 { arg },
+            (1, arg) => Ev::Net1 { arg },
+            (2, arg) => Ev::Net2 { arg },
+            (_, arg) => Ev::Net3 { arg },
+        };
+        self.0.push(time, e);
     }
 }
 
