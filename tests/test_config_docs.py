@@ -146,6 +146,8 @@ MISSING = object()
 LEFT_OUT = {
     ("jobs", "name"): "made from the job's index (job0, job1, ...) as results are built",
     ("jobs", "memory"): "an empty memory profile is no profile",
+    ("machine", "network"): "written out only when not the default, so that a packet run's "
+    "results and sweep hash are those of the same configuration without it",
 }
 # Fields the reference lists for some kinds of a shared table only.
 ONLY_FOR = {

@@ -9,13 +9,11 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Instant;
 use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
-use tracewatt_net::fabric::{
-    Credits, Fabric, FabricParams, LinkObserver, NetEvent, Notice, Switching,
-};
-use tracewatt_net::flow::{FlowEvent, FlowFabric};
+use tracewatt_net::fabric::{Credits, Fabric, FabricParams, LinkObserver, Notice, Switching};
+use tracewatt_net::flow::FlowFabric;
 use tracewatt_net::topology::build;
 use tracewatt_net::{
-    make_router, ChannelId, DragonflyArrangement, LinkParams, NodeId, RoutingAlgorithm,
+    make_router, ChannelId, DragonflyArrangement, LinkParams, Network, NodeId, RoutingAlgorithm,
     RoutingSpec, Topology, TopologySpec,
 };
 
@@ -25,21 +23,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const NS: Ps = 1_000;
 
 #[derive(Debug, Clone, Copy)]
-enum Ev {
+enum Ev<E> {
     Send(u32),
-    Flow(FlowEvent),
-    Packet(NetEvent),
+    Net(E),
 }
 
-struct Q<'a>(&'a mut EventQueue<Ev>);
-impl Schedule<FlowEvent> for Q<'_> {
-    fn schedule(&mut self, time: Ps, event: FlowEvent) {
-        self.0.push(time, Ev::Flow(event));
-    }
-}
-impl Schedule<NetEvent> for Q<'_> {
-    fn schedule(&mut self, time: Ps, event: NetEvent) {
-        self.0.push(time, Ev::Packet(event));
+struct Q<'a, E>(&'a mut EventQueue<Ev<E>>);
+impl<E: Copy> Schedule<E> for Q<'_, E> {
+    fn schedule(&mut self, time: Ps, event: E) {
+        self.0.push(time, Ev::Net(event));
     }
 }
 
@@ -86,8 +78,9 @@ fn all_to_all(nodes: u32, bytes: u64, at: Ps) -> Vec<(Ps, NodeId, NodeId, u64)> 
         .collect()
 }
 
-/// Runs the scenario through the flow model: (events handled, end time, mean flows per update).
-fn run_flow(sc: &Scenario) -> (u64, Ps, f64) {
+/// Runs the scenario through the network model `N`: the model at the end, the events it
+/// handled and the time of the last delivery.
+fn drive<N: Network>(sc: &Scenario) -> (N, u64, Ps) {
     let t = topo(&sc.spec);
     let router = make_router(
         &RoutingSpec {
@@ -97,7 +90,7 @@ fn run_flow(sc: &Scenario) -> (u64, Ps, f64) {
         &t,
     )
     .expect("router");
-    let mut f = FlowFabric::new(t, router, params());
+    let mut f = N::build(t, router, params());
     let mut q = EventQueue::new();
     for (i, s) in sc.sends.iter().enumerate() {
         q.push(s.0, Ev::Send(i as u32));
@@ -109,11 +102,10 @@ fn run_flow(sc: &Scenario) -> (u64, Ps, f64) {
                 let (_, s, d, b) = sc.sends[i as usize];
                 f.send(now, i, (s, d), b, false, false, &mut Q(&mut q), &mut obs);
             }
-            Ev::Flow(e) => {
+            Ev::Net(e) => {
                 events += 1;
                 f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
             }
-            Ev::Packet(_) => unreachable!("flow model only"),
         }
         if f.drain_notices()
             .any(|n| matches!(n, Notice::Delivered { .. }))
@@ -121,45 +113,19 @@ fn run_flow(sc: &Scenario) -> (u64, Ps, f64) {
             end = now;
         }
     }
+    (f, events, end)
+}
+
+/// Runs the scenario through the flow model: (events handled, end time, mean flows per update).
+fn run_flow(sc: &Scenario) -> (u64, Ps, f64) {
+    let (f, events, end) = drive::<FlowFabric>(sc);
     let (updates, covered) = f.reshare_counts();
     (events, end, covered as f64 / updates.max(1) as f64)
 }
 
 /// The same through the packet model: (events handled, end time).
 fn run_packet(sc: &Scenario) -> (u64, Ps) {
-    let t = topo(&sc.spec);
-    let router = make_router(
-        &RoutingSpec {
-            algorithm: sc.routing,
-            ugal_threshold_bytes: 0,
-        },
-        &t,
-    )
-    .expect("router");
-    let mut f = Fabric::new(t, router, params());
-    let mut q = EventQueue::new();
-    for (i, s) in sc.sends.iter().enumerate() {
-        q.push(s.0, Ev::Send(i as u32));
-    }
-    let (mut rng, mut obs, mut events, mut end) = (Rng::new(1), Busy::default(), 0u64, 0);
-    while let Some((now, ev)) = q.pop() {
-        match ev {
-            Ev::Send(i) => {
-                let (_, s, d, b) = sc.sends[i as usize];
-                f.send(now, i, (s, d), b, false, false, &mut Q(&mut q), &mut obs);
-            }
-            Ev::Packet(e) => {
-                events += 1;
-                f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
-            }
-            Ev::Flow(_) => unreachable!("packet model only"),
-        }
-        if f.drain_notices()
-            .any(|n| matches!(n, Notice::Delivered { .. }))
-        {
-            end = now;
-        }
-    }
+    let (_, events, end) = drive::<Fabric>(sc);
     (events, end)
 }
 

@@ -1,5 +1,5 @@
 //! Assembly: a resolved [`Config`] and its jobs' workloads turned into the engine's parts — the
-//! machine (topology, routing, fabric), the ranks placed on nodes with their programs, the power
+//! machine (topology, routing, the network model `N`), the ranks placed on nodes with their programs, the power
 //! models and the link statistics — then run, and the results built from what it produced.
 
 use crate::config::{Config, MachineSpec};
@@ -13,8 +13,8 @@ use crate::stats::{self, LinkStats};
 use crate::units::{ns_to_ps, us_to_ps};
 use serde_json::json;
 use tracewatt_core::{Ps, Rng};
-use tracewatt_net::fabric::{Fabric, FabricParams};
-use tracewatt_net::{Router, Topology};
+use tracewatt_net::fabric::FabricParams;
+use tracewatt_net::{Network, Router, Topology};
 use tracewatt_power::config::{self as power, Occupancy};
 use tracewatt_power::{CoreOf, NodeJob, PowerModel};
 use tracewatt_workload::generators::Workload;
@@ -83,9 +83,9 @@ struct Jobs {
     programs: Vec<RankProgram>,
 }
 
-/// Everything a run needs, built from the configuration: [`Assembly::new`] builds it,
-/// [`Assembly::run`] runs it.
-pub(crate) struct Assembly<'c> {
+/// Everything a run on the network model `N` needs, built from the configuration:
+/// [`Assembly::new`] builds it, [`Assembly::run`] runs it.
+pub(crate) struct Assembly<'c, N: Network> {
     config: &'c Config,
     source: &'c str,
     /// The summary's description of the machine.
@@ -93,11 +93,11 @@ pub(crate) struct Assembly<'c> {
     jobs: Jobs,
     /// Each node's job (nodes belong to one job at most), for attributing energy to jobs.
     node_job: Vec<u32>,
-    fabric: Fabric,
+    net: N,
     observers: Observers,
 }
 
-impl<'c> Assembly<'c> {
+impl<'c, N: Network> Assembly<'c, N> {
     /// The run of `workloads` (one per job of `config`) on the configured machine, watched by
     /// the configured power models and `extra_models` of the caller's.
     pub fn new(
@@ -141,14 +141,14 @@ impl<'c> Assembly<'c> {
         .map_err(|e| SimError::power_config(source, e))?;
         let node_job = node_job(&topo, &placement);
         let stats = link_stats(config, &topo, &node_job);
-        let fabric = Fabric::new(topo, router, fabric_params(&config.machine));
+        let net = N::build(topo, router, fabric_params(&config.machine));
         Ok(Self {
             config,
             source,
             machine,
             jobs,
             node_job,
-            fabric,
+            net,
             observers: Observers { stats, power },
         })
     }
@@ -169,30 +169,30 @@ impl<'c> Assembly<'c> {
         };
         let engine = Engine::new(
             params,
-            self.fabric,
+            self.net,
             self.observers,
             Rng::fork(config.seed, STREAM_NETWORK),
             &self.jobs.states,
             self.jobs.programs,
         );
-        let (out, fabric, obs) = engine.run(progress)?;
+        let (out, net, obs) = engine.run(progress)?;
         let account = obs.power.finish(out.makespan_ps);
         let results = results::build(
             config,
-            fabric.topology(),
+            net.topology(),
             &self.jobs.facts,
             &out,
             &obs.stats,
             &self.node_job,
             account,
-            fabric.stats(),
+            (N::MODEL, net.stats()),
             self.machine,
         );
         Ok((results, out.window_start_ps))
     }
 }
 
-/// The fabric's parameters from the machine's.
+/// The network model's parameters from the machine's.
 fn fabric_params(m: &MachineSpec) -> FabricParams {
     FabricParams {
         packet_bytes: m.packet_bytes,

@@ -68,6 +68,27 @@ pub struct MachineSpec {
     pub intra_node_bandwidth_gbps: f64,
     #[serde(default = "default_intra_node_latency_ns")]
     pub intra_node_latency_ns: f64,
+    /// The network model: packets (exact) or flows (faster). Written out only when it is not
+    /// the default, so a packet run's resolved configuration is the same with or without it.
+    #[serde(default, skip_serializing_if = "NetworkModel::is_packet")]
+    pub network: NetworkModel,
+}
+
+/// `[machine] network`: which model moves messages through the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkModel {
+    /// Packets through ports, buffers and links with credit flow control.
+    #[default]
+    Packet,
+    /// One max-min shared flow per message (`tracewatt_net::flow`).
+    Flow,
+}
+
+impl NetworkModel {
+    pub fn is_packet(&self) -> bool {
+        *self == NetworkModel::Packet
+    }
 }
 
 /// `[machine.links]`: bandwidth and propagation latency of every link, with optional overrides
@@ -582,6 +603,14 @@ impl Config {
                 o,
                 m.packet_bytes,
             )?;
+        }
+        if m.network == NetworkModel::Flow && self.power.nic.coalescing {
+            return err(
+                "power.nic.coalescing",
+                "[power.nic] coalescing needs the arrival of every frame, and a flow has no \
+                 frames: set coalescing = false, or [machine] network = \"packet\""
+                    .into(),
+            );
         }
         self.check_link_classes(source)
     }

@@ -24,7 +24,7 @@ mod workloads;
 
 pub use assembly::build_topology;
 use assembly::Assembly;
-pub use config::{Config, Format};
+pub use config::{Config, Format, NetworkModel};
 pub use engine::Progress;
 use engine::Stop;
 pub use error::SimError;
@@ -182,5 +182,13 @@ fn run(
     progress: &mut dyn FnMut(Progress) -> bool,
     stop: Stop,
 ) -> Result<(Results, Option<tracewatt_core::Ps>), SimError> {
-    Assembly::new(config, source, workloads, extra_models)?.run(stop, progress)
+    use tracewatt_net::{fabric::Fabric, flow::FlowFabric};
+    // The one place the network model is chosen: the engine is compiled for each.
+    match config.machine.network {
+        NetworkModel::Packet => {
+            Assembly::<Fabric>::new(config, source, workloads, extra_models)?.run(stop, progress)
+        }
+        NetworkModel::Flow => Assembly::<FlowFabric>::new(config, source, workloads, extra_models)?
+            .run(stop, progress),
+    }
 }

@@ -92,7 +92,7 @@ pub(crate) fn cut_window(to_end: &mut serde_json::Value, to_start: &serde_json::
 }
 
 /// The run's tables and summary, from what the engine, the statistics, the power models
-/// (`power`) and the fabric report.
+/// (`power`) and the network model (its name and totals) report.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build(
     config: &Config,
@@ -102,7 +102,7 @@ pub(crate) fn build(
     links: &LinkStats,
     node_job: &[u32],
     mut power: Account,
-    fabric: FabricStats,
+    network: (&str, FabricStats),
     machine: serde_json::Value,
 ) -> Results {
     let makespan_s = secs(out.makespan_ps);
@@ -133,7 +133,7 @@ pub(crate) fn build(
         "machine": machine,
         "jobs": jobs_summary(jobs, &completion, &shares),
         "messages": messages_summary(out),
-        "network": network_summary(&fabric),
+        "network": network_summary(network.0, &network.1),
         "events": out.events,
         "config": config.resolved_json(),
     });
@@ -219,16 +219,21 @@ fn messages_summary(out: &RunOutput) -> serde_json::Value {
     })
 }
 
-/// The summary's `network`: packets, their hops and their latencies.
-fn network_summary(fabric: &FabricStats) -> serde_json::Value {
+/// The summary's `network`: packets, their hops and their latencies; with a model other than
+/// packets, its name (`model`), and the counts in its terms (a flow per message).
+fn network_summary(model: &str, fabric: &FabricStats) -> serde_json::Value {
     let delivered = fabric.packets_delivered.max(1) as f64;
-    json!({
+    let mut summary = json!({
         "packets": fabric.packets_delivered,
         "packet_hops": fabric.packet_hops,
         "mean_switch_hops": fabric.switch_hops_delivered as f64 / delivered,
         "packet_latency_mean_s": fabric.packet_latency_sum_ps as f64 / delivered / PS_PER_S as f64,
         "packet_latency_max_s": secs(fabric.packet_latency_max_ps),
-    })
+    });
+    if model != "packet" {
+        summary["model"] = model.into();
+    }
+    summary
 }
 
 /// When each job's last rank finished.

@@ -83,6 +83,15 @@ def _add_set(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_network(sp: argparse.ArgumentParser, what: str) -> None:
+    sp.add_argument(
+        "--network",
+        choices=("packet", "flow"),
+        help=f"the network model of {what}, overriding [machine] network: packet (exact, the "
+        "default) or flow (faster: one max-min shared flow per message; docs/config.md)",
+    )
+
+
 def _add_sweep_options(sp: argparse.ArgumentParser) -> None:
     ex = sp.add_mutually_exclusive_group()
     ex.add_argument(
@@ -157,6 +166,7 @@ def _add_run(sub: Subcommands) -> None:
     )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary table")
     r.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")
+    _add_network(r, "the run")
     _add_set(r)
     r.set_defaults(func=_command("run", "cmd_run"))
 
@@ -192,6 +202,9 @@ def _add_sweep(sub: Subcommands) -> None:
     )
     sw.add_argument(
         "--list", action="store_true", help="list the shipped sweep specs (--json: as JSON)"
+    )
+    _add_network(
+        sw, "every run (set in the spec's base: an axis over machine.network still varies it)"
     )
     _add_sweep_options(sw)
     sw.set_defaults(func=_command("sweep", "cmd_sweep"))
@@ -240,6 +253,7 @@ def _add_compare(sub: Subcommands) -> None:
     c.add_argument("--json", action="store_true", help="print the comparison summary as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no table")
     c.add_argument("--seed", type=int, metavar="N", help="override the configuration's seed")
+    _add_network(c, "both runs")
     _add_set(c)
     c.set_defaults(func=_command("compare", "cmd_compare"))
 
@@ -273,6 +287,7 @@ def _add_tune(sub: Subcommands) -> None:
     t.add_argument("-j", "--workers", type=int, metavar="N", help="worker processes")
     t.add_argument("--json", action="store_true", help="print the candidates as JSON")
     t.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    _add_network(t, "the screening run and the confirming sweep")
     _add_set(t)
     t.set_defaults(func=_command("tune", "cmd_tune"))
 
@@ -387,6 +402,7 @@ def _add_validate(sub: Subcommands) -> None:
         metavar="DIR",
         help="where --slow finds that data (default: ../shared/data)",
     )
+    _add_network(v, "the checks' simulations (checks that do not apply to it say why)")
     v.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
     v.add_argument("-q", "--quiet", action="store_true", help="print nothing; exit status only")
     v.set_defaults(func=_command("validate", "cmd_validate"))

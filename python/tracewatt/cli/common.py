@@ -137,6 +137,9 @@ def load_config(args: argparse.Namespace) -> Config:
     if getattr(args, "seed", None) is not None:
         overrides["seed"] = args.seed
         given["seed"] = f"--seed {args.seed}"
+    if getattr(args, "network", None) is not None:
+        overrides["machine.network"] = args.network
+        given["machine.network"] = f"--network {args.network}"
     if not overrides:
         return cfg
     try:

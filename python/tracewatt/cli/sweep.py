@@ -61,6 +61,8 @@ def _sweep_dir(path: str) -> Path:
 
 def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
     spec = sweep.SweepSpec.load(spec_path)
+    if getattr(args, "network", None) is not None:
+        spec = spec.with_base_field("machine.network", args.network)
     target = _sweep_target(args)
     display = SweepDisplay(args, spec.name, _where(args))
     try:

@@ -41,7 +41,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
-        checks.extend(run_checks([k], data))
+        checks.extend(run_checks([k], data, args.network or "packet"))
     if out is not None:
         record = {"tracewatt_version": __version__, "checks": [c.record() for c in checks]}
         empty_output(out)

@@ -54,7 +54,7 @@ def summary_text(
         f"message latency       mean {_format.seconds(msgs.get('latency_mean_s'))}"
         f"  p50 {p50}  p99 {p99}"
         f"  max {_format.seconds(msgs.get('latency_max_s'))}",
-        f"packets               {_format.count(net.get('packets'))}",
+        *_network_lines(net),
         f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
         f"events                {_format.count(summary.get('events'))}",
     ]
@@ -68,6 +68,17 @@ def summary_text(
         lines.append(f"wall time             {_format.seconds(timing['wall_s'])}")
         lines.append(f"events per second     {_format.count(round(timing['events_per_s']))}")
     return "\n".join(lines) + "\n"
+
+
+def _network_lines(net: dict[str, Any]) -> list[str]:
+    """What the network moved: packets, or, from the flow-level model, flows (one per message),
+    with the model named so that a flow result is never taken for a packet one."""
+    if net.get("model") == "flow":
+        return [
+            "network model         flow (one max-min shared flow per message)",
+            f"flows                 {_format.count(net.get('packets'))}",
+        ]
+    return [f"packets               {_format.count(net.get('packets'))}"]
 
 
 def _percentiles(msgs: dict[str, Any], latencies_s: Sequence[float] | None) -> tuple[str, str]:

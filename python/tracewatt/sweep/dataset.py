@@ -49,6 +49,7 @@ def dataset(spec: SweepSpec, runs: Sequence[Run], out: Path) -> pd.DataFrame:
         row.update({a: r.values.get(a) for a in spec.axis_names})
         row.update(status=outcome["status"], error=outcome.get("error", ""))
         row["dir"] = "" if r.error else r.dir
+        row["network"] = _network(r.config.to_dict())
         if ok:
             summary = read_summary(out / r.dir / "summary.json")
             row.update(_metrics(summary))
@@ -61,10 +62,18 @@ def dataset(spec: SweepSpec, runs: Sequence[Run], out: Path) -> pd.DataFrame:
         for r, row in listed:
             row.update(_against(summaries, r, spec.baseline))
     rows = [row for _, row in listed]
-    columns = ["group", "variant", *spec.axis_names, "status", "error", "dir"]
+    columns = ["group", "variant", *spec.axis_names, "status", "error", "dir", "network"]
     for row in rows:
         columns += [k for k in row if k not in columns]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _network(config: Mapping[str, Any]) -> str:
+    """The network model a run's configuration asks for (``[machine] network``, default
+    ``packet``)."""
+    machine = config.get("machine")
+    network = machine.get("network") if isinstance(machine, Mapping) else None
+    return str(network or "packet")
 
 
 def _cell_key(r: Run) -> str:

@@ -240,6 +240,14 @@ class SweepSpec:
             cluster,
         )
 
+    def with_base_field(self, path: str, value: Any) -> SweepSpec:
+        """The spec with the base configuration's field ``path`` set to ``value`` (what a
+        command-line option such as ``--network`` sets for every run; an axis or a variant
+        over the same field still varies it)."""
+        base = copy.deepcopy(dict(self.base))
+        set_path(base, path, value, source=self.source)
+        return replace(self, base=base)
+
     # ---------------------------------------------------------------- runs
 
     @property

@@ -37,8 +37,10 @@
 //! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
 //! transfer, and cannot sleep between packets); and link-level control frames. `packet_bytes` and
 //! `switching` matter only through the residue, `switch_latency_ps` through the head. There are
-//! no packets: [`LinkObserver::on_packet`] is never called, and an observer counting
-//! `on_transmit` calls counts pieces of busy stretches (one per flow per channel).
+//! no packets: an observer counting `on_transmit` calls counts pieces of busy stretches (one per
+//! flow per channel), and [`LinkObserver::on_packet`] is called once per channel of a flow's path
+//! (the flow's slot as the packet, its first channel as the first hop) when its transfer ends,
+//! after every piece of it has been reported.
 
 mod share;
 mod timing;
@@ -560,6 +562,12 @@ impl FlowFabric {
             }
             o.reported = end;
         }
+        // What a packet of the message would have reported on each channel, now that every
+        // channel's piece is: the statistics read each hop's idle gap from the stretch it joined.
+        let token = self.flows[flow].token;
+        for (i, h) in self.flows[flow].path.iter().enumerate() {
+            obs.on_packet(h.ch, flow, token, i == 0);
+        }
         {
             let f = &mut self.flows[flow];
             f.due = NEVER;
@@ -594,5 +602,17 @@ impl FlowFabric {
         self.notices.push(Notice::Delivered { token: f.token });
         self.spare_paths.push(std::mem::take(&mut f.path));
         self.flows.remove(flow);
+    }
+
+    /// Reports every busy stretch still under way up to `at`, where a run stops with flows in
+    /// the network: the channels they hold are busy until then. Their bytes are reported only as
+    /// the flows finish, so the pieces carry none.
+    pub fn report_busy_until<O: LinkObserver>(&mut self, at: Ps, obs: &mut O) {
+        for (ch, c) in self.ch.iter_mut().enumerate() {
+            if c.holders > 0 && c.reported < at {
+                obs.on_transmit(ch as ChannelId, c.reported, at, 0, c.stretch_src);
+                c.reported = at;
+            }
+        }
     }
 }

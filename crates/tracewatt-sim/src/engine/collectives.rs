@@ -9,6 +9,7 @@ use super::mpi::RANK_OWNED;
 use super::{Engine, Ev};
 use crate::error::SimError;
 use tracewatt_core::Ps;
+use tracewatt_net::Network;
 use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::{CollAlgo, CollKind, CommId, Op, Rank, ReqId};
 
@@ -37,7 +38,7 @@ pub(crate) struct Nbc {
 /// A collective's communicator, kind, root, size and algorithm, as [`Op::Collective`] has them.
 pub(super) type CollSpec = (CommId, CollKind, Rank, u64, CollAlgo);
 
-impl Engine<'_> {
+impl<N: Network> Engine<'_, N> {
     /// Rank `rank`'s part of the collective `spec`.
     fn expansion(&self, rank: u32, spec: CollSpec) -> Result<Expansion, SimError> {
         let (comm, kind, root, bytes, algo) = spec;

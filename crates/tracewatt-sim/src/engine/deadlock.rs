@@ -1,16 +1,17 @@
-//! The report of a run that cannot go on: every rank that has not finished, and what it waits
-//! for.
+//! The report of a run that cannot go on: every rank that has not finished, what it waits for,
+//! and what is stuck in the network.
 
 use super::ranks::{RankRt, RankState};
 use super::Engine;
 use crate::error::SimError;
 use tracewatt_core::time::to_seconds;
+use tracewatt_net::Network;
 use tracewatt_workload::{SrcSel, TagSel};
 
 /// Ranks described one by one; the rest are counted.
 const LISTED: usize = 16;
 
-impl Engine<'_> {
+impl<N: Network> Engine<'_, N> {
     /// Describes every rank that has not finished, for the deadlock error.
     pub(super) fn deadlock(&self) -> SimError {
         let mut lines = Vec::new();
@@ -44,6 +45,15 @@ impl Engine<'_> {
         }
         if blocked > lines.len() {
             lines.push(format!("  ... and {} more", blocked - lines.len()));
+        }
+        // Nothing is scheduled any more: what is still in the network cannot move (a cycle of
+        // full buffers), in the model's own terms.
+        let stuck = self.net.in_flight();
+        if stuck > 0 {
+            lines.push(format!(
+                "  {stuck} {} in the network, none of which can move",
+                N::UNIT
+            ));
         }
         SimError::Deadlock {
             time_s: to_seconds(self.q.now()),

@@ -4,8 +4,12 @@
 //!
 //! By concern: this module holds the event loop and what a run hands back; [`ranks`] executes
 //! the ranks' programs; [`mpi`] the point-to-point protocol; [`collectives`] expands collective
-//! operations; [`network`] is the one place that talks to the fabric; [`window`] where a run
-//! stops; [`deadlock`] explains a run that cannot go on.
+//! operations; [`network`] is the one place that talks to the network model; [`window`] where a
+//! run stops; [`deadlock`] explains a run that cannot go on.
+//!
+//! The engine is generic over the network model ([`Network`]: the packet-level `Fabric` or the
+//! flow-level `FlowFabric`), chosen once when a run is assembled: the model's calls in the
+//! packet path are then direct, as if it were the only one.
 
 mod collectives;
 mod deadlock;
@@ -21,29 +25,35 @@ use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
 use mpi::{Msg, Req};
 use ranks::RankRt;
+use std::marker::PhantomData;
 use tracewatt_core::time::{to_seconds, MAX_SIMULATED_PS};
 use tracewatt_core::{EventQueue, Ps, Rng, Slab};
-use tracewatt_net::fabric::{Fabric, NetEvent, Notice};
-use tracewatt_net::NodeId;
+use tracewatt_net::fabric::Notice;
+use tracewatt_net::{Network, NodeId};
 use tracewatt_power::Power;
 use tracewatt_workload::{Op, Program, Rank};
 use window::WindowRt;
 
-/// The fabric's events are spelled out here rather than wrapped, which keeps an event in
-/// 8 bytes (16 with its time): the queue moves every event a few times.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Ev {
-    NetArrive {
-        pkt: u32,
+/// An event of the run. The network model's events are spelled out here as their kind and
+/// argument ([`Network::split`]) rather than wrapped, which keeps an event in 8 bytes (16 with its
+/// time; the queue moves every event a few times) and dispatches a network event in this one
+/// `match`, as the engine's own. It names the model `N` (in `PowerDue`, as no data) only so that
+/// each engine's queue is a type of its own: LLVM then inlines the queue's `pop` into each
+/// engine's loop, as it does for a function with one caller.
+#[derive(Debug)]
+pub(crate) enum Ev<N> {
+    /// The network model's event of kind 0, 1, 2 or 3, with its argument.
+    Net0 {
+        arg: u32,
     },
-    NetLinkFree {
-        ch: tracewatt_net::ChannelId,
+    Net1 {
+        arg: u32,
     },
-    NetCredit {
-        ch: tracewatt_net::ChannelId,
+    Net2 {
+        arg: u32,
     },
-    NetCreditOut {
-        id: u32,
+    Net3 {
+        arg: u32,
     },
     /// A rank finished computing, starting its job or waiting, and continues.
     Wake {
@@ -60,7 +70,7 @@ pub(crate) enum Ev {
         msg: u32,
     },
     /// A power model may release messages it holds (a NIC's interrupt).
-    PowerDue,
+    PowerDue(PhantomData<N>),
     /// A non-blocking collective's wait is over and it goes on (named by the slot of the
     /// request it completes; see [`collectives`]).
     NbcWake {
@@ -68,7 +78,15 @@ pub(crate) enum Ev {
     },
 }
 
-const _: () = assert!(std::mem::size_of::<Ev>() == 8);
+impl<N> Clone for Ev<N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<N> Copy for Ev<N> {}
+
+const _: () = assert!(std::mem::size_of::<Ev<tracewatt_net::fabric::Fabric>>() == 8);
+const _: () = assert!(tracewatt_net::network::EVENT_KINDS == 4);
 
 /// A job as the engine runs it: its name, its ranks' global numbers (`first_rank` onwards),
 /// when it starts and its communicators (the first is all its ranks).
@@ -90,7 +108,7 @@ pub(crate) struct RankProgram {
     pub program: Program,
 }
 
-/// What the engine needs from the configuration besides the fabric, the observers and the
+/// What the engine needs from the configuration besides the network, the observers and the
 /// programs.
 #[derive(Debug, Clone)]
 pub(crate) struct EngineParams {
@@ -162,10 +180,10 @@ pub struct Progress {
 }
 
 /// One run in progress: the event queue, the ranks and their requests and messages in flight,
-/// the fabric and what observes it.
-pub(crate) struct Engine<'a> {
-    q: EventQueue<Ev>,
-    fabric: Fabric,
+/// the network and what observes it.
+pub(crate) struct Engine<'a, N: Network> {
+    q: EventQueue<Ev<N>>,
+    net: N,
     observers: Observers,
     rng: Rng,
     costs: MpiCosts,
@@ -190,7 +208,7 @@ pub(crate) struct Engine<'a> {
     window: WindowRt,
 }
 
-impl std::fmt::Debug for Engine<'_> {
+impl<N: Network> std::fmt::Debug for Engine<'_, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("ranks", &self.ranks.len())
@@ -198,12 +216,12 @@ impl std::fmt::Debug for Engine<'_> {
     }
 }
 
-impl<'a> Engine<'a> {
-    /// A run of `programs` (one per rank, job after job) of `jobs` on `fabric`, watched by
-    /// `observers`; `rng` drives the fabric's random choices (adaptive routing).
+impl<'a, N: Network> Engine<'a, N> {
+    /// A run of `programs` (one per rank, job after job) of `jobs` on `net`, watched by
+    /// `observers`; `rng` drives the network's random choices (adaptive routing).
     pub fn new(
         params: EngineParams,
-        fabric: Fabric,
+        net: N,
         observers: Observers,
         rng: Rng,
         jobs: &'a [JobState],
@@ -213,7 +231,7 @@ impl<'a> Engine<'a> {
         let window = WindowRt::new(params.stop, ranks.len());
         Self {
             q: EventQueue::new(),
-            fabric,
+            net,
             observers,
             rng,
             costs: params.mpi,
@@ -239,7 +257,7 @@ impl<'a> Engine<'a> {
     pub fn run(
         mut self,
         progress: &mut dyn FnMut(Progress) -> bool,
-    ) -> Result<(RunOutput, Fabric, Observers), SimError> {
+    ) -> Result<(RunOutput, N, Observers), SimError> {
         for job in self.jobs {
             for r in job.first_rank..job.first_rank + job.ranks {
                 self.q.push(job.start_ps, Ev::Wake { rank: r });
@@ -264,10 +282,10 @@ impl<'a> Engine<'a> {
                 });
             }
             match ev {
-                Ev::NetArrive { pkt } => self.net(now, NetEvent::Arrive { pkt })?,
-                Ev::NetLinkFree { ch } => self.net(now, NetEvent::LinkFree { ch })?,
-                Ev::NetCredit { ch } => self.net(now, NetEvent::Credit { ch })?,
-                Ev::NetCreditOut { id } => self.net(now, NetEvent::CreditOut { id })?,
+                Ev::Net0 { arg } => self.network_event(now, N::join(0, arg))?,
+                Ev::Net1 { arg } => self.network_event(now, N::join(1, arg))?,
+                Ev::Net2 { arg } => self.network_event(now, N::join(2, arg))?,
+                Ev::Net3 { arg } => self.network_event(now, N::join(3, arg))?,
                 Ev::Wake { rank } => self.resume(rank, now)?,
                 Ev::Issue { msg, wake } => {
                     let rank = self.msgs[msg].src;
@@ -277,7 +295,7 @@ impl<'a> Engine<'a> {
                     }
                 }
                 Ev::LocalArrive { msg } => self.arrive(msg, now)?,
-                Ev::PowerDue => self.power_due(now)?,
+                Ev::PowerDue(_) => self.power_due(now)?,
                 Ev::NbcWake { done } => self.progress_nbc(done, now)?,
             }
             if self.observers.power.holds_deliveries() {
@@ -299,6 +317,9 @@ impl<'a> Engine<'a> {
         if stopped.is_none() && self.done < total {
             return Err(self.deadlock());
         }
+        if let Some(at) = stopped {
+            self.network_stop(at);
+        }
         let makespan_ps =
             stopped.unwrap_or_else(|| self.ranks.iter().map(|r| r.finish_ps).max().unwrap_or(0));
         self.observers.stats.finish(makespan_ps);
@@ -316,9 +337,9 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// What the run hands to the results stage, once it ended at `makespan_ps`, with the fabric
+    /// What the run hands to the results stage, once it ended at `makespan_ps`, with the network
     /// and the observers.
-    fn output(self, makespan_ps: Ps) -> (RunOutput, Fabric, Observers) {
+    fn output(self, makespan_ps: Ps) -> (RunOutput, N, Observers) {
         let out = RunOutput {
             makespan_ps,
             ranks: self.ranks.iter().map(RankRt::summary).collect(),
@@ -329,7 +350,7 @@ impl<'a> Engine<'a> {
             events: self.q.events_processed(),
             window_start_ps: self.window.start_ps,
         };
-        (out, self.fabric, self.observers)
+        (out, self.net, self.observers)
     }
 
     /// Queues a `PowerDue` event for the earliest time a power model may release messages, unless
@@ -339,7 +360,7 @@ impl<'a> Engine<'a> {
         if let Some(t) = self.observers.power.due() {
             if t < self.power_due {
                 self.power_due = t.max(now);
-                self.q.push(self.power_due, Ev::PowerDue);
+                self.q.push(self.power_due, Ev::PowerDue(PhantomData));
             }
         }
     }

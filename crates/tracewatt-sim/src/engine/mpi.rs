@@ -8,6 +8,7 @@ use super::{Engine, Ev, MessageRecord};
 use crate::error::SimError;
 use tracewatt_core::time::serialization_ps;
 use tracewatt_core::Ps;
+use tracewatt_net::Network;
 use tracewatt_power::Activity;
 use tracewatt_workload::matching::Envelope;
 use tracewatt_workload::op::RESERVED_REQ_BASE;
@@ -125,7 +126,7 @@ pub(crate) struct MpiCosts {
     pub notify_ps: Ps,
 }
 
-impl<'a> Engine<'a> {
+impl<'a, N: Network> Engine<'a, N> {
     pub(super) fn comm(&self, rank: u32, comm: CommId) -> Result<&'a Comm, SimError> {
         let r = &self.ranks[rank as usize];
         let job = &self.jobs[r.job as usize];
@@ -409,7 +410,7 @@ impl<'a> Engine<'a> {
         true
     }
 
-    /// A message leaves its sender's MPI layer: into the fabric, or a memory copy on one node.
+    /// A message leaves its sender's MPI layer: into the network, or a memory copy on one node.
     pub(super) fn issue(&mut self, msg: u32, now: Ps) -> Result<(), SimError> {
         let m = self.msgs[msg];
         if m.kind != MsgKind::Data {

@@ -7,6 +7,7 @@ use super::{Engine, Ev, RankProgram, RankSummary};
 use crate::error::SimError;
 use std::collections::{BTreeMap, VecDeque};
 use tracewatt_core::{FlatMap, Ps};
+use tracewatt_net::Network;
 use tracewatt_net::NodeId;
 use tracewatt_power::Activity;
 use tracewatt_workload::collectives::Expansion;
@@ -128,7 +129,7 @@ impl RankRt {
     }
 }
 
-impl Engine<'_> {
+impl<N: Network> Engine<'_, N> {
     /// The rank continues at `now`: it has started, finished computing or issuing a send, or
     /// its wait is over (accounted, and its requests freed).
     pub(super) fn resume(&mut self, rank: u32, now: Ps) -> Result<(), SimError> {
