@@ -87,5 +87,5 @@ def _run(k: str, data: Path | None, network: str) -> Check:
     if network == "flow" and k in NOT_FOR_FLOWS:
         name, why = NOT_FOR_FLOWS[k]
         text = f'not applicable to network = "flow": {why}'
-        return Check(k, name, "-", text, True, [text])
+        return Check(k, name, "-", text, None, [text])
     return SLOW_CHECKS[k](data) if data is not None and k in SLOW_CHECKS else CHECKS[k]()

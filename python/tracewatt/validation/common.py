@@ -56,7 +56,9 @@ class Check:
     name: str
     target: str
     simulated: str
-    passed: bool
+    #: None: the check does not apply to what was asked (e.g. NIC coalescing on flows) and was
+    #: not run; it is neither a pass nor a failure.
+    passed: bool | None
     details: list[str] = field(default_factory=list)
     #: What the report draws: the simulated values beside their targets.
     panels: list[Panel] = field(default_factory=list)
@@ -70,6 +72,11 @@ class Check:
     def record(self) -> dict[str, Any]:
         """Everything, as ``validate -o DIR`` writes it to ``validate.json``."""
         return asdict(self)
+
+
+def verdict(passed: bool | None) -> str:
+    """How a check's outcome is printed: PASS, FAIL, or N/A for a check that was not run."""
+    return {True: "PASS", False: "FAIL", None: "N/A"}[passed]
 
 
 #: The network model the checks simulate with (``validate --network``; ``[machine] network``).
