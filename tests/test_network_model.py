@@ -142,3 +142,27 @@ def test_the_ping_pong_check_is_exact_on_flows_and_coalescing_says_why() -> None
     # Not run, and so neither passed nor failed.
     assert nic.passed is None
     assert nic.simulated.startswith('not applicable to network = "flow": interrupt coalescing')
+
+
+@pytest.mark.parametrize(
+    ("options", "confirmed"),
+    [((), "packet"), (("--confirm", "flow"), "flow"), (("--confirm", "packet"), "packet")],
+)
+def test_tune_screens_on_flows_and_confirms_on_packets_unless_told(
+    run_cli: Run, tmp_path: Path, options: tuple[str, ...], confirmed: str
+) -> None:
+    # Three round trips 50 us apart: the links idle 42.6 us between them, where a 1 us timeout
+    # sleeps; what matters here is the model each step ran on.
+    one, three = "iterations = 1\ninterval_us = 0.0", "iterations = 3\ninterval_us = 50.0"
+    text = PING_PONG.replace(one, three)
+    cfg = write_toml(tmp_path / "gaps.toml", text)
+    runs = tmp_path / "runs"
+    r = run_cli(
+        "tune", cfg, "--slowdown", "100", "--timeouts", "1", "-k", "1",
+        "--runs", runs, "-j", "1", "--network", "flow", *options,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    _, df = sweep.read_dataset(runs)
+    assert set(df["network"]) == {confirmed}
+    if confirmed == "packet":
+        assert "screened on the flow model, confirmed on the packet model" in r.out

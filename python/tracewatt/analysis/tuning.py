@@ -11,7 +11,9 @@ settings beyond it. The policies that only a simulation can price (``adaptive``,
 ``perfbound``: their decisions depend on what they have seen or on the delays they cause) join
 the confirming sweep directly, each at a few values of its parameters (:func:`policy_candidates`),
 every link class under it. The confirmed one with the largest whole-machine saving whose
-slowdown is within the budget wins.
+slowdown is within the budget wins. Screened on the flow-level network (``[machine] network =
+"flow"``), the candidates are confirmed on the packet-level one unless told otherwise: the fast
+model picks them, the exact one decides.
 """
 
 from __future__ import annotations
@@ -308,10 +310,19 @@ def _check_runs_dir(out_dir: str | Path, config: Config) -> Path:
 
 
 def sweep_spec(
-    config: Config, kinds: Sequence[str], candidates: Sequence[Mapping[str, Any]]
+    config: Config,
+    kinds: Sequence[str],
+    candidates: Sequence[Mapping[str, Any]],
+    network: str = "packet",
 ) -> dict[str, Any]:
-    """The confirming sweep: one cell, a variant ``c1``, ``c2``, ... per candidate (every
-    class not in its settings always-on) and the ``always_on`` baseline."""
+    """The confirming sweep on the network model ``network``: one cell, a variant ``c1``,
+    ``c2``, ... per candidate (every class not in its settings always-on) and the ``always_on``
+    baseline."""
+    base = _padded_base(config, kinds)
+    if network != "packet":
+        base.setdefault("machine", {})["network"] = network
+    else:
+        base.get("machine", {}).pop("network", None)
     variants = [
         {
             "name": "always_on",
@@ -323,7 +334,7 @@ def sweep_spec(
     return {
         "name": "tune",
         "description": _sweep_description(config),
-        "base": _padded_base(config, kinds),
+        "base": base,
         "baseline": "always_on",
         "variants": variants,
     }
@@ -334,12 +345,13 @@ class TuneResult:
     """The candidates (screened, and confirmed where simulated: ``saving_pct`` whole machine,
     ``slowdown_pct``), the chosen one's index in them (None: no candidate saves energy within
     the budget), the budget, and the link kinds screened (those a candidate leaves out are
-    always-on)."""
+    always-on), and the network models that screened and confirmed them."""
 
     candidates: pd.DataFrame
     chosen: int | None
     slowdown_pct: float
     kinds: tuple[str, ...] = ()
+    networks: tuple[str, str] = ("packet", "packet")
 
     @property
     def settings(self) -> dict[str, dict[str, Any]]:
@@ -438,17 +450,23 @@ def tune(
     out_dir: str | Path,
     workers: int | None = None,
     policies: Sequence[str] = ("timeout",),
+    confirm: str | None = None,
 ) -> TuneResult:
     """Screens from one always-on run, confirms the ``k`` best timeout candidates and the
     candidates of the other ``policies`` (:func:`policy_candidates`) through the sweep
-    machinery in ``out_dir`` (resumable), and picks the confirmed one with the largest
-    whole-machine saving whose slowdown is within ``slowdown_pct``."""
+    machinery in ``out_dir`` (resumable) on the network model ``confirm`` (default: ``packet``
+    when the configuration's is ``flow``, else its own), and picks the confirmed one with the
+    largest whole-machine saving whose slowdown is within ``slowdown_pct``."""
     if not (math.isfinite(slowdown_pct) and slowdown_pct >= 0):
         raise ValueError(f"slowdown: expected a non-negative percentage, got {slowdown_pct}")
     if k < 1:
         raise ValueError(f"k: expected at least 1 candidate, got {k}")
     policies = check_policies(policies)
     config = as_config(config)
+    if confirm not in (None, "packet", "flow"):
+        raise ValueError(f"confirm: expected packet or flow, got {confirm!r}")
+    screened_on = config.to_dict().get("machine", {}).get("network", "packet")
+    confirm = confirm or ("packet" if screened_on == "flow" else screened_on)
     out = _check_runs_dir(out_dir, config)
     run = simulate(_screening_config(config, timeouts_us))
     kinds = sorted(set(run.links["kind"]))
@@ -479,10 +497,14 @@ def tune(
     )
     if top.empty:
         return TuneResult(
-            top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct, tuple(kinds)
+            top.assign(saving_pct=[], slowdown_pct=[]),
+            None,
+            slowdown_pct,
+            tuple(kinds),
+            (screened_on, confirm),
         )
     spec = sweep.SweepSpec.from_dict(
-        sweep_spec(config, kinds, list(top["settings"])), f"{config.source} (tune)"
+        sweep_spec(config, kinds, list(top["settings"]), confirm), f"{config.source} (tune)"
     )
     # Another tune's candidates replace its dataset: _check_runs_dir let only this
     # configuration's confirming sweeps through.
@@ -492,4 +514,4 @@ def tune(
     top["slowdown_pct"] = [float(data.loc[v, "slowdown_pct"]) for v in top["variant"]]
     ok = top[(top["slowdown_pct"] <= slowdown_pct) & (top["saving_pct"] > 0)]
     chosen = None if ok.empty else int(ok.index[int(ok["saving_pct"].to_numpy().argmax())])
-    return TuneResult(top, chosen, slowdown_pct, tuple(kinds))
+    return TuneResult(top, chosen, slowdown_pct, tuple(kinds), (screened_on, confirm))

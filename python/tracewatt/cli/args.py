@@ -287,7 +287,13 @@ def _add_tune(sub: Subcommands) -> None:
     t.add_argument("-j", "--workers", type=int, metavar="N", help="worker processes")
     t.add_argument("--json", action="store_true", help="print the candidates as JSON")
     t.add_argument("-q", "--quiet", action="store_true", help="print nothing")
-    _add_network(t, "the screening run and the confirming sweep")
+    _add_network(t, "the screening run (and of the confirming sweep, unless --confirm)")
+    t.add_argument(
+        "--confirm",
+        choices=("packet", "flow"),
+        help="the network model of the confirming sweep (default: packet when screening on "
+        "flows, else the screening run's)",
+    )
     _add_set(t)
     t.set_defaults(func=_command("tune", "cmd_tune"))
 

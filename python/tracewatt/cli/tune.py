@@ -53,6 +53,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 out_dir=args.runs or tmp,
                 workers=args.workers,
                 policies=policies,
+                confirm=args.confirm,
             )
         except ValueError as e:
             if str(e).startswith("policies: "):
@@ -79,6 +80,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     ]
     if rows:
         sys.stdout.write(_format.table(cols, rows, [False, False, True, True, True, True]))
+    screened, confirmed = result.networks
+    if (screened, confirmed) != ("packet", "packet"):
+        sys.stdout.write(f"screened on the {screened} model, confirmed on the {confirmed} model\n")
     if result.chosen is None:
         sys.stdout.write(
             f"\nno screened setting saves energy within a {budget:g} % slowdown: keep always-on.\n"
@@ -92,6 +96,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         f"whole-machine energy saving {best['saving_pct']:.3f} %, confirmed slowdown "
         f"{best['slowdown_pct']:.3f} % (budget {budget:g} %)\n"
     )
+
     if args.output is not None:
         sys.stdout.write(f"written to {args.output}\n")
     return EXIT_OK
