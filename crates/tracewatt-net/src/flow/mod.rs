@@ -118,6 +118,8 @@ struct Flow {
     alarm: Ps,
     /// The channel whose saturation fixed the rate, or `NIL`.
     bottleneck: ChannelId,
+    /// Index of this flow in its bottleneck's `held`.
+    held_slot: u32,
     /// From the end of the transfer to delivery.
     tail_ps: Ps,
     /// Solver scratch: the recomputation that included the flow, frozen in it, its new rate.
@@ -143,15 +145,19 @@ struct Chan {
     flows: Vec<(u32, u32)>,
     /// Sum of their rates.
     used: u64,
-    /// Flows whose bottleneck this channel is: non-zero exactly when it is saturated.
-    bottlenecked: u32,
+    /// Flows whose bottleneck this channel is: some exactly when it is saturated.
+    held: Vec<u32>,
+    /// No flow sharing the channel is faster: an upper bound that rises with its flows' rates
+    /// and is brought down to the fastest when an update scans them all.
+    peak: u64,
     /// Sum over holders of `rem + rate * t`: the work still to cross the channel at time `now`
     /// is `work - used * now`.
     work: i128,
-    /// Solver scratch: the filling that touched it, its capacity left to the flows still rising
-    /// and their number; the total of the set's rates here before and after, its fastest flow
+    /// Solver scratch: the filling that touched it and its index among that filling's channels,
+    /// its capacity left to the flows still rising and their number; the total of the set's rates here before and after, its fastest flow
     /// after, and the level at which the set filled it (`u64::MAX` if it did not).
     mark: u64,
+    local: u32,
     residual: u64,
     unfrozen: u32,
     set_old: u64,
@@ -182,6 +188,8 @@ pub struct FlowFabric {
     /// Rate recomputations and the flows they covered, for the locality of updates.
     reshares: u64,
     reshared_flows: u64,
+    /// Flows sharing bandwidth.
+    sharing_flows: usize,
     /// The instant an `Update` is scheduled for, or `NEVER`.
     update_at: Ps,
     solver: share::Scratch,
@@ -226,6 +234,7 @@ impl FlowFabric {
             stats: FabricStats::default(),
             reshares: 0,
             reshared_flows: 0,
+            sharing_flows: 0,
             update_at: NEVER,
             solver: share::Scratch::default(),
         }
@@ -497,6 +506,7 @@ impl FlowFabric {
             c.flows.push((flow, i as u32));
         }
         f.sharing = true;
+        self.sharing_flows += 1;
         self.solver.seeds.push(flow);
         self.update_soon(now, q);
     }
@@ -515,7 +525,10 @@ impl FlowFabric {
             (f.rate, f.bottleneck, f.since, f.src, f.bytes, f.sharing)
         };
         if bottleneck != NIL {
-            self.ch[bottleneck as usize].bottlenecked -= 1;
+            self.release(flow);
+        }
+        if sharing {
+            self.sharing_flows -= 1;
         }
         let elapsed = now - since;
         let contribution = {
@@ -533,14 +546,7 @@ impl FlowFabric {
                     self.flows[moved].path[at as usize].slot = h.slot;
                 }
                 // The flows this one held back at a saturated channel may take what it frees.
-                let o = &self.ch[c];
-                if o.bottlenecked > 0 {
-                    for &(g, _) in &o.flows {
-                        if self.flows[g].bottleneck == h.ch {
-                            self.solver.seeds.push(g);
-                        }
-                    }
-                }
+                self.solver.seeds.extend_from_slice(&self.ch[c].held);
             }
             let o = &mut self.ch[c];
             o.work -= contribution;
