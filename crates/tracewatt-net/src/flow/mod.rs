@@ -170,6 +170,9 @@ struct Chan {
     /// (stop level, fastest flow of the set, capacity freed).
     scanned: u64,
     scan_outcome: (u64, u64, bool),
+    /// The batch of starts and ends (numbered from 1) whose update has this channel's held flows
+    /// among its seeds.
+    seeded: u64,
 }
 
 /// The flow-level network state of one simulation: the same interface as
@@ -363,6 +366,7 @@ impl FlowFabric {
             FlowEvent::Deliver { flow } => self.deliver(flow, now),
             FlowEvent::Update => {
                 self.update_at = NEVER;
+                self.solver.batch += 1;
                 let mut seeds = std::mem::take(&mut self.solver.seeds);
                 // A flow held back by one that ended may itself have ended since.
                 seeds.retain(|&f| self.flows[f].sharing);
@@ -546,7 +550,11 @@ impl FlowFabric {
                     self.flows[moved].path[at as usize].slot = h.slot;
                 }
                 // The flows this one held back at a saturated channel may take what it frees.
-                self.solver.seeds.extend_from_slice(&self.ch[c].held);
+                let (o, batch) = (&mut self.ch[c], self.solver.batch + 1);
+                if o.seeded != batch {
+                    o.seeded = batch;
+                    self.solver.seeds.extend_from_slice(&o.held);
+                }
             }
             let o = &mut self.ch[c];
             o.work -= contribution;

@@ -43,6 +43,9 @@ use tracewatt_core::{Ps, Schedule};
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     pub(super) seeds: Vec<u32>,
+    /// Counts the updates run, so that a channel's held flows go into the seeds of the next one
+    /// once however many flows leave it (see `Chan::seeded`).
+    pub(super) batch: u64,
     set: Vec<u32>,
     chans: Vec<ChannelId>,
     /// The set's flows on each channel of `chans`: those of `chans[i]` are
@@ -319,4 +322,3 @@ impl FlowFabric {
 fn entry(level: u64, ch: ChannelId) -> Reverse<u128> {
     Reverse(u128::from(level) << 32 | u128::from(ch))
 }
-
