@@ -188,6 +188,8 @@ pub struct FlowFabric {
     flows: Slab<Flow>,
     /// Path vectors of delivered flows, kept for reuse.
     spare_paths: Vec<Vec<Hop>>,
+    /// The bandwidths along the path of a flow starting its transfer, kept for reuse.
+    path_bps: Vec<u64>,
     notices: Vec<Notice>,
     stats: FabricStats,
     /// Rate recomputations and the flows they covered, for the locality of updates.
@@ -235,6 +237,7 @@ impl FlowFabric {
             ch,
             flows: Slab::new(),
             spare_paths: Vec::new(),
+            path_bps: Vec::new(),
             notices: Vec::new(),
             stats: FabricStats::default(),
             reshares: 0,
@@ -483,14 +486,18 @@ impl FlowFabric {
         q: &mut S,
         obs: &mut O,
     ) {
-        let bps: Vec<u64> = self.flows[flow]
-            .path
-            .iter()
-            .map(|h| self.ch[h.ch as usize].bits_per_s)
-            .collect();
+        let mut bps = std::mem::take(&mut self.path_bps);
+        bps.clear();
+        bps.extend(
+            self.flows[flow]
+                .path
+                .iter()
+                .map(|h| self.ch[h.ch as usize].bits_per_s),
+        );
         let f = &mut self.flows[flow];
         let bottleneck = bps.iter().copied().min().unwrap_or(1);
         let lone = timing::lone_serialisation_ps(&self.params, &bps, f.bytes);
+        self.path_bps = bps;
         let last = f
             .path
             .last()
