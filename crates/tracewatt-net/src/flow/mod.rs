@@ -156,8 +156,9 @@ struct Chan {
     /// is `work - used * now`.
     work: i128,
     /// Solver scratch: the filling that touched it and its index among that filling's channels,
-    /// its capacity left to the flows still rising and their number; the total of the set's rates here before and after, its fastest flow
-    /// after, and the level at which the set filled it (`u64::MAX` if it did not).
+    /// its capacity left to the flows still rising and their number; the total of the set's rates
+    /// here before and after, its fastest flow after, and the level at which the set filled it
+    /// (`u64::MAX` if it did not).
     mark: u64,
     local: u32,
     residual: u64,
