@@ -588,8 +588,14 @@ mod tests {
         // allows 1,500 us, but the timeout comes later: 1,530 us.
         p.timeout.idle_timeout_ps = 50 * US;
         assert_eq!(p.idle(1_001 * US, 1_150 * US), None);
-        assert_eq!(p.idle(1_001 * US, 1_300 * US).map(|s| s.at), Some(1_200 * US));
-        assert_eq!(p.idle(1_480 * US, 2_000 * US).map(|s| s.at), Some(1_530 * US));
+        assert_eq!(
+            p.idle(1_001 * US, 1_300 * US).map(|s| s.at),
+            Some(1_200 * US)
+        );
+        assert_eq!(
+            p.idle(1_480 * US, 2_000 * US).map(|s| s.at),
+            Some(1_530 * US)
+        );
         // A bound of 0 never sleeps.
         p.slowdown_bound = 0.0;
         assert_eq!(p.idle(3_000 * US, 9_000 * US), None);
