@@ -151,11 +151,12 @@ fn wake_delay(at: Ps, until: Ps, ts: Ps, tw: Ps) -> Ps {
 /// delay its own wakes add stays near a share `delay_share` of the elapsed time (after SPPS's
 /// self-tuning threshold, which tunes towards a performance target). It works in epochs of
 /// `window` gaps: when the gap after an epoch begins, it compares the delay its wakes added in
-/// the epoch with the epoch's length (from its first gap's start to that instant). Above
-/// `delay_share` it doubles its timeout (it wakes in fewer, longer gaps). Otherwise it halves
-/// it if the epoch's own gaps, slept after half the timeout, would still have kept the delay
-/// within `delay_share`, and keeps it if not: it lowers only where the past shows room, so on
-/// a stationary gap distribution it settles instead of swinging across the target. The timeout
+/// the epoch with the epoch's length (from the epoch's start, the run's for the first, to that
+/// instant). Above `delay_share` it doubles its timeout (it wakes in fewer, longer gaps).
+/// Otherwise it halves it if the epoch's own gaps, slept after half the timeout, would have
+/// left room within `delay_share` for one more wake, and keeps it if not: it lowers only where
+/// the past shows room, so on a stationary gap distribution it settles instead of swinging
+/// across the target. The timeout
 /// never goes below the break-even time, the depth's sleep plus wake time: sleeping in a
 /// shorter gap can only lose energy.
 #[derive(Debug, Clone, PartialEq)]
