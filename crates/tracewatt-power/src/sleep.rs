@@ -140,37 +140,64 @@ impl SleepPolicy for Oracle {
     }
 }
 
-/// `adaptive`: a timeout per port that tunes itself to its own recent idle gaps (after SPPS's
-/// self-tuning threshold). Once it has seen `window` gaps, its timeout is the longest it could
-/// have had and still slept in a share `sleep_share` of them: of the last `window` gaps sorted
-/// by length, the one with `floor(sleep_share * window)` longer than it. Before that it uses its
-/// starting timeout. On a stationary gap distribution it settles on the distribution's
-/// `1 - sleep_share` quantile, so the port wakes in about that share of its gaps; when the gaps
-/// change, the timeout follows within `window` gaps.
+/// What a wake adds to the traffic that ends a gap at `until`, for a sleep begun at `at` with
+/// sleep time `ts` and wake time `tw`: the traffic waits for the sleep to complete, then for
+/// the wake.
+fn wake_delay(at: Ps, until: Ps, ts: Ps, tw: Ps) -> Ps {
+    (at + ts).max(until) + tw - until
+}
+
+/// `adaptive`: a timeout per port that tunes itself, from the port's own past, so that the
+/// delay its own wakes add stays near a share `delay_share` of the elapsed time (after SPPS's
+/// self-tuning threshold, which tunes towards a performance target). It works in epochs of
+/// `window` gaps: when the gap after an epoch begins, it compares the delay its wakes added in
+/// the epoch with the epoch's length (from the epoch's start, the run's for the first, to that
+/// instant). Above `delay_share` it doubles its timeout (it wakes in fewer, longer gaps).
+/// Otherwise it halves it if the epoch's own gaps, slept after half the timeout, would have
+/// left room within `delay_share` for one more wake, and keeps it if not: it lowers only where
+/// the past shows room, so on a stationary gap distribution it settles instead of swinging
+/// across the target. The timeout
+/// never goes below the break-even time, the depth's sleep plus wake time: sleeping in a
+/// shorter gap can only lose energy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Adaptive {
     timeout: Timeout,
-    sleep_share: f64,
-    /// The last gaps, a ring of at most `window`.
-    gaps: Vec<Ps>,
+    /// The depth's sleep and wake times; their sum is the lowest timeout.
+    sleep_time_ps: Ps,
+    wake_time_ps: Ps,
+    delay_share: f64,
     window: usize,
-    next: usize,
+    /// The current epoch: when it began, its gaps and the delay its wakes added.
+    epoch_start: Ps,
+    gaps: Vec<Ps>,
+    delay_ps: Ps,
     /// The stretch last asked about, recorded once the next one begins (it may be asked about
     /// again, with a later end, until then).
     pending: Option<(Ps, Ps)>,
 }
 
 impl Adaptive {
-    pub fn new(start_timeout_ps: Ps, depth: Depth, sleep_share: f64, window: usize) -> Self {
+    /// Starts at `start_timeout_ps` (raised to the break-even time), the run at time 0.
+    pub fn new(
+        start_timeout_ps: Ps,
+        depth: &DepthTiming,
+        kind: Depth,
+        delay_share: f64,
+        window: u32,
+    ) -> Self {
+        let window = window.max(1) as usize;
         Self {
             timeout: Timeout {
-                idle_timeout_ps: start_timeout_ps,
-                depth,
+                idle_timeout_ps: start_timeout_ps.max(depth.sleep_time_ps + depth.wake_time_ps),
+                depth: kind,
             },
-            sleep_share,
+            sleep_time_ps: depth.sleep_time_ps,
+            wake_time_ps: depth.wake_time_ps,
+            delay_share,
+            window,
+            epoch_start: 0,
             gaps: Vec::with_capacity(window),
-            window: window.max(1),
-            next: 0,
+            delay_ps: 0,
             pending: None,
         }
     }
@@ -180,23 +207,33 @@ impl Adaptive {
         self.timeout.idle_timeout_ps
     }
 
-    fn record(&mut self, gap: Ps) {
-        if self.gaps.len() < self.window {
-            self.gaps.push(gap);
+    /// The delay its wakes would have added in the epoch's gaps with timeout `t`.
+    fn delay_with(&self, t: Ps) -> Ps {
+        self.gaps
+            .iter()
+            .filter(|&&g| g > t)
+            .map(|&g| wake_delay(t, g, self.sleep_time_ps, self.wake_time_ps))
+            .sum()
+    }
+
+    /// Ends the epoch at `now`, retuning the timeout to the delay share the epoch had.
+    fn retune(&mut self, now: Ps) {
+        let elapsed = (now - self.epoch_start).max(1) as f64;
+        let t = self.timeout.idle_timeout_ps;
+        let floor = self.sleep_time_ps + self.wake_time_ps;
+        let lower = (t / 2).max(floor);
+        // Lowering needs room for what the lower timeout would have cost and one more wake.
+        let room = |delay: Ps| delay as f64 <= self.delay_share * elapsed;
+        self.timeout.idle_timeout_ps = if !room(self.delay_ps) {
+            t.saturating_mul(2).max(1)
+        } else if lower < t && room(self.delay_with(lower) + floor) {
+            lower
         } else {
-            self.gaps[self.next] = gap;
-        }
-        self.next = (self.next + 1) % self.window;
-        if self.gaps.len() == self.window {
-            let mut sorted = self.gaps.clone();
-            sorted.sort_unstable();
-            let longer = (self.sleep_share * self.window as f64).floor() as usize;
-            self.timeout.idle_timeout_ps = if longer >= self.window {
-                0
-            } else {
-                sorted[self.window - 1 - longer]
-            };
-        }
+            t
+        };
+        self.epoch_start = now;
+        self.gaps.clear();
+        self.delay_ps = 0;
     }
 }
 
@@ -204,21 +241,27 @@ impl SleepPolicy for Adaptive {
     fn idle(&mut self, idle_since: Ps, until: Ps) -> Option<Sleep> {
         if let Some((since, end)) = self.pending {
             if since != idle_since {
-                self.record(end - since);
+                self.gaps.push(end - since);
+                if self.gaps.len() == self.window {
+                    self.retune(idle_since);
+                }
             }
         }
         self.pending = Some((idle_since, until));
-        self.timeout.idle(idle_since, until)
+        let sleep = self.timeout.idle(idle_since, until)?;
+        self.delay_ps += wake_delay(sleep.at, until, self.sleep_time_ps, self.wake_time_ps);
+        Some(sleep)
     }
 }
 
-/// `perfbound`: sleeps after its timeout (0: at once) only while the delay its own wakes have
-/// added stays within `slowdown_bound` of the elapsed time, as PerfBound bounds each link's
-/// slowdown from local information (Saravanan et al., IEEE Trans. Computers 2018). Before a
-/// sleep it checks that the worst delay the sleep can add (a packet as the sleep begins waits
-/// for the sleep and the wake) still fits; when it does not, the port stays active until the
-/// elapsed time has grown enough. The delay it counts is what each wake added, reckoned from
-/// the PHY's timing with the longer of the two ends' wake times.
+/// `perfbound`: sleeps only while the delay its own wakes have added stays within
+/// `slowdown_bound` of the elapsed time, as PerfBound bounds each link's slowdown from local
+/// information (Saravanan et al., IEEE Trans. Computers 2018). In an idle stretch it sleeps at
+/// the earliest instant `t`, at least its timeout (0: at once) after the stretch began, at
+/// which the delay added so far plus the worst the next wake can add (a packet as the sleep
+/// begins waits for the sleep and the wake) is within `slowdown_bound x t`: as the elapsed time
+/// grows within a long gap, slack returns and it sleeps. The delay it counts is what each wake
+/// added, reckoned from the PHY's timing with the longer of the two ends' wake times.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PerfBound {
     pub timeout: Timeout,
@@ -229,16 +272,39 @@ pub struct PerfBound {
     pub delay_ps: Ps,
 }
 
-impl SleepPolicy for PerfBound {
-    fn idle(&mut self, idle_since: Ps, until: Ps) -> Option<Sleep> {
-        let sleep = self.timeout.idle(idle_since, until)?;
-        let worst = self.delay_ps + self.sleep_time_ps + self.wake_time_ps;
-        if worst as f64 > self.slowdown_bound * sleep.at as f64 {
+impl PerfBound {
+    /// The earliest instant `t` (from the run's start) with `worst <= slowdown_bound x t`;
+    /// `None` when no instant is (a bound of 0 with a delay to add).
+    fn slack_at(&self, worst: Ps) -> Option<Ps> {
+        let fits = |t: Ps| worst as f64 <= self.slowdown_bound * t as f64;
+        if worst == 0 {
+            return Some(0);
+        }
+        if self.slowdown_bound <= 0.0 {
             return None;
         }
-        // The traffic waits for the sleep to complete, then for the wake.
-        self.delay_ps += (sleep.at + self.sleep_time_ps).max(until) + self.wake_time_ps - until;
-        Some(sleep)
+        // The quotient, then exact against the test itself (the division rounds).
+        let mut t = (worst as f64 / self.slowdown_bound).ceil() as Ps;
+        while t > 0 && fits(t - 1) {
+            t -= 1;
+        }
+        while !fits(t) {
+            t += 1;
+        }
+        Some(t)
+    }
+}
+
+impl SleepPolicy for PerfBound {
+    fn idle(&mut self, idle_since: Ps, until: Ps) -> Option<Sleep> {
+        let worst = self.delay_ps + self.sleep_time_ps + self.wake_time_ps;
+        let at = (idle_since + self.timeout.idle_timeout_ps).max(self.slack_at(worst)?);
+        // Idle for exactly the wait is still active, as with a timeout.
+        if at >= until {
+            return None;
+        }
+        self.delay_ps += wake_delay(at, until, self.sleep_time_ps, self.wake_time_ps);
+        Some(Sleep::on_demand(at, self.timeout.depth))
     }
 }
 
@@ -296,9 +362,9 @@ pub struct PolicySettings {
     pub depth: Depth,
     /// `perfbound`: the most delay its wakes may add, as a share of the elapsed time.
     pub slowdown_bound: f64,
-    /// `adaptive`: the share of its gaps it tunes its timeout to sleep in ...
-    pub sleep_share: f64,
-    /// ... over its last this many gaps.
+    /// `adaptive`: the share of the elapsed time it tunes its wakes' delay to ...
+    pub delay_share: f64,
+    /// ... judged over epochs of this many gaps.
     pub window: u32,
 }
 
@@ -310,7 +376,7 @@ impl PolicySettings {
             idle_timeout_ps,
             depth: Depth::DeepSleep,
             slowdown_bound: DEFAULT_SLOWDOWN_BOUND,
-            sleep_share: DEFAULT_SLEEP_SHARE,
+            delay_share: DEFAULT_DELAY_SHARE,
             window: DEFAULT_WINDOW,
         }
     }
@@ -334,9 +400,10 @@ impl PolicySettings {
             LinkPolicy::Oracle => LinkSleep::Oracle(Box::new(Oracle { phy: *phy })),
             LinkPolicy::Adaptive => LinkSleep::Adaptive(Box::new(Adaptive::new(
                 self.idle_timeout_ps,
+                &phy.depth(depth),
                 depth,
-                self.sleep_share,
-                self.window as usize,
+                self.delay_share,
+                self.window,
             ))),
             LinkPolicy::PerfBound => {
                 let d = phy.depth(depth);
@@ -354,9 +421,9 @@ impl PolicySettings {
 
 /// PerfBound's default bound: 1 % slowdown (Saravanan et al., IEEE Trans. Computers 2018).
 pub const DEFAULT_SLOWDOWN_BOUND: f64 = 0.01;
-/// `adaptive`'s defaults, assumptions (docs/config.md): wake in a tenth of the gaps, judged over
-/// the last 32.
-pub const DEFAULT_SLEEP_SHARE: f64 = 0.1;
+/// `adaptive`'s defaults (docs/config.md): its wakes' delay near 1 % of the elapsed time,
+/// PerfBound's bound (SPPS reports under 1 % slowdown), retuned every 32 gaps (an assumption).
+pub const DEFAULT_DELAY_SHARE: f64 = 0.01;
 pub const DEFAULT_WINDOW: u32 = 32;
 
 #[cfg(test)]
@@ -444,44 +511,57 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_settles_on_its_quantile_and_follows_a_change() {
-        // Window 4, share 0.25: one gap in four longer than the timeout.
-        let mut a = Adaptive::new(50 * US, Depth::DeepSleep, 0.25, 4);
+    fn adaptive_settles_on_its_delay_target_and_follows_a_change() {
+        // Deep sleep only: Ts 2 us, Tw 3 us, so the break-even time, its lowest timeout, is
+        // 5 us. Epochs of 4 gaps, target 1 %: it doubles above 1 %, halves under 0.5 %.
+        let mut phy = two_depths();
+        phy.fast_wake = None;
+        let deep = phy.depth(Depth::DeepSleep);
+        let mut a = Adaptive::new(0, &deep, Depth::DeepSleep, 0.01, 4);
         let mut t = 0;
-        let mut gap = |a: &mut Adaptive, us: Ps| {
-            // Each gap follows 1 us of traffic.
-            a.idle(t, t + us * US);
-            t += (us + 1) * US;
+        // One epoch, each gap followed by 1 us of traffic: the timeout in force (its first
+        // gap's start retunes it from the epoch before) and the gaps it slept in.
+        let mut epoch = |a: &mut Adaptive, gaps: [Ps; 4]| {
+            let (mut timeout, mut slept) = (0, [false; 4]);
+            for (i, us) in gaps.into_iter().enumerate() {
+                slept[i] = a.idle(t, t + us * US).is_some();
+                if i == 0 {
+                    timeout = a.timeout_ps();
+                }
+                t += (us + 1) * US;
+            }
+            (timeout, slept)
         };
-        // Gaps 10, 20, 30, 40 us repeating: the first four are recorded as the fifth begins;
-        // sorted 10, 20, 30, 40, floor(0.25 x 4) = 1 longer: 30 us.
-        for us in [10, 20, 30, 40] {
-            gap(&mut a, us);
-        }
-        assert_eq!(
-            a.timeout_ps(),
-            50 * US,
-            "the start until the window is full"
-        );
-        for us in [10, 20, 30, 40, 10, 20, 30, 40] {
-            gap(&mut a, us);
-            assert_eq!(a.timeout_ps(), 30 * US);
-        }
-        // Gaps ten times as long: once four are in the window, 300 us.
-        for us in [100, 200, 300, 400, 100] {
-            gap(&mut a, us);
-        }
-        assert_eq!(a.timeout_ps(), 300 * US);
-        // It sleeps in the 400 us gap only: 300 us after the gap's start.
-        assert_eq!(a.idle(t, t + 300 * US), None);
-        let s = a.idle(t, t + 400 * US).unwrap();
-        assert_eq!(s.at, t + 300 * US);
+        let (all, long) = ([true; 4], [false, false, false, true]);
+        // Gaps 8, 8, 8, 500 us: an epoch lasts 528 us. A start of 0 is raised to 5 us; it
+        // sleeps in every gap and each wake delays its packet 3 us (the sleep has completed):
+        // 12 / 528 = 2.3 % > 1 %, so 10 us. Then it sleeps in the 500 us gap only:
+        // 3 / 528 = 0.57 %, within target; at 5 us it would have been 2.3 % again, so it stays
+        // at 10 us.
+        let short = [8, 8, 8, 500];
+        assert_eq!(epoch(&mut a, short), (5 * US, all));
+        assert_eq!(epoch(&mut a, short), (10 * US, long));
+        assert_eq!(epoch(&mut a, short), (10 * US, long));
+        // The long gap grows to 2,000 us (epochs of 2,028 us): 3 / 2,028 = 0.15 %, and at
+        // 5 us it would have been 12 / 2,028 = 0.59 %, within 1 %: 5 us, where it stays.
+        let sparse = [8, 8, 8, 2_000];
+        assert_eq!(epoch(&mut a, sparse), (10 * US, long));
+        assert_eq!(epoch(&mut a, sparse), (5 * US, all));
+        assert_eq!(epoch(&mut a, sparse), (5 * US, all));
+        // Asked again about a stretch (its end later) counts it once.
+        let mut b = Adaptive::new(0, &deep, Depth::DeepSleep, 0.01, 1);
+        assert_eq!(b.idle(0, 4 * US), None);
+        assert!(b.idle(0, 6 * US).is_some());
+        assert_eq!(b.timeout_ps(), 5 * US);
+        // Its epoch of one 6 us gap: 3 us of delay in 10 us, 30 %: 10 us.
+        b.idle(10 * US, 11 * US);
+        assert_eq!(b.timeout_ps(), 10 * US);
     }
 
     #[test]
-    fn perfbound_stops_at_its_bound_and_resumes_with_slack() {
-        // Sleeps at once (timeout 0); Ts 2 us, Tw 3 us; bound 1 %: the worst next delay is
-        // delay + 5 us, which must be at most 1 % of the time the sleep begins.
+    fn perfbound_sleeps_as_soon_as_its_bound_allows_within_a_gap() {
+        // Ts 2 us, Tw 3 us, bound 1 %: it sleeps at the earliest t at least its timeout into
+        // the stretch with delay + 5 us <= 1 % of t.
         let mut p = PerfBound {
             timeout: Timeout {
                 idle_timeout_ps: 0,
@@ -492,20 +572,33 @@ mod tests {
             wake_time_ps: 3 * US,
             delay_ps: 0,
         };
-        // At 400 us, 5 us > 4 us: stays active.
-        assert_eq!(p.idle(400 * US, 600 * US), None);
-        // At 510 us, 5 us < 5.1 us: sleeps; the packet at 600 us waits the 3 us wake.
-        assert!(p.idle(510 * US, 600 * US).is_some());
+        // Idle from the run's start: 5 us <= 0.01 t from t = 500 us, inside a gap to 600 us;
+        // the packet at 600 us waits the 3 us wake.
+        assert_eq!(
+            p.idle(0, 600 * US),
+            Some(Sleep::on_demand(500 * US, Depth::DeepSleep))
+        );
         assert_eq!(p.delay_ps, 3 * US);
-        // At 700 us: 3 + 5 = 8 us > 7 us: the bound is reached, no sleep.
-        assert_eq!(p.idle(700 * US, 900 * US), None);
-        // At 810 us: 8 us < 8.1 us, slack again; a packet at 811 us comes during the sleep
-        // (until 812 us) and waits 1 + 3 us.
-        assert!(p.idle(810 * US, 811 * US).is_some());
+        // 3 + 5 = 8 us: from 800 us. A gap to 790 us ends first; to 900 us it sleeps at
+        // 800 us, and a packet at 801 us comes during the sleep (until 802 us): 1 + 3 us.
+        assert_eq!(p.idle(601 * US, 790 * US), None);
+        assert_eq!(p.idle(791 * US, 801 * US).map(|s| s.at), Some(800 * US));
         assert_eq!(p.delay_ps, 7 * US);
-        // At 1,100 us: 12 us > 11 us: stops; at 1,210 us: 12 us < 12.1 us: resumes.
-        assert_eq!(p.idle(1_100 * US, 1_150 * US), None);
-        assert!(p.idle(1_210 * US, 1_300 * US).is_some());
-        assert_eq!(p.delay_ps, 10 * US);
+        // With a 50 us timeout: 12 us allows 1,200 us, later than 1,001 + 50; asked again
+        // about the same gap with a later end, it sleeps then. In a gap from 1,480 us, 15 us
+        // allows 1,500 us, but the timeout comes later: 1,530 us.
+        p.timeout.idle_timeout_ps = 50 * US;
+        assert_eq!(p.idle(1_001 * US, 1_150 * US), None);
+        assert_eq!(
+            p.idle(1_001 * US, 1_300 * US).map(|s| s.at),
+            Some(1_200 * US)
+        );
+        assert_eq!(
+            p.idle(1_480 * US, 2_000 * US).map(|s| s.at),
+            Some(1_530 * US)
+        );
+        // A bound of 0 never sleeps.
+        p.slowdown_bound = 0.0;
+        assert_eq!(p.idle(3_000 * US, 9_000 * US), None);
     }
 }

@@ -57,13 +57,10 @@ DEFAULT_TIMEOUTS_US: tuple[float, ...] = (0, 1, 5, 10, 50, 250, 600, 1250, 1600,
 #: The link policies tune searches: ``timeout`` screened then confirmed, the others confirmed.
 TUNED_POLICIES = ("timeout", "adaptive", "perfbound")
 
-#: ``adaptive``'s share of its recent gaps to sleep in, tried by tune: the power crate's default
-#: (0.1) and two bolder ones.
-ADAPTIVE_SLEEP_SHARES = (0.1, 0.25, 0.5)
-
-#: ``perfbound``'s bound on each port's delay, tried by tune, as shares of the budget: the
-#: budget itself, and half of it, since delays on several links of a path add up.
-PERFBOUND_BUDGET_SHARES = (0.5, 1.0)
+#: ``perfbound``'s bound on each port's delay and ``adaptive``'s delay target, tried by tune, as
+#: shares of the budget: the budget itself, and half of it, since delays on several links of a
+#: path add up.
+BUDGET_SHARES = (0.5, 1.0)
 
 
 def check_policies(policies: Sequence[str]) -> list[str]:
@@ -89,21 +86,15 @@ def policy_candidates(
     policies: Sequence[str], slowdown_pct: float, kinds: Sequence[str]
 ) -> list[dict[str, dict[str, Any]]]:
     """The candidates of the policies tune confirms without screening: every link kind of
-    ``kinds`` under the policy, ``adaptive`` at each of :data:`ADAPTIVE_SLEEP_SHARES`,
-    ``perfbound`` with its bound at each of :data:`PERFBOUND_BUDGET_SHARES` of the budget
-    (as a share of the run, at most 1)."""
+    ``kinds`` under the policy, ``adaptive``'s delay target and ``perfbound``'s bound each at
+    every share of :data:`BUDGET_SHARES` of the budget (as a share of the run, at most 1)."""
+    shares = dict.fromkeys(min(1.0, share * slowdown_pct / 100.0) for share in BUDGET_SHARES)
     params: list[dict[str, Any]] = []
     for policy in policies:
         if policy == "adaptive":
-            params += [
-                {"policy": "adaptive", "adaptive_sleep_share": share}
-                for share in ADAPTIVE_SLEEP_SHARES
-            ]
+            params += [{"policy": "adaptive", "adaptive_delay_share": s} for s in shares]
         elif policy == "perfbound":
-            bounds = dict.fromkeys(
-                min(1.0, share * slowdown_pct / 100.0) for share in PERFBOUND_BUDGET_SHARES
-            )
-            params += [{"policy": "perfbound", "slowdown_bound": b} for b in bounds]
+            params += [{"policy": "perfbound", "slowdown_bound": s} for s in shares]
     return [{kind: dict(p) for kind in kinds} for p in params]
 
 

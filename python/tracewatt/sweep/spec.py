@@ -360,7 +360,7 @@ _SLEEP_FIELDS = (
     "fast_wake_time_us",
     "fast_wake_saving",
     "slowdown_bound",
-    "adaptive_sleep_share",
+    "adaptive_delay_share",
     "adaptive_window",
 )
 

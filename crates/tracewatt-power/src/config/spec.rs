@@ -6,7 +6,7 @@ use crate::dimm::{
     DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
 };
 use crate::phy;
-use crate::sleep::{DEFAULT_SLEEP_SHARE, DEFAULT_SLOWDOWN_BOUND, DEFAULT_WINDOW};
+use crate::sleep::{DEFAULT_DELAY_SHARE, DEFAULT_SLOWDOWN_BOUND, DEFAULT_WINDOW};
 use crate::{
     Depth, FastWake, LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower,
 };
@@ -130,10 +130,10 @@ pub struct LinkPowerSpec {
     /// `perfbound`: the most delay a port's wakes may add, as a share of the elapsed time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowdown_bound: Option<f64>,
-    /// `adaptive`: the share of its idle gaps a port tunes its timeout to sleep in ...
+    /// `adaptive`: the share of the elapsed time a port tunes its wakes' delay to ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adaptive_sleep_share: Option<f64>,
-    /// ... judged over its last this many gaps.
+    pub adaptive_delay_share: Option<f64>,
+    /// ... judged over epochs of this many gaps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_window: Option<u32>,
 }
@@ -444,7 +444,7 @@ impl PowerSpec {
                 l.slowdown_bound.get_or_insert(DEFAULT_SLOWDOWN_BOUND);
             }
             Some(LinkPolicy::Adaptive) => {
-                l.adaptive_sleep_share.get_or_insert(DEFAULT_SLEEP_SHARE);
+                l.adaptive_delay_share.get_or_insert(DEFAULT_DELAY_SHARE);
                 l.adaptive_window.get_or_insert(DEFAULT_WINDOW);
             }
             _ => {}
@@ -453,6 +453,12 @@ impl PowerSpec {
             && (l.policy == Some(LinkPolicy::Oracle) || l.depth == Some(Depth::FastWake))
         {
             l.fast_wake_saving.get_or_insert(DEFAULT_FAST_WAKE_SAVING);
+        }
+        // The depth is a choice, and so shown, where the PHY has two and the policy uses one.
+        if l.fast_wake_us().is_some()
+            && !matches!(l.policy, Some(LinkPolicy::AlwaysOn | LinkPolicy::Oracle))
+        {
+            l.depth.get_or_insert(Depth::DeepSleep);
         }
         let (base_depth, base_fast) = (l.depth, l.fast_wake_us().is_some());
         for (field, s) in self.link_specs_mut() {
@@ -486,7 +492,7 @@ impl PowerSpec {
             for (k, v) in [
                 ("fast_wake_saving", s.fast_wake_saving),
                 ("slowdown_bound", s.slowdown_bound),
-                ("adaptive_sleep_share", s.adaptive_sleep_share),
+                ("adaptive_delay_share", s.adaptive_delay_share),
             ] {
                 if let Some(v) = v {
                     if !(0.0..=1.0).contains(&v) {
@@ -768,7 +774,7 @@ impl PowerSpec {
                 idle_timeout_ps: pick(|s| s.idle_timeout_us),
                 depth: o.and_then(|o| o.depth).or(b.depth).unwrap_or_default(),
                 slowdown_bound: value(|s| s.slowdown_bound, DEFAULT_SLOWDOWN_BOUND),
-                sleep_share: value(|s| s.adaptive_sleep_share, DEFAULT_SLEEP_SHARE),
+                delay_share: value(|s| s.adaptive_delay_share, DEFAULT_DELAY_SHARE),
                 window: o
                     .and_then(|o| o.adaptive_window)
                     .or(b.adaptive_window)
@@ -954,7 +960,7 @@ mod tests {
         assert_eq!(l.policy, {
             // Its start timeout is the base table's.
             let mut want = PolicySettings::new(LinkPolicy::Adaptive, 0);
-            (want.window, want.sleep_share) = (8, 0.1);
+            (want.window, want.delay_share) = (8, 0.01);
             want
         });
         let n = p.setup(LinkClass::Node, Some(2));
