@@ -76,7 +76,7 @@ def render(checks: list[dict[str, Any]]) -> str:
     rows = ["| check | target | simulated | result |", "|---|---|---|---|"]
     for c in checks:
         label = f"{c['id']}. {c['name']}" if c["id"].isdigit() else f"`{c['id']}`: {c['name']}"
-        result = "passes" if c["passed"] else "**fails**"
+        result = {True: "passes", False: "**fails**", None: "not applicable"}[c["passed"]]
         rows.append(f"| {cell(label)} | {cell(c['target'])} | {cell(c['simulated'])} | {result} |")
     return "\n".join(rows)
 

@@ -228,7 +228,7 @@ def test_validation_table_rows_by_hand() -> None:
 
 #: Checks quick enough for the default run (about 3 CPU-seconds together; check 5 takes about a
 #: minute and mpi-wait about 10 s): the slow test runs every check.
-QUICK_CHECKS = ["1", "2", "3", "4", "nic-coalescing", "whole-system", "dimm-hotplug"]
+QUICK_CHECKS = ["1", "2", "3", "4", "nic-coalescing", "whole-system", "dimm-hotplug", "policies"]
 
 
 def test_quick_checks_give_the_committed_validate_output() -> None:
@@ -241,3 +241,52 @@ def test_quick_checks_give_the_committed_validate_output() -> None:
 @pytest.mark.slow
 def test_every_check_gives_the_committed_validate_output() -> None:
     assert [c.to_dict() for c in validation.run_checks()] == committed_checks()
+
+
+# --------------------------------------------------------------------- policies table
+
+
+def policies_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "policies_table", ROOT / "scripts" / "policies_table.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_policies_page_table_is_the_committed_dataset() -> None:
+    script = policies_script()
+    rows = script.load_rows(ROOT / "docs" / "data" / "policies.json")
+    page = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
+    assert script.page_table(page) == script.render(rows)
+    assert script.main(["--check"]) == 0
+
+
+def test_policies_table_rows_by_hand() -> None:
+    script = policies_script()
+
+    def row(policy: str, saving: float, share: float | None, slowdown: float) -> dict[str, Any]:
+        return {
+            "suite": "S",
+            "workload": "w",
+            "component": "links",
+            "policy": policy,
+            "component_saving_pct": saving,
+            "saving_pct": 0.0,
+            "slowdown_pct": slowdown,
+            "share_of_bound_pct": share,
+            "wakes": 0,
+        }
+
+    rows = [
+        row("timeout", 4.0, 50.0, 0.25),
+        row("adaptive", -8.0, None, 12.5),
+        row("perfbound", 2.0, 25.0, 0.0),
+        row("oracle", 8.0, 100.0, 0.0),
+        {**row("ideal", 75.0, 100.0, 0.0), "component": "dimms", "suite": "D"},
+    ]
+    lines = script.render(rows).splitlines()
+    assert lines[2] == "| S | w | 8.0 % | 50.0 % / +0.25 % | - / +12.50 % | 25.0 % / +0.00 % |"
+    assert lines[-1] == "| D | `ideal` | 75.0 % | 100.0 % | +0.00 % |"

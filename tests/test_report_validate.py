@@ -157,7 +157,7 @@ def test_a_check_without_its_fields_is_a_usage_error(
         ({"checks": [{"id": "x"}]}, "`checks[0].name` is missing"),
         (
             {"checks": [{**checks["3"], "passed": "yes"}]},
-            "`checks[0].passed` is a string, not true or false",
+            "`checks[0].passed` is a string, not true or false or null",
         ),
         (
             {"checks": [{**checks["1"], "panels": [{**panel, "series": [{"label": "a"}]}]}]},

@@ -15,7 +15,8 @@ from tracewatt.validation import common, idle_switch, mpi_wait, sensitivity
 
 
 @pytest.mark.parametrize(
-    "check_id", ["1", "2", "3", "4", "nic-coalescing", "mpi-wait", "whole-system", "dimm-hotplug"]
+    "check_id",
+    ["1", "2", "3", "4", "nic-coalescing", "mpi-wait", "whole-system", "dimm-hotplug", "policies"],
 )
 def test_validation_check_passes(check_id: str) -> None:
     c = validation.CHECKS[check_id]()

@@ -51,4 +51,5 @@ def screen_idle(
     timeouts_us: list[float],
     wakes_us: list[float],
     sleeps_us: list[float],
+    oracle: bool,
 ) -> dict[str, list[Any]]: ...

@@ -237,3 +237,13 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+
+
+def link_tables(power: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every link power table of a ``[power]`` table: the base ``links``, then its overrides
+    (``node``, ``local``, ``global``, each ``tree`` and ``torus`` entry, each ``node_links``
+    entry's ``link``), those it has."""
+    tables = [power.get("links"), *(power.get(k) for k in ("node", "local", "global"))]
+    tables += list(power.get("tree") or []) + list(power.get("torus") or [])
+    tables += [o.get("link") for o in power.get("node_links") or [] if isinstance(o, dict)]
+    return [t for t in tables if isinstance(t, dict)]

@@ -1,9 +1,12 @@
 //! `cargo bench -p tracewatt-bench --bench flow`: the flow-level network alone, in flow events
-//! per second, on all-to-all traffic where many flows share saturated links, with the packet
-//! model on the same messages beside it (packet events per second, and the time of the whole
-//! exchange in each). Before the timed runs, each scenario prints how many flows one start or
-//! end of a flow recomputes on average (the locality of the max-min updates) and the wall time of
-//! one run of each model.
+//! per second, with the packet model on the same messages beside it (packet events per second,
+//! and the time of the whole exchange in each): all-to-all traffic where many flows share
+//! saturated links, and one iteration of TraceRP's benchmarks (permutation, stencil4d,
+//! near-neighbour, a throttled all-to-all) at 8,192 nodes. Where the packet model would take
+//! minutes on a scenario, it runs the same messages made smaller (`Scenario::packet_cut`, named
+//! in the output). Before the timed runs, each scenario prints how many flows one start or end
+//! of a flow recomputes on average (the locality of the max-min updates) and the wall time of
+//! one run of each model (`-- nomatch` prints these alone).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -50,6 +53,27 @@ struct Scenario {
     routing: RoutingAlgorithm,
     /// (time, src, dst, bytes)
     sends: Vec<(Ps, NodeId, NodeId, u64)>,
+    /// The packet model runs the same messages this many times smaller where the whole would
+    /// take it minutes (its cost grows with the packets, the flow model's does not); 1 for the
+    /// whole.
+    packet_cut: u64,
+}
+
+impl Scenario {
+    /// What the packet model runs: the messages divided by `packet_cut`.
+    fn packet_cut(&self) -> Scenario {
+        Scenario {
+            name: self.name,
+            spec: self.spec.clone(),
+            routing: self.routing,
+            sends: self
+                .sends
+                .iter()
+                .map(|&(t, s, d, b)| (t, s, d, b.div_ceil(self.packet_cut)))
+                .collect(),
+            packet_cut: 1,
+        }
+    }
 }
 
 fn params() -> FabricParams {
@@ -77,6 +101,95 @@ fn all_to_all(nodes: u32, bytes: u64, at: Ps) -> Vec<(Ps, NodeId, NodeId, u64)> 
         .flat_map(|s| (1..nodes).map(move |i| (at, s, (s + i) % nodes, bytes)))
         .collect()
 }
+
+/// One exchange of a bulk-synchronous halo at `at`: rank `r` (on node `r`) of a periodic grid of
+/// `dims` (row-major, as MPI_Dims_create lays it out) sends `bytes` to its neighbour on each side
+/// of every dimension.
+fn halo(dims: &[u32], bytes: u64, at: Ps) -> Vec<(Ps, NodeId, NodeId, u64)> {
+    let n: u32 = dims.iter().product();
+    let mut sends = Vec::new();
+    for r in 0..n {
+        let mut stride = n;
+        for &d in dims {
+            stride /= d;
+            let c = r / stride % d;
+            for step in [1, d - 1] {
+                let to = r - c * stride + (c + step) % d * stride;
+                sends.push((at, r, to, bytes));
+            }
+        }
+    }
+    sends
+}
+
+/// One step of a random permutation at `at`: node `s` sends `bytes` to its image, a random
+/// shuffle of the nodes (fixed points dropped).
+fn permutation(nodes: u32, bytes: u64, at: Ps, seed: u64) -> Vec<(Ps, NodeId, NodeId, u64)> {
+    let mut image: Vec<u32> = (0..nodes).collect();
+    let mut r = Rng::new(seed);
+    for i in (1..nodes as usize).rev() {
+        image.swap(i, r.below(i as u64 + 1) as usize);
+    }
+    (0..nodes)
+        .filter(|&s| image[s as usize] != s)
+        .map(|s| (at, s, image[s as usize], bytes))
+        .collect()
+}
+
+/// Part of a throttled all-to-all: node `s` sends `bytes` to `s + offset` for each offset, in
+/// windows of `per_window` one `gap` apart (as MPICH's alltoall throttle keeps a fixed number of
+/// sends in flight).
+fn throttled_all_to_all(
+    nodes: u32,
+    bytes: u64,
+    offsets: &[u32],
+    per_window: usize,
+    gap: Ps,
+) -> Vec<(Ps, NodeId, NodeId, u64)> {
+    (0..nodes)
+        .flat_map(|s| {
+            offsets.iter().enumerate().map(move |(i, &o)| {
+                let at = (i / per_window) as Ps * gap;
+                (at, s, (s + o) % nodes, bytes)
+            })
+        })
+        .collect()
+}
+
+/// 8,192 nodes as TraceRP's three machines would have them at one rank per node.
+fn fat_tree_8192() -> TopologySpec {
+    TopologySpec::FatTree {
+        levels: 3,
+        radix: 32,
+        nodes_per_leaf: None,
+        taper: 1.0,
+        leaves: None,
+        pods: None,
+        leaves_per_pod: None,
+        spines: None,
+    }
+}
+
+fn torus_8192() -> TopologySpec {
+    TopologySpec::Torus {
+        dims: vec![16, 16, 32],
+        nodes_per_switch: 1,
+    }
+}
+
+/// 65 groups, so that each pair of groups has one global link: 8,320 nodes, the first 8,192 used.
+fn dragonfly_8320() -> TopologySpec {
+    TopologySpec::Dragonfly {
+        groups: 65,
+        routers_per_group: 16,
+        nodes_per_router: 8,
+        global_links_per_router: 4,
+        arrangement: DragonflyArrangement::Absolute,
+    }
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
 
 /// Runs the scenario through the network model `N`: the model at the end, the events it
 /// handled and the time of the last delivery.
@@ -147,6 +260,7 @@ fn scenarios() -> Vec<Scenario> {
             },
             routing: RoutingAlgorithm::Dmodk,
             sends: all_to_all(128, 65536, 0),
+            packet_cut: 1,
         },
         Scenario {
             // The 1,056-node benchmark dragonfly, UGAL: 1,056 x 15 flows of 64 KiB to random
@@ -170,6 +284,54 @@ fn scenarios() -> Vec<Scenario> {
                     })
                     .collect()
             },
+            packet_cut: 1,
+        },
+        // TraceRP's benchmarks at 8,192 ranks on 8,192-node machines, one rank per node, one
+        // iteration each (every iteration of these is the same exchange again).
+        Scenario {
+            // TraceR's permutation: 10 MiB from every node to a random partner.
+            name: "fat_tree8192_permutation_10MiB",
+            spec: fat_tree_8192(),
+            routing: RoutingAlgorithm::Default,
+            sends: permutation(8192, 10 * MIB, 0, 3),
+            packet_cut: 16,
+        },
+        Scenario {
+            // stencil4d: 10 MiB to each of 8 neighbours in a 16 x 8 x 8 x 8 process grid.
+            name: "torus8192_stencil4d_10MiB",
+            spec: torus_8192(),
+            routing: RoutingAlgorithm::Default,
+            sends: halo(&[16, 8, 8, 8], 10 * MIB, 0),
+            packet_cut: 64,
+        },
+        Scenario {
+            // near_neighbor: 1 MiB to each of 6 neighbours in a 32 x 16 x 16 process grid.
+            name: "dragonfly8320_near_neighbor_1MiB",
+            spec: dragonfly_8320(),
+            routing: RoutingAlgorithm::Default,
+            sends: halo(&[32, 16, 16], MIB, 0),
+            packet_cut: 8,
+        },
+        Scenario {
+            // a2a of 1 KiB per pair, 32 sends in flight per node: 64 of the 8,191 steps of a
+            // pairwise exchange, spread over the whole range of partners, as two windows of 32
+            // (each window's 32 KiB per node take about 3 us at the injection link).
+            name: "dragonfly8320_a2a_1KiB_64_partners",
+            spec: dragonfly_8320(),
+            routing: RoutingAlgorithm::Default,
+            sends: {
+                let offsets: Vec<u32> = (0..64).map(|k| 1 + 127 * k).collect();
+                throttled_all_to_all(8192, KIB, &offsets, 32, 4_000 * NS)
+            },
+            packet_cut: 1,
+        },
+        Scenario {
+            // The 64 KiB stencil4d of the dragonfly's memory and time target, UGAL.
+            name: "dragonfly8320_ugal_stencil4d_64KiB",
+            spec: dragonfly_8320(),
+            routing: RoutingAlgorithm::Ugal,
+            sends: halo(&[16, 8, 8, 8], 64 * KIB, 0),
+            packet_cut: 1,
         },
     ]
 }
@@ -179,16 +341,18 @@ fn flow(c: &mut Criterion) {
         let clock = Instant::now();
         let (events, end, locality) = run_flow(&sc);
         let flow_s = clock.elapsed().as_secs_f64();
+        let cut = sc.packet_cut();
         let clock = Instant::now();
-        let (pevents, pend) = run_packet(&sc);
+        let (pevents, pend) = run_packet(&cut);
         let packet_s = clock.elapsed().as_secs_f64();
         println!(
             "{}: {} flows; flow model {events} events in {flow_s:.2} s, done at {:.1} us, \
-             {locality:.1} flows per rate update; packet model {pevents} events in \
-             {packet_s:.2} s, done at {:.1} us",
+             {locality:.1} flows per rate update; packet model (messages / {}) {pevents} events \
+             in {packet_s:.2} s, done at {:.1} us",
             sc.name,
             sc.sends.len(),
             end as f64 / 1e6,
+            sc.packet_cut,
             pend as f64 / 1e6,
         );
         let mut g = c.benchmark_group("flow");
@@ -199,7 +363,7 @@ fn flow(c: &mut Criterion) {
         });
         g.throughput(Throughput::Elements(pevents));
         g.bench_function(format!("{}_packet_events", sc.name), |b| {
-            b.iter(|| run_packet(black_box(&sc)))
+            b.iter(|| run_packet(black_box(&cut)))
         });
         g.finish();
     }

@@ -13,11 +13,20 @@ use crate::routing::Router;
 use crate::topology::{NodeId, Topology};
 use tracewatt_core::{Ps, Rng, Schedule};
 
+/// How many kinds of events a model may have ([`Network::split`]).
+pub const EVENT_KINDS: u8 = 4;
+
 /// A network model, as the simulation engine uses it.
 pub trait Network {
     /// The model's own events, which it schedules on the caller's queue and the caller hands
     /// back to [`Network::handle`] when their time comes.
     type Event: Copy + std::fmt::Debug;
+    /// An event as a kind (below [`EVENT_KINDS`]) and one `u32`, and back ([`Network::join`]):
+    /// the caller keeps every event of its own queue in one small enum and dispatches a model's
+    /// event in the same `match` as its own (a kind known at the call folds `join` and the
+    /// model's own `match` away).
+    fn split(ev: Self::Event) -> (u8, u32);
+    fn join(kind: u8, arg: u32) -> Self::Event;
     /// The model's name in the configuration (`[machine] network`).
     const MODEL: &'static str;
     /// What the model moves through the network, plural, for reports ("packets", "flows").
@@ -79,6 +88,26 @@ impl Network for Fabric {
 
     fn build(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
         Fabric::new(topo, router, params)
+    }
+
+    #[inline(always)]
+    fn split(ev: NetEvent) -> (u8, u32) {
+        match ev {
+            NetEvent::Arrive { pkt } => (0, pkt),
+            NetEvent::LinkFree { ch } => (1, ch),
+            NetEvent::Credit { ch } => (2, ch),
+            NetEvent::CreditOut { id } => (3, id),
+        }
+    }
+
+    #[inline(always)]
+    fn join(kind: u8, arg: u32) -> NetEvent {
+        match kind {
+            0 => NetEvent::Arrive { pkt: arg },
+            1 => NetEvent::LinkFree { ch: arg },
+            2 => NetEvent::Credit { ch: arg },
+            _ => NetEvent::CreditOut { id: arg },
+        }
     }
 
     #[inline]
@@ -150,6 +179,26 @@ impl Network for FlowFabric {
 
     fn build(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
         FlowFabric::new(topo, router, params)
+    }
+
+    #[inline(always)]
+    fn split(ev: FlowEvent) -> (u8, u32) {
+        match ev {
+            FlowEvent::Head { flow } => (0, flow),
+            FlowEvent::Done { flow } => (1, flow),
+            FlowEvent::Deliver { flow } => (2, flow),
+            FlowEvent::Update => (3, 0),
+        }
+    }
+
+    #[inline(always)]
+    fn join(kind: u8, arg: u32) -> FlowEvent {
+        match kind {
+            0 => FlowEvent::Head { flow: arg },
+            1 => FlowEvent::Done { flow: arg },
+            2 => FlowEvent::Deliver { flow: arg },
+            _ => FlowEvent::Update,
+        }
     }
 
     #[inline]

@@ -13,6 +13,12 @@
 //! The C-state of a low-power wait is fixed (MWAIT's hint; `block` for comparison) or chosen by
 //! a model of Linux's `menu` idle governor ([`Governor::Menu`]).
 //!
+//! - `oracle`: the bound for the wait policies. It knows each wait's length when the wait ends
+//!   and spends it in the state that costs least: spinning, or from the wait's start in the
+//!   C-state whose low power over the wait, less `enter` + `wake` + its exit latency at active
+//!   power, is lowest; the wake starts ahead, so the rank goes on when its messages come, with
+//!   no delay. It keeps the rule that a rank with a send pending does not sleep.
+//!
 //! The wake delay is real simulated time: the engine asks [`PowerModel::wake_at`] when a waiting
 //! rank's wait is over and continues it then.
 
@@ -27,6 +33,7 @@ pub enum WaitPolicy {
     Spin,
     Block,
     Mwait,
+    Oracle,
 }
 
 /// A core's idle states, shallowest first: C1, C1E, C3, C6.
@@ -239,7 +246,8 @@ impl CorePower {
     /// and whether it went into low power: (low-power start, continue at).
     fn wait_course(&self, c: &Core, woken: Ps) -> Option<(Ps, Ps)> {
         let p = &self.params;
-        if p.policy == WaitPolicy::Spin || c.sends_pending {
+        // The oracle's wake is hidden: the rank goes on when its messages come.
+        if matches!(p.policy, WaitPolicy::Spin | WaitPolicy::Oracle) || c.sends_pending {
             return None;
         }
         let spin_end = c.since + p.threshold_ps;
@@ -254,6 +262,28 @@ impl CorePower {
             return Some((low_start, low_start));
         }
         Some((low_start, woken + p.wake_ps + p.states[c.cstate].exit_ps))
+    }
+
+    /// The C-state the oracle spends a wait of `wait` in, if any: the one of least energy, its
+    /// entry, wake overhead and exit latency at active power and the rest at its power, if that
+    /// is below spinning throughout.
+    fn oracle_state(&self, c: &Core, wait: Ps) -> Option<usize> {
+        let p = &self.params;
+        if c.sends_pending {
+            return None;
+        }
+        let mut best = (p.spin_w * wait as f64, None);
+        for (s, st) in p.states.iter().enumerate() {
+            let transitions = p.enter_ps + p.wake_ps + st.exit_ps;
+            let Some(low) = wait.checked_sub(transitions).filter(|&l| l > 0) else {
+                continue;
+            };
+            let e = st.power_w * low as f64 + p.compute_w * transitions as f64;
+            if e < best.0 {
+                best = (e, Some(s));
+            }
+        }
+        best.1
     }
 
     /// Time in [from, to) that rank `r`'s core spends copying messages in.
@@ -303,9 +333,16 @@ impl CorePower {
                 let woken = c.woken_at.unwrap_or(at).min(at);
                 let recv = c.recv_work.min(at - woken);
                 // (spin, low power, entering/leaving) and where the low-power part lies.
-                let (spin, low, transition, low_at) = match self.wait_course(&c, woken) {
-                    None => (span - recv, 0, 0, at),
-                    Some((low_start, _)) => {
+                let mut state = c.cstate;
+                let course = if p.policy == WaitPolicy::Oracle {
+                    self.oracle_state(&c, woken - c.since).map(|s| {
+                        state = s;
+                        self.cores[r].low_waits[s] += 1;
+                        let transitions = p.enter_ps + p.wake_ps + p.states[s].exit_ps;
+                        (0, woken - c.since - transitions, c.since + p.enter_ps)
+                    })
+                } else {
+                    self.wait_course(&c, woken).map(|(low_start, _)| {
                         if woken > low_start {
                             self.cores[r].low_waits[c.cstate] += 1;
                             // What the governor observes: the idle period up to the wake.
@@ -313,7 +350,13 @@ impl CorePower {
                         }
                         let spin = p.threshold_ps.min(span);
                         let low = woken.max(low_start).min(at).saturating_sub(low_start);
-                        (spin, low, span.saturating_sub(spin + low + recv), low_start)
+                        (spin, low, low_start)
+                    })
+                };
+                let (spin, low, transition, low_at) = match course {
+                    None => (span - recv, 0, 0, at),
+                    Some((spin, low, low_at)) => {
+                        (spin, low, span.saturating_sub(spin + low + recv), low_at)
                     }
                 };
                 // Copying a message in, the core works instead of spinning or sleeping.
@@ -322,12 +365,12 @@ impl CorePower {
                 let copying = copy_spin + copy_low;
                 let (spin, low) = (spin - copy_spin, low - copy_low);
                 t.spin += spin;
-                t.low[c.cstate] += low;
+                t.low[state] += low;
                 t.transition += transition;
                 t.copy += copying;
                 t.recv += recv;
                 p.spin_w * to_seconds(spin)
-                    + p.states[c.cstate].power_w * to_seconds(low)
+                    + p.states[state].power_w * to_seconds(low)
                     + p.compute_w * to_seconds(transition + copying + recv)
             }
         };
@@ -437,7 +480,7 @@ impl PowerModel for CorePower {
             match p.policy {
                 WaitPolicy::Block => states.push(("block_s", low(t))),
                 WaitPolicy::Mwait => states.push(("mwait_s", low(t))),
-                WaitPolicy::Spin => {}
+                WaitPolicy::Spin | WaitPolicy::Oracle => {}
             }
             if p.policy != WaitPolicy::Spin {
                 states.extend(STATE_S.into_iter().zip(t.low));
@@ -583,6 +626,7 @@ impl PowerModel for NodeBase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Account;
     use tracewatt_core::time::PS_PER_US as US;
 
     fn history(us: &[u64]) -> IdleHistory {
@@ -616,6 +660,73 @@ mod tests {
             5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 7, 7, 7, 7, 7, 7, 7, 7,
         ]);
         assert_eq!(h.typical_ns(), Some(7000));
+    }
+
+    #[test]
+    fn the_oracle_spends_each_wait_in_its_cheapest_state_without_delay() {
+        // Nehalem's exit latencies (3, 10, 20, 200 us) at the default powers: C-states 5, 3.5,
+        // 2 and 1 W, computing and spinning 20 W; no entry or wake overhead.
+        let exits = [3, 10, 20, 200];
+        let powers = [5.0, 3.5, 2.0, 1.0];
+        let states = std::array::from_fn(|s| CState {
+            exit_ps: exits[s] * US,
+            target_residency_ps: 0,
+            power_w: powers[s],
+        });
+        let params = CoreParams {
+            policy: WaitPolicy::Oracle,
+            threshold_ps: 0,
+            enter_ps: 0,
+            wake_ps: 0,
+            governor: Governor::Fixed(0),
+            states,
+            compute_w: 20.0,
+            spin_w: 20.0,
+            idle_w: 1.0,
+        };
+        let of = vec![CoreOf {
+            job: 0,
+            rank: 0,
+            node: 0,
+        }];
+        let mut m = Box::new(CorePower::new(
+            params,
+            of,
+            vec!["j".into()],
+            Timeline::new(1, 0, 16),
+        ));
+        let wait = Activity::Wait {
+            sends_pending: false,
+        };
+        // Energy (uJ) of a wait of L us in a state of exit X us and power P: P (L - X) + 20 X.
+        // L = 100: C1 5 x 97 + 60 = 545, C1E 3.5 x 90 + 200 = 515, C3 2 x 80 + 400 = 560, C6
+        // cannot (200 > 100); spinning 2,000: C1E, 515.
+        m.on_rank(0, 0, wait, 0);
+        assert_eq!(m.wake_at(0, 100 * US, 100 * US), 100 * US, "no delay");
+        m.on_rank(0, 0, Activity::Compute, 100 * US);
+        // Computing 50 us: 1,000.
+        m.on_rank(0, 0, wait, 150 * US);
+        // L = 1,000: C1 5 x 997 + 60 = 5,045, C1E 3.5 x 990 + 200 = 3,665, C3 2 x 980 + 400 =
+        // 2,360, C6 800 + 4,000 = 4,800: C3, 2,360.
+        assert_eq!(m.wake_at(0, 1_150 * US, 1_150 * US), 1_150 * US);
+        m.on_rank(0, 0, Activity::Compute, 1_150 * US);
+        // A rank with a send pending spins through its 10 us wait: 200.
+        m.on_rank(
+            0,
+            0,
+            Activity::Wait {
+                sends_pending: true,
+            },
+            1_150 * US,
+        );
+        m.wake_at(0, 1_160 * US, 1_160 * US);
+        let mut account = Account::new(Timeline::new(1, 0, 16), vec!["cores_w"]);
+        m.finish(1_160 * US, &mut account);
+        let e = account.rows[0].energy_j;
+        assert!(
+            (e - (515.0 + 1_000.0 + 2_360.0 + 200.0) * 1e-6).abs() < 1e-12,
+            "{e}"
+        );
     }
 
     #[test]

@@ -170,8 +170,10 @@ impl Power {
     }
 }
 
+// The hooks of the network models' every hop: always inlined there, as the engine compiles them
+// into each model and LLVM would otherwise call them out of line from the packet path.
 impl LinkObserver for Power {
-    #[inline]
+    #[inline(always)]
     fn link_ready(&mut self, ch: ChannelId, now: Ps) -> Ps {
         // Each model answers for itself from the same `now`; the packet waits for the latest.
         let mut t = match &mut self.link_power {
@@ -184,7 +186,7 @@ impl LinkObserver for Power {
         t
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, _src: NodeId) {
         if let Some(l) = &mut self.link_power {
             l.on_transmit(ch, start, end, bytes);

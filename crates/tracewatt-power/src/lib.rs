@@ -29,11 +29,14 @@ pub use crate::core::{
 pub use dimm::{DimmParams, DimmPolicy, DimmPower, NodeJob};
 pub use family::{Power, TwoDelayingModels};
 pub use link::{
-    lpi_time, refreshes, LinkControl, LinkPower, LinkReport, LinkSetup, PhyTiming, PortOwner,
-    PortPower, Span,
+    lpi_time, refreshes, DepthTiming, FastWake, LinkControl, LinkPower, LinkReport, LinkSetup,
+    PhyTiming, PortOwner, PortPower, Span,
 };
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
 pub use nic::{NicParams, NicPort, NicPower};
-pub use sleep::{LinkPolicy, LinkSleep, PolicySettings, Sleep, SleepPolicy};
+pub use sleep::{
+    Adaptive, Depth, LinkPolicy, LinkSleep, Oracle, PerfBound, PolicySettings, Sleep, SleepPolicy,
+    Timeout,
+};
 pub use switch::Backplanes;
 pub use timeline::Timeline;

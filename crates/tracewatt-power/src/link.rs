@@ -15,15 +15,18 @@
 //! wake lasts the wake time of the transmitter whose packet starts it (its Tw_sys_tx: a switch
 //! port and a NIC set theirs apart).
 //!
-//! When an idle link goes to sleep is its policy's decision ([`crate::sleep`], one instance per
-//! state machine); what the PHY takes to sleep, refresh and wake is its [`PhyTiming`].
+//! When an idle link goes to sleep, in which depth (a PHY with 802.3bj's fast wake has two), and
+//! whether it wakes ahead of the traffic rather than on demand is its policy's decision
+//! ([`crate::sleep`], one instance per state machine); what the PHY takes to sleep, refresh and
+//! wake is its [`PhyTiming`]. A wake ahead that ends before the traffic comes leaves the link
+//! active (at active power) until it does, and delays nothing.
 //!
 //! The machine is evaluated lazily: the fabric reports every transmission and asks, before one,
 //! when it may start. Everything between two transmissions follows from the policy's decision
 //! and the timing alone, so no timer events exist and the state durations are exact.
 
 use crate::model::{Account, EnergyRow, PowerModel, Scalar, Signals};
-use crate::sleep::{LinkSleep, PolicySettings, Sleep, SleepPolicy};
+use crate::sleep::{Depth, LinkSleep, PolicySettings, Sleep, SleepPolicy};
 use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::to_seconds;
@@ -39,18 +42,68 @@ pub enum LinkControl {
 }
 
 /// A PHY's low-power timing, whatever decides when to sleep: going into LPI (at active power,
-/// not to be aborted), refreshing in it, and waking (at active power, the traffic waiting).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// not to be aborted), refreshing in it, and waking (at active power, the traffic waiting). The
+/// times are its deep sleep's; a PHY with 802.3bj's fast wake has that depth too.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PhyTiming {
     pub sleep_time_ps: Ps,
     pub wake_time_ps: Ps,
     /// 0 disables refresh.
     pub refresh_period_ps: Ps,
     pub refresh_time_ps: Ps,
+    pub fast_wake: Option<FastWake>,
+}
+
+/// A PHY's fast-wake depth: it keeps signalling (no quiet periods, no refresh), so it wakes
+/// sooner and saves only a share of the port's LPI saving.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FastWake {
+    pub sleep_time_ps: Ps,
+    pub wake_time_ps: Ps,
+    /// The share of the port's saving in LPI (active less LPI power) it keeps.
+    pub saving: f64,
+}
+
+/// The timing and saving of one depth of a PHY.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DepthTiming {
+    pub sleep_time_ps: Ps,
+    pub wake_time_ps: Ps,
+    pub refresh_period_ps: Ps,
+    pub refresh_time_ps: Ps,
+    /// The share of the port's LPI saving this depth keeps (deep sleep: all of it).
+    pub saving: f64,
+}
+
+impl PhyTiming {
+    /// The timing of `depth`; a PHY without fast wake has only its deep sleep.
+    pub fn depth(&self, depth: Depth) -> DepthTiming {
+        match (depth, self.fast_wake) {
+            (Depth::FastWake, Some(f)) => DepthTiming {
+                sleep_time_ps: f.sleep_time_ps,
+                wake_time_ps: f.wake_time_ps,
+                refresh_period_ps: 0,
+                refresh_time_ps: 0,
+                saving: f.saving,
+            },
+            _ => DepthTiming {
+                sleep_time_ps: self.sleep_time_ps,
+                wake_time_ps: self.wake_time_ps,
+                refresh_period_ps: self.refresh_period_ps,
+                refresh_time_ps: self.refresh_time_ps,
+                saving: 1.0,
+            },
+        }
+    }
+
+    /// The share of the port's LPI saving fast wake keeps (0 without it).
+    fn fast_saving(&self) -> f64 {
+        self.fast_wake.map_or(0.0, |f| f.saving)
+    }
 }
 
 /// A link direction's PHY and policy, as configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkSetup {
     pub phy: PhyTiming,
     pub policy: PolicySettings,
@@ -156,6 +209,8 @@ struct Busy {
 struct UnitState {
     sleep_ps: Ps,
     lpi_ps: Ps,
+    /// Of `lpi_ps`, in fast wake.
+    fast_lpi_ps: Ps,
     wake_ps: Ps,
     refresh_ps: Ps,
     refreshes: u64,
@@ -167,6 +222,8 @@ pub struct LinkReport {
     /// State durations of the state machine this direction belongs to.
     pub sleep_ps: Ps,
     pub lpi_ps: Ps,
+    /// Of `lpi_ps`, in fast wake.
+    pub fast_lpi_ps: Ps,
     pub wake_ps: Ps,
     pub refreshes: u64,
     /// Wakes this direction's packets triggered: every time one found the link in (or going
@@ -209,8 +266,9 @@ impl LinkPower {
     /// `reverse[c]` is the opposite direction of channel `c`; `control[c]`, `setup[c]`,
     /// `port[c]` and `owner[c]` describe channel `c`. A link is paired when both its
     /// directions are; a paired link's state machine uses its lower channel's policy, sleep and
-    /// refresh, and a wake lasts the wake time of the channel whose packet starts it. The
-    /// timeline has the model's two series (switch ports, NIC ports).
+    /// refresh, and a wake lasts the wake time of the channel whose packet starts it (its policy
+    /// knows the longer of the two). The timeline has the model's two series (switch ports, NIC
+    /// ports).
     pub fn new(
         control: &[LinkControl],
         reverse: &[ChannelId],
@@ -248,7 +306,15 @@ impl LinkPower {
             };
             // Fewer distinct timings than channels, whose ids are u32.
             phy_of.push(k as u32);
-            policies.push(setup[c].policy.build());
+            let mut known = setup[c].phy;
+            if m[1] != NONE {
+                let other = setup[r].phy;
+                known.wake_time_ps = known.wake_time_ps.max(other.wake_time_ps);
+                if let (Some(f), Some(o)) = (&mut known.fast_wake, other.fast_wake) {
+                    f.wake_time_ps = f.wake_time_ps.max(o.wake_time_ps);
+                }
+            }
+            policies.push(setup[c].policy.build(&known));
         }
         if members.iter().all(|m| m[1] == NONE) {
             // Every channel is its own unit, numbered as the channel: skip the lookup.
@@ -273,45 +339,49 @@ impl LinkPower {
     }
 
     /// Accounts an idle stretch that the policy put to sleep at `sleep.at` and that ends with a
-    /// wake-up request at `until` (`wake`: the requesting transmitter's wake time) or with the
-    /// end of the run (`None`); returns when the wake completes.
+    /// wake-up request at `until` (`wake`: the requesting transmitter's wake time in the sleep's
+    /// depth) or with the end of the run (`None`); returns when the traffic may go: when the
+    /// wake completes, or at `until` if a wake ahead of it completed by then.
     fn slept(&mut self, u: usize, sleep: Sleep, until: Ps, wake: Option<Ps>) -> Ps {
-        let t = *self.phy(u);
+        let d = self.phy(u).depth(sleep.depth);
         let sleep_start = sleep.at;
-        let lpi_start = sleep_start + t.sleep_time_ps;
-        // The policy's timeout is behind `sleep.at`: LPI is what the gap from there leaves
-        // after the sleep transition.
-        let lpi_end = lpi_start + lpi_time(1, until - sleep_start, 0, t.sleep_time_ps);
-        let st = &mut self.units[u];
+        let lpi_start = sleep_start + d.sleep_time_ps;
         let Some(wake_time_ps) = wake else {
-            // End of run: whatever part of the sleep and LPI fits.
-            st.sleep_ps += t.sleep_time_ps.min(until - sleep_start);
-            self.lpi(u, lpi_start, lpi_end);
+            // End of run: whatever part of the sleep and LPI fits; no traffic comes to wake for.
+            self.units[u].sleep_ps += d.sleep_time_ps.min(until - sleep_start);
+            self.lpi(u, sleep.depth, lpi_start, until);
             return until;
         };
         // A sleep in progress completes before the wake can begin: at the end of LPI, or of the
-        // sleep if the gap ends before LPI begins.
-        let wake_end = lpi_end + wake_time_ps;
-        st.sleep_ps += t.sleep_time_ps;
+        // sleep if the gap ends before LPI begins. A wake ahead begins when the policy says,
+        // and at the latest when the traffic comes.
+        let wake_start = sleep.wake_at.map_or(until, |w| w.min(until)).max(lpi_start);
+        let st = &mut self.units[u];
+        st.sleep_ps += d.sleep_time_ps;
         st.wake_ps += wake_time_ps;
-        self.lpi(u, lpi_start, lpi_end);
-        wake_end
+        self.lpi(u, sleep.depth, lpi_start, wake_start);
+        (wake_start + wake_time_ps).max(until)
     }
 
-    /// Accounts an LPI stretch [start, end) with its refreshes and its timeline saving.
-    fn lpi(&mut self, u: usize, start: Ps, end: Ps) {
+    /// Accounts an LPI stretch [start, end) in `depth` with its refreshes and its timeline
+    /// saving.
+    fn lpi(&mut self, u: usize, depth: Depth, start: Ps, end: Ps) {
         if end <= start {
             return;
         }
-        let t = *self.phy(u);
+        let t = self.phy(u).depth(depth);
         let len = end - start;
         let (n, refresh) = refreshes(len, t.refresh_period_ps, t.refresh_time_ps);
         let st = &mut self.units[u];
         st.lpi_ps += len;
+        if depth == Depth::FastWake {
+            st.fast_lpi_ps += len;
+        }
         st.refreshes += n;
         st.refresh_ps += refresh;
-        // The saving spread evenly over the stretch (refreshes at active power are netted out).
-        let low_fraction = (len - refresh) as f64 / len as f64;
+        // The saving spread evenly over the stretch (refreshes at active power are netted out),
+        // the depth's share of it.
+        let low_fraction = (len - refresh) as f64 / len as f64 * t.saving;
         for c in self.members[u] {
             if c == NONE {
                 continue;
@@ -340,13 +410,18 @@ impl LinkPower {
         let total_s = end as f64 * 1e-12;
         let reports = (0..self.port.len())
             .map(|c| {
-                let st = self.units[self.unit(c as ChannelId)];
+                let u = self.unit(c as ChannelId);
+                let st = self.units[u];
                 let p = self.port[c];
-                let low_s = (st.lpi_ps - st.refresh_ps) as f64 * 1e-12;
+                // Fast wake's LPI counts at its share of the saving.
+                let deep = st.lpi_ps - st.fast_lpi_ps - st.refresh_ps;
+                let fast = self.phy(u).fast_saving() * st.fast_lpi_ps as f64;
+                let low_s = (deep as f64 + fast) * 1e-12;
                 let energy_j = p.energy_j(total_s, low_s);
                 LinkReport {
                     sleep_ps: st.sleep_ps,
                     lpi_ps: st.lpi_ps,
+                    fast_lpi_ps: st.fast_lpi_ps,
                     wake_ps: st.wake_ps,
                     refreshes: st.refreshes,
                     wakes: self.wakes_by[c],
@@ -421,18 +496,20 @@ impl PowerModel for LinkPower {
         };
         // The transmitter that wakes the link waits its own wake time (Tw_sys_tx): a switch
         // port's and a NIC's may differ.
-        let wake_time_ps = self.channel_setup[ch as usize].phy.wake_time_ps;
+        let wake_time_ps = self.channel_setup[ch as usize]
+            .phy
+            .depth(sleep.depth)
+            .wake_time_ps;
         let start = self.slept(u, sleep, now, Some(wake_time_ps));
         // Every exit from low power counts, a wake of zero time too (TraceRP's Fig. 4 runs
         // at T_w = 0 and still counts transitions).
         self.wakes_by[ch as usize] += 1;
-        if start > now {
-            self.wake_delay_ps[ch as usize] += start - now;
-            self.busy[u] = Busy {
-                until: start,
-                wake_until: start,
-            };
-        }
+        self.wake_delay_ps[ch as usize] += start - now;
+        // The wake ends the stretch, even one that ended ahead of the traffic.
+        self.busy[u] = Busy {
+            until: start,
+            wake_until: start,
+        };
         start
     }
 

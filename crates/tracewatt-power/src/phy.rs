@@ -7,11 +7,14 @@ use tracewatt_core::Ps;
 /// Timing of a PHY's low-power idle: its minimum `sleep_time` (Ts) and `wake_time` (Tw). Refresh
 /// is not part of a preset: the measured LPI port power already averages the refreshes in, so
 /// `refresh_period` stays zero unless a user pairs it with an LPI power measured without them.
+/// The times are the PHY's (deep sleep) LPI; `fast_wake` its 802.3bj fast-wake sleep and wake,
+/// if it has that second depth.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PhyTiming {
     pub name: &'static str,
     pub sleep_time_ps: Ps,
     pub wake_time_ps: Ps,
+    pub fast_wake: Option<(Ps, Ps)>,
 }
 
 const fn us(x: u64) -> Ps {
@@ -27,6 +30,18 @@ const fn preset(name: &'static str, sleep_time_ps: Ps, wake_time_ps: Ps) -> PhyT
         name,
         sleep_time_ps,
         wake_time_ps,
+        fast_wake: None,
+    }
+}
+
+/// Fast wake of IEEE 802.3bj: Ts none, Tw_sys_tx (min) 0.34 us (Table 78-4).
+const FAST_WAKE: (Ps, Ps) = (0, ns(340));
+
+/// A PHY with 802.3bj's two depths: deep sleep as given, and fast wake.
+const fn two_depths(name: &'static str, sleep_time_ps: Ps, wake_time_ps: Ps) -> PhyTiming {
+    PhyTiming {
+        fast_wake: Some(FAST_WAKE),
+        ..preset(name, sleep_time_ps, wake_time_ps)
     }
 }
 
@@ -42,13 +57,13 @@ pub const PHYS: &[PhyTiming] = &[
     // Case-1 of Table 78-4: without FEC; `-fec` is Case-2.
     preset("10gbase-kr", ns(4_900), ns(15_380)),
     preset("10gbase-kr-fec", ns(4_900), ns(17_380)),
-    // Deep sleep; the same figures hold for 40GBASE-CR4.
-    preset("40gbase-kr4", ns(900), ns(5_500)),
-    preset("40gbase-kr4-fec", ns(900), ns(6_500)),
+    // Deep sleep, and 802.3bj's fast wake; the same figures hold for 40GBASE-CR4.
+    two_depths("40gbase-kr4", ns(900), ns(5_500)),
+    two_depths("40gbase-kr4-fec", ns(900), ns(6_500)),
     // The same figures hold for 100GBASE-KP4 and 100GBASE-CR4.
-    preset("100gbase-kr4", ns(900), ns(5_500)),
-    // 25G to 400GBASE-R with fast wake.
-    preset("fast-wake", 0, ns(340)),
+    two_depths("100gbase-kr4", ns(900), ns(5_500)),
+    // 25G to 400GBASE-R with fast wake only.
+    preset("fast-wake", FAST_WAKE.0, FAST_WAKE.1),
 ];
 
 pub fn phy(name: &str) -> Option<PhyTiming> {

@@ -4,8 +4,8 @@
 use tracewatt_core::time::PS_PER_US as US;
 use tracewatt_power::PowerModel;
 use tracewatt_power::{
-    LinkControl, LinkPolicy, LinkPower, LinkSetup, PhyTiming, PolicySettings, PortOwner, PortPower,
-    Timeline,
+    Depth, FastWake, LinkControl, LinkPolicy, LinkPower, LinkSetup, PhyTiming, PolicySettings,
+    PortOwner, PortPower, Timeline,
 };
 
 fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> LinkSetup {
@@ -15,11 +15,9 @@ fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> L
             wake_time_ps: 3 * US,
             refresh_period_ps: refresh_period_us * US,
             refresh_time_ps: refresh_time_us * US,
+            fast_wake: None,
         },
-        policy: PolicySettings {
-            policy,
-            idle_timeout_ps: 10 * US,
-        },
+        policy: PolicySettings::new(policy, 10 * US),
     }
 }
 
@@ -280,4 +278,114 @@ fn timeline_integrates_to_the_saving() {
     let saved_j = 2.0 * 4.0 * 100e-6 - drawn_j;
     let want = 3.0 * (r[0].lpi_ps + r[1].lpi_ps) as f64 * 1e-12;
     assert!((saved_j - want).abs() < 1e-15, "{saved_j} vs {want}");
+}
+
+/// The timing above with 802.3bj's second depth: fast wake of no sleep time, a 0.5 us wake and
+/// half the LPI saving (the port draws 4 - 0.5 x 3 = 2.5 W in it).
+fn two_depths(policy: LinkPolicy) -> LinkSetup {
+    let mut t = timing(policy, 0, 0);
+    t.phy.fast_wake = Some(FastWake {
+        sleep_time_ps: 0,
+        wake_time_ps: US / 2,
+        saving: 0.5,
+    });
+    t
+}
+
+#[test]
+fn the_oracle_sleeps_in_the_gaps_past_break_even_and_adds_no_delay() {
+    // Break-even Ts + Tw = 5 us. Gaps of 4, 5, 6 and 20 us after each 1 us packet, twice: it
+    // sleeps in the 6 us gaps (LPI 6 - 5 = 1 us) and the 20 us ones (LPI 15 us), waking 3 us
+    // ahead of the next packet, which goes when it asked.
+    let mut lp = link(LinkControl::Independent, timing(LinkPolicy::Oracle, 0, 0));
+    let mut t = 0;
+    assert_eq!(send(&mut lp, 0, t), 0);
+    for _ in 0..2 {
+        for gap in [4, 5, 6, 20] {
+            t += 1 + gap;
+            assert_eq!(send(&mut lp, 0, t), t * US, "no delay at {t} us");
+        }
+    }
+    // 9 packets and 2 x 35 us of gaps: the last ends at 79 us.
+    assert_eq!(t + 1, 79);
+    let (r, _) = lp.close(79 * US);
+    assert_eq!(
+        (r[0].wakes, r[0].wake_delay_ps, r[0].sleep_ps, r[0].wake_ps),
+        (4, 0, 8 * US, 12 * US)
+    );
+    assert_eq!(r[0].lpi_ps, 32 * US);
+    // 79 - 32 = 47 us at 4 W and 32 us at 1 W; always on: 79 us at 4 W = 316 uJ.
+    assert!(
+        close(r[0].energy_j, 4.0 * 47e-6 + 1.0 * 32e-6),
+        "{}",
+        r[0].energy_j
+    );
+}
+
+#[test]
+fn the_oracle_picks_fast_wake_for_a_middle_gap_and_deep_sleep_for_a_long_one() {
+    // A 4 us gap: deep sleep cannot reach LPI; fast wake saves 0.5 x (4 - 0.5) us. A 20 us gap:
+    // deep saves 20 - 5 = 15 us of the saving, fast 0.5 x 19.5 = 9.75 us.
+    let mut lp = link(LinkControl::Independent, two_depths(LinkPolicy::Oracle));
+    send(&mut lp, 0, 0);
+    // Fast wake: LPI 1..4.5, wake 4.5..5.
+    assert_eq!(send(&mut lp, 0, 5), 5 * US);
+    // Deep sleep: sleep 6..8, LPI 8..23, wake 23..26.
+    assert_eq!(send(&mut lp, 0, 26), 26 * US);
+    let (r, _) = lp.close(27 * US);
+    assert_eq!((r[0].lpi_ps, r[0].fast_lpi_ps), (18_500_000, 3_500_000));
+    assert_eq!((r[0].sleep_ps, r[0].wake_ps), (2 * US, 3_500_000));
+    // 3.5 us at 2.5 W, 15 us at 1 W, the other 8.5 us at 4 W.
+    assert!(
+        close(r[0].energy_j, 2.5 * 3.5e-6 + 1.0 * 15e-6 + 4.0 * 8.5e-6),
+        "{}",
+        r[0].energy_j
+    );
+}
+
+#[test]
+fn a_timeout_in_fast_wake_wakes_in_fast_wakes_time() {
+    let mut t = two_depths(LinkPolicy::Timeout);
+    t.policy.depth = Depth::FastWake;
+    let mut lp = link(LinkControl::Independent, t);
+    send(&mut lp, 0, 0);
+    // Idle since 1 us: LPI from 11 us (no sleep time) to 30, wake 0.5 us.
+    assert_eq!(send(&mut lp, 0, 30), 30 * US + US / 2);
+    let (r, _) = lp.close(31 * US + US / 2);
+    assert_eq!((r[0].fast_lpi_ps, r[0].wake_delay_ps), (19 * US, US / 2));
+    // 19 us at 2.5 W, 12.5 us at 4 W.
+    assert!(
+        close(r[0].energy_j, 2.5 * 19e-6 + 4.0 * 12.5e-6),
+        "{}",
+        r[0].energy_j
+    );
+}
+
+#[test]
+fn a_paired_oracle_wakes_in_time_for_the_slower_end() {
+    // Channel 0 wakes in 3 us, channel 1 in 30 us: the oracle wakes 30 us ahead, so the 3 us
+    // end's packet is not delayed either, and the link waits 27 us awake.
+    let fast = timing(LinkPolicy::Oracle, 0, 0);
+    let mut slow = fast;
+    slow.phy.wake_time_ps = 30 * US;
+    let port = PortPower {
+        active_w: 4.0,
+        lpi_w: 1.0,
+    };
+    let mut lp = LinkPower::new(
+        &[LinkControl::Paired; 2],
+        &[1, 0],
+        vec![fast, slow],
+        vec![port; 2],
+        vec![PortOwner::Node(0), PortOwner::Switch(0)],
+        Timeline::new(2, 0, 1024),
+    );
+    send(&mut lp, 0, 0);
+    // Gap 1..100: break-even 2 + 30 = 32 us. Sleep 1..3, LPI 3..70, wake 70..73 (channel 0's).
+    assert_eq!(send(&mut lp, 0, 100), 100 * US);
+    let (r, _) = lp.close(101 * US);
+    assert_eq!(
+        (r[0].lpi_ps, r[0].wake_ps, r[0].wake_delay_ps),
+        (67 * US, 3 * US, 0)
+    );
 }

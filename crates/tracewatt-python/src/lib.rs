@@ -659,8 +659,10 @@ impl ScreenColumns {
 }
 
 /// Screens link low-power settings from one run's tables (`tracewatt-screen`), with the GIL
-/// released. Each table is a dict of numpy arrays named as the core's fields (indices int64,
-/// -1 for none); `pairs` and `messages` may be None. Returns the rows as a dict of columns.
+/// released: the `timeout` policy at every setting, or with `oracle` the oracle at every
+/// (sleep, wake) time. Each table is a dict of numpy arrays named as the core's fields (indices
+/// int64, -1 for none); `pairs` and `messages` may be None. Returns the rows as a dict of
+/// columns.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn screen_idle<'py>(
@@ -674,6 +676,7 @@ fn screen_idle<'py>(
     timeouts_us: Vec<f64>,
     wakes_us: Vec<f64>,
     sleeps_us: Vec<f64>,
+    oracle: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let columns = ScreenColumns::read(links, idle_thresholds, idle_hist, pairs, messages)?;
     let settings = tracewatt_screen::Settings {
@@ -682,7 +685,14 @@ fn screen_idle<'py>(
         sleeps_us: &sleeps_us,
     };
     let rows = py
-        .detach(|| tracewatt_screen::screen(&columns.run(span_s), &settings))
+        .detach(|| {
+            let run = columns.run(span_s);
+            if oracle {
+                tracewatt_screen::screen_oracle(&run, &settings)
+            } else {
+                tracewatt_screen::screen(&run, &settings)
+            }
+        })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
     type Figure = fn(&tracewatt_screen::Row) -> f64;

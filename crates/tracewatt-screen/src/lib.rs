@@ -6,8 +6,10 @@
 //! positive. Summed over a run's idle intervals this gives, for any setting at once, the wakes,
 //! the LPI time and the link-port energy ([`tracewatt_power::lpi_time`], the state machine's own
 //! arithmetic); with the run's messages it also bounds the slowdown along each rank's critical
-//! path ([`screen`]). Where these figures and a full simulation differ, and why, is documented
-//! with the Python API (`tracewatt.analysis`).
+//! path ([`screen`]). The `oracle` policy, which knows every gap, is screened from the same
+//! tables ([`screen_oracle`]): the most link energy any policy with these PHY times can save
+//! without delaying a packet. Where these figures and a full simulation differ, and why, is
+//! documented with the Python API (`tracewatt.analysis`).
 
 mod chain;
 
@@ -101,6 +103,8 @@ pub enum Bound {
     CriticalPath,
     /// Every wake end to end.
     WakeSum,
+    /// None needed: the policy wakes every link just before its packet (the oracle).
+    NoDelay,
 }
 
 impl Bound {
@@ -108,6 +112,7 @@ impl Bound {
         match self {
             Bound::CriticalPath => "critical_path",
             Bound::WakeSum => "wake_sum",
+            Bound::NoDelay => "no_delay",
         }
     }
 }
@@ -255,6 +260,8 @@ struct Level {
     woken: Vec<f64>,
     /// Screened and able to wake.
     can_wake: Vec<bool>,
+    /// The idle interval that ends the run (for a paired direction, its link's).
+    trailing_s: Vec<f64>,
     /// From a threshold the run kept.
     exact: bool,
     /// The paired directions were screened from their links' own intervals.
@@ -327,6 +334,7 @@ impl Run<'_> {
             total_s,
             woken,
             can_wake,
+            trailing_s: l.trailing_idle_s.to_vec(),
             exact,
             pairs_exact: true,
         };
@@ -364,6 +372,7 @@ impl Run<'_> {
             for d in [a, b] {
                 f.count[d] = p.count[i];
                 f.total_s[d] = p.total_s[i];
+                f.trailing_s[d] = p.trailing_idle_s[i];
             }
             let trail = if longer(p.trailing_idle_s[i], t) {
                 1.0
@@ -484,6 +493,80 @@ pub fn screen(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>, Screen
                     confirm: false,
                 });
             }
+        }
+    }
+    mark_pareto(&mut rows);
+    Ok(rows)
+}
+
+/// Screens the `oracle` policy at every (sleep_time, wake_time) of `settings` (its timeouts
+/// play no part), in that nesting order. Knowing every idle gap, the oracle sleeps at the start
+/// of each gap longer than the break-even time `T_s + T_w` (a shorter one would spend longer
+/// in the sleep and the wake, at full power, than it gains in LPI) and starts waking `T_w`
+/// before the gap ends: such a gap spends `g - T_s - T_w` in LPI and no packet waits. The gap
+/// that ends the run, slept when past break-even too, needs no wake: `g - T_s` in LPI. One
+/// depth (the PHY's deep sleep): a fast-wake depth, which the simulated oracle may pick for
+/// shorter gaps, is not screened. The rows' `idle_timeout_us` is the break-even time, their
+/// penalty bound 0 ([`Bound::NoDelay`]).
+pub fn screen_oracle(run: &Run<'_>, settings: &Settings<'_>) -> Result<Vec<Row>, ScreenError> {
+    run.check()?;
+    let l = &run.links;
+    let sel: Vec<usize> = (0..l.selected.len()).filter(|&i| l.selected[i]).collect();
+    let port = |i: usize| PortPower {
+        active_w: l.active_w[i],
+        lpi_w: l.lpi_w[i],
+    };
+    let always_on_j: f64 = sel.iter().map(|&i| port(i).energy_j(run.span_s, 0.0)).sum();
+    let refreshed = sel
+        .iter()
+        .any(|&i| l.refresh_period_s[i] > 0.0 && l.refresh_time_s[i] > 0.0);
+    let paired = sel.iter().filter(|&&i| l.paired[i]).count();
+    let mut rows = Vec::new();
+    for &ts in settings.sleeps_us {
+        for &tw in settings.wakes_us {
+            let (sleep_s, wake_s) = (ts * 1e-6, tw * 1e-6);
+            let even_s = sleep_s + wake_s;
+            let f = run.level(even_s);
+            let (mut lpi_s, mut energy_j) = (0.0, 0.0);
+            for &i in &sel {
+                // Every gap past break-even, the last one as if it had to wake too; then that
+                // one's wake given back.
+                let mut lpi = lpi_time(f.count[i], f.total_s[i], wake_s, sleep_s);
+                if longer(f.trailing_s[i], even_s) {
+                    lpi += wake_s;
+                }
+                let (_, refresh) = refreshes(lpi, l.refresh_period_s[i], l.refresh_time_s[i]);
+                lpi_s += lpi;
+                energy_j += port(i).energy_j(run.span_s, lpi - refresh);
+            }
+            rows.push(Row {
+                idle_timeout_us: even_s * 1e6,
+                wake_time_us: tw,
+                sleep_time_us: ts,
+                wakes: sel.iter().map(|&i| f.woken[i]).sum(),
+                max_link_wakes: sel.iter().map(|&i| f.woken[i]).fold(0.0, f64::max),
+                lpi_s,
+                lpi_fraction: if run.span_s > 0.0 {
+                    lpi_s / (run.span_s * sel.len() as f64)
+                } else {
+                    0.0
+                },
+                link_energy_j: energy_j,
+                link_saving_pct: if always_on_j != 0.0 {
+                    100.0 * (1.0 - energy_j / always_on_j)
+                } else {
+                    0.0
+                },
+                chain_wakes: 0.0,
+                bound_threshold_us: f64::NAN,
+                penalty_bound_s: 0.0,
+                penalty_bound_pct: 0.0,
+                bound: Bound::NoDelay,
+                exact: f.exact && !refreshed,
+                paired,
+                pairs_exact: f.pairs_exact,
+                confirm: false,
+            });
         }
     }
     mark_pareto(&mut rows);

@@ -50,6 +50,33 @@ impl Tables {
         messages: Option<Messages<'_>>,
         settings: (&[f64], &[f64], &[f64]),
     ) -> Vec<Row> {
+        let (timeouts_us, wakes_us, sleeps_us) = settings;
+        let settings = Settings {
+            timeouts_us,
+            wakes_us,
+            sleeps_us,
+        };
+        self.with_run(pairs, messages, |run| screen(run, &settings).unwrap())
+    }
+
+    /// The oracle's rows at every (sleep, wake) of `settings`, us.
+    fn oracle(&self, pairs: Option<PairCounts<'_>>, settings: (&[f64], &[f64])) -> Vec<Row> {
+        let (wakes_us, sleeps_us) = settings;
+        let settings = Settings {
+            timeouts_us: &[],
+            wakes_us,
+            sleeps_us,
+        };
+        self.with_run(pairs, None, |run| screen_oracle(run, &settings).unwrap())
+    }
+
+    /// `f` of the run these tables describe (1 ms long).
+    fn with_run<R>(
+        &self,
+        pairs: Option<PairCounts<'_>>,
+        messages: Option<Messages<'_>>,
+        f: impl FnOnce(&Run<'_>) -> R,
+    ) -> R {
         let col = |f: fn(&(usize, f64, f64, f64)) -> f64| -> Vec<f64> {
             self.counts.iter().map(f).collect()
         };
@@ -88,16 +115,7 @@ impl Tables {
             messages,
             span_s: 1000.0 * US,
         };
-        let (timeouts_us, wakes_us, sleeps_us) = settings;
-        screen(
-            &run,
-            &Settings {
-                timeouts_us,
-                wakes_us,
-                sleeps_us,
-            },
-        )
-        .unwrap()
+        f(&run)
     }
 }
 
@@ -195,6 +213,85 @@ fn paired_links_are_screened_from_their_own_idle_intervals() {
     assert_eq!(r.wakes, 3.0);
     assert!(!r.pairs_exact);
     assert!(close(r.lpi_s, 110.0 * US));
+}
+
+#[test]
+fn the_oracle_sleeps_in_every_gap_past_break_even_and_delays_nothing() {
+    // Sleep 2 us, wake 8 us: break-even 10 us. The 30 and 26 us gaps sleep at their start and
+    // wake 8 us before their end: 30 - 10 + 26 - 10 = 36 us in LPI, 2 wakes; the 40 us gap ends
+    // the run, so it needs no wake: 40 - 2 = 38 us. The 5 us gap stays active.
+    let rows = one_link().oracle(None, (&[8.0], &[2.0]));
+    let r = &rows[0];
+    assert_eq!((r.wakes, r.max_link_wakes), (2.0, 2.0));
+    assert!(close(r.lpi_s, 74.0 * US), "{}", r.lpi_s);
+    // 2 W x 926 us + 0.5 W x 74 us.
+    assert!(close(r.link_energy_j, 1889.0 * US));
+    assert!(close(r.link_saving_pct, 100.0 * (1.0 - 1889.0 / 2000.0)));
+    assert_eq!(
+        (r.idle_timeout_us, r.wake_time_us, r.sleep_time_us),
+        (10.0, 8.0, 2.0)
+    );
+    assert_eq!((r.penalty_bound_s, r.penalty_bound_pct), (0.0, 0.0));
+    assert_eq!(r.bound, Bound::NoDelay);
+    assert!(r.exact);
+}
+
+#[test]
+fn the_oracle_leaves_a_last_gap_under_break_even_active() {
+    // Gaps of 30 and 26 us between packets, then 6 us to the end. Sleep 2 us, wake 8 us: the
+    // last gap is under the 10 us break-even, so the oracle keeps the link active there (as
+    // the simulated one does, which prices every gap by its sleep and wake): 20 + 16 us.
+    let mut t = Tables::new(1);
+    t.trailing_idle_s = vec![6.0 * US];
+    t.counts = vec![(0, 10.0 * US, 2.0, 56.0 * US)];
+    let r = &t.oracle(None, (&[8.0], &[2.0]))[0];
+    assert_eq!(r.wakes, 2.0);
+    assert!(close(r.lpi_s, 36.0 * US), "{}", r.lpi_s);
+}
+
+#[test]
+fn the_oracle_bounds_the_policies_that_delay_nothing_not_those_that_do() {
+    // Sleep 2 us, wake 8 us. A timeout of 10 us sleeps in the same gaps as the oracle but
+    // 10 us later: 30 + 26 + 40 - 3 x 12 = 60 us of LPI against the oracle's 74. A timeout of
+    // 0 sleeps in every gap right away and wakes only when a packet comes, which then waits
+    // the 8 us wake: 3 + 28 + 24 + 38 = 93 us, 19 more than the oracle (8 us before each of
+    // the 2 woken gaps, and 3 in the 5 us gap, under break-even). That LPI is paid for in
+    // time: the oracle is the bound of the policies that delay no packet.
+    let t = one_link();
+    let oracle = &t.oracle(None, (&[8.0], &[2.0]))[0];
+    let rows = t.screen(None, None, (&[0.0, 10.0], &[8.0], &[2.0]));
+    assert!(close(rows[1].lpi_s, 60.0 * US), "{}", rows[1].lpi_s);
+    assert!(oracle.link_energy_j < rows[1].link_energy_j);
+    assert!(close(rows[0].lpi_s - oracle.lpi_s, 19.0 * US));
+    assert_eq!(oracle.penalty_bound_s, 0.0);
+}
+
+#[test]
+fn the_oracle_screens_a_paired_link_from_its_own_idle_intervals() {
+    // The link of the paired test above, idle together 20 us between packets and 30 us at the
+    // end. No sleep, wake 10 us: each direction spends 20 - 10 + 30 = 40 us in LPI, one wake
+    // for the link.
+    let mut t = Tables::new(2);
+    t.paired = vec![true, true];
+    t.trailing_idle_s = vec![40.0 * US, 0.0];
+    t.counts = vec![
+        (0, 10.0 * US, 3.0, 90.0 * US),
+        (1, 10.0 * US, 1.0, 60.0 * US),
+    ];
+    let (a, b) = ([0], [1]);
+    let pairs = PairCounts {
+        pairs: 1,
+        a: &a,
+        b: &b,
+        threshold_s: &[10.0 * US],
+        count: &[2.0],
+        total_s: &[50.0 * US],
+        trailing_idle_s: &[30.0 * US],
+    };
+    let r = &t.oracle(Some(pairs), (&[10.0], &[0.0]))[0];
+    assert_eq!((r.wakes, r.paired), (1.0, 2));
+    assert!(r.pairs_exact && r.exact);
+    assert!(close(r.lpi_s, 80.0 * US), "{}", r.lpi_s);
 }
 
 /// Three ranks on nodes 0, 1 and 2 of a machine whose node `k` has uplink `2k` and downlink

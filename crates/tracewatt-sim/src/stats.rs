@@ -542,7 +542,8 @@ impl LinkStats {
 }
 
 impl LinkObserver for LinkStats {
-    #[inline]
+    // Always inlined into the network models' hops, as `occupied` below is.
+    #[inline(always)]
     fn on_transmit(&mut self, ch: ChannelId, start: Ps, end: Ps, bytes: u32, src: NodeId) {
         let ci = ch as usize;
         if !self.node_job.is_empty() {
@@ -557,7 +558,7 @@ impl LinkObserver for LinkStats {
     }
 
     /// With message tracking: a packet `pkt` of message `token` has just been sent on `ch`.
-    #[inline]
+    #[inline(always)]
     fn on_packet(&mut self, ch: ChannelId, pkt: u32, token: u32, first_hop: bool) {
         let Some(MessageHops {
             k,

@@ -2,7 +2,7 @@
 
 use tracewatt_core::time::serialization_ps;
 use tracewatt_sim::{simulate, simulate_with, Config, Format, Results, SimError};
-use tracewatt_workload::{Op, SrcSel, TagSel, WORLD};
+use tracewatt_workload::{CollAlgo, CollKind, Op, SrcSel, TagSel, WORLD};
 
 mod script;
 use script::{recv, send, Script};
@@ -579,4 +579,80 @@ fn a_clear_to_send_does_not_wait_behind_bulk_data_at_its_nic() {
         (120_728_000..=121_728_000).contains(&mk),
         "{mk} ps (queued behind the bulk data, the clear-to-send would leave at ~100 us)"
     );
+}
+
+fn allreduce(bytes: u64, req: Option<u32>) -> Op {
+    let (comm, kind, root, algo) = (WORLD, CollKind::Allreduce, 0, CollAlgo::Auto);
+    match req {
+        Some(req) => Op::Icollective {
+            comm,
+            kind,
+            root,
+            bytes,
+            algo,
+            req,
+        },
+        None => Op::Collective {
+            comm,
+            kind,
+            root,
+            bytes,
+            algo,
+        },
+    }
+}
+
+fn compute_us(us: u64) -> Op {
+    Op::Compute { ps: us * 1_000_000 }
+}
+
+/// A non-blocking allreduce overlaps the compute after it: the rank waits at its `Wait` only
+/// for what is left of it. Two ranks on one switch, a 1000-byte allreduce (recursive doubling:
+/// one 1000-byte message each way, the two directions on links of their own): one packet of
+/// 1000 ns on the first link, forwarded 50 + 100 ns after its head, out of the second link at
+/// 1150 ns and in 50 ns later: C = 1.2 us. Then, with 1 us of compute after the wait:
+/// - blocking, then 5 us of compute: C + 5 + 1 = 7.2 us;
+/// - non-blocking over 5 us of compute: max(5, C) + 1 = 6 us;
+/// - non-blocking over 0.5 us of compute: max(0.5, C) + 1 = 2.2 us;
+/// - with a send overhead of 100 ns, the non-blocking one's message leaves at 0.1 us and it ends
+///   at 1.3 us; the overhead is not the rank's (its progress runs beside the program), so over
+///   5 us of compute the run still takes 6 us, and over 0.5 us 2.3 us.
+/// - two non-blocking allreduces in flight together, waited for in the other order: the
+///   second message each way follows the first on the links (out of the second link at 2150
+///   ns), so both are done at 2.2 us, and neither takes the other's message.
+#[test]
+fn a_nonblocking_collective_overlaps_compute_until_its_wait() {
+    let topo = "kind = \"single_switch\"\nnodes = 2";
+    let mut c = config(topo, "", &[0, 1]);
+    let both = |ops: Vec<Op>| vec![ops.clone(), ops];
+    let wait = Op::Wait { req: 0 };
+    let overlapped = |compute: u64| {
+        both(vec![
+            allreduce(1000, Some(0)),
+            Op::Compute { ps: compute },
+            wait.clone(),
+            compute_us(1),
+        ])
+    };
+    let span = |c: &Config, p| makespan_ps(&run(c, p).unwrap());
+    assert_eq!(
+        span(
+            &c,
+            both(vec![allreduce(1000, None), compute_us(5), compute_us(1)])
+        ),
+        7_200_000
+    );
+    assert_eq!(span(&c, overlapped(5_000_000)), 6_000_000);
+    assert_eq!(span(&c, overlapped(500_000)), 2_200_000);
+    let two = both(vec![
+        allreduce(1000, Some(0)),
+        allreduce(1000, Some(1)),
+        Op::Waitall {
+            reqs: vec![1, 0].into_boxed_slice(),
+        },
+    ]);
+    assert_eq!(span(&c, two), 2_200_000);
+    c.mpi.send_overhead_ns = 100.0;
+    assert_eq!(span(&c, overlapped(5_000_000)), 6_000_000);
+    assert_eq!(span(&c, overlapped(500_000)), 2_300_000);
 }

@@ -27,8 +27,8 @@ use tracewatt_core::time;
 use tracewatt_workload::{CollAlgo, CollKind, CommId, Op, Rank, ReqId, SrcSel, TagSel, WORLD};
 
 use crate::call::{
-    Call, CallKind, CommHandle, GroupHandle, ReqHandle, VKind, ANY, NULL_COMM_HANDLE, SELF_HANDLE,
-    WORLD_HANDLE,
+    Call, CallKind, CommHandle, GroupHandle, ReqHandle, VKind, ANY, MADE_UP_REQS, NULL_COMM_HANDLE,
+    SELF_HANDLE, WORLD_HANDLE,
 };
 use crate::comms::CommHook;
 use crate::error::{Location, TraceError};
@@ -379,7 +379,7 @@ impl OpBuilder {
     pub(crate) fn pending_requests(&self) -> usize {
         self.reqs
             .iter()
-            .filter(|(&h, s)| matches!(s, Slot::Live(..)) && h < u64::MAX / 2)
+            .filter(|(&h, s)| matches!(s, Slot::Live(..)) && h < MADE_UP_REQS)
             .count()
     }
 
@@ -533,7 +533,14 @@ impl OpBuilder {
                 kind,
                 root,
                 bytes,
-            } => self.collective(name, comm, kind, root, bytes)?,
+            } => self.collective(name, (comm, kind, root, bytes), None)?,
+            CallKind::Icoll {
+                comm,
+                kind,
+                root,
+                bytes,
+                req,
+            } => self.collective(name, (comm, kind, root, bytes), Some(req))?,
             CallKind::VColl {
                 comm,
                 kind,
@@ -736,18 +743,19 @@ impl OpBuilder {
 
     // ---- collectives ----
 
+    /// A collective, or with the trace's request handle `req` a non-blocking one.
     fn collective(
         &mut self,
         name: &str,
-        comm: CommHandle,
-        kind: CollKind,
-        root: i32,
-        bytes: u64,
+        (comm, kind, root, bytes): (CommHandle, CollKind, i32, u64),
+        req: Option<ReqHandle>,
     ) -> Result<(), TraceError> {
         if comm == SELF_HANDLE {
+            self.bind_null(req);
             return Ok(());
         }
         let Some(c) = self.comm(comm) else {
+            self.bind_null(req);
             return self.unsupported(&format!("{name} (unknown communicator)"));
         };
         let rooted = matches!(
@@ -755,16 +763,29 @@ impl OpBuilder {
             CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Scatter
         );
         if rooted && root < 0 {
+            self.bind_null(req);
             return self.unsupported(&format!("{name} (intercommunicator root)"));
         }
         let root = if rooted { root as Rank } else { 0 };
-        self.out.push_back(Op::Collective {
-            comm: c,
-            kind,
-            root,
-            bytes,
-            algo: CollAlgo::Auto,
-        });
+        let (comm, algo) = (c, CollAlgo::Auto);
+        let op = match req {
+            None => Op::Collective {
+                comm,
+                kind,
+                root,
+                bytes,
+                algo,
+            },
+            Some(h) => Op::Icollective {
+                comm,
+                kind,
+                root,
+                bytes,
+                algo,
+                req: self.post(h, false),
+            },
+        };
+        self.out.push_back(op);
         Ok(())
     }
 

@@ -18,6 +18,11 @@ pub type GroupHandle = u32;
 /// Request handle as the trace names it; unique among a rank's outstanding requests at a time.
 pub type ReqHandle = u64;
 
+/// Handles from here up are made up by a reader for calls the trace recorded without a request
+/// (an OTF2 isend without its request record, a non-blocking collective of Score-P before OTF2
+/// 3.0), counting down from `u64::MAX`; a trace's own handles stay below.
+pub const MADE_UP_REQS: ReqHandle = u64::MAX / 2;
+
 /// Peer value meaning MPI_ANY_SOURCE (receives) / tag value meaning MPI_ANY_TAG.
 pub const ANY: i32 = -1;
 /// Peer value meaning MPI_PROC_NULL: the call moves nothing.
@@ -145,6 +150,16 @@ pub enum CallKind {
         root: i32,
         bytes: u64,
     },
+    /// A non-blocking collective (`MPI_Iallreduce`, `MPI_Ibcast`, ...): `comm`, `kind`, `root`
+    /// and `bytes` as in [`CallKind::Coll`]; it completes request `req`, which a later wait or
+    /// test completes.
+    Icoll {
+        comm: CommHandle,
+        kind: CollKind,
+        root: i32,
+        bytes: u64,
+        req: ReqHandle,
+    },
     /// Per-rank sizes, in bytes, indexed by comm rank. Which vector matters depends on `kind`:
     /// alltoallv both; allgatherv `send[0]` = this rank's block, `recv` = everyone's;
     /// gatherv `send[0]` + `recv` (root only); scatterv `send` (root only) + `recv[0]`;
@@ -241,7 +256,11 @@ impl Call {
     /// block for allgatherv/reduce_scatter).
     pub fn coll_bytes(&self) -> u64 {
         match &self.kind {
-            CallKind::Coll { kind, bytes, .. } if *kind != CollKind::Barrier => *bytes,
+            CallKind::Coll { kind, bytes, .. } | CallKind::Icoll { kind, bytes, .. }
+                if *kind != CollKind::Barrier =>
+            {
+                *bytes
+            }
             CallKind::VColl { send, .. } => send.iter().fold(0u64, |a, b| a.saturating_add(*b)),
             _ => 0,
         }

@@ -308,6 +308,14 @@ impl TraceWorkload {
                     root,
                     bytes,
                     algo,
+                }
+                | Op::Icollective {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    algo,
+                    ..
                 } => {
                     let (size, me) = place(comm);
                     collectives::expand(comm, kind, algo, size, me, root, bytes, scratch)
@@ -640,6 +648,15 @@ fn prescan(
         };
         return Err(TraceError::Inconsistent { at, what });
     }
+    if tally.inferred_nbcs > 0 {
+        tally.warnings.push(format!(
+            "{} non-blocking collectives carry no request or size in the trace (Score-P before \
+             OTF2 3.0): each takes communicator, root and size from its rank's latest blocking \
+             collective of the same operation and completes at the rank's next wait without \
+             completion records (docs/replaying-traces.md)",
+            tally.inferred_nbcs
+        ));
+    }
     let comms = resolver.finish();
     validate::check(source.as_ref(), &comms, opts, &cancelled)?;
     let info = TraceInfo {
@@ -687,6 +704,8 @@ struct Tally {
     rank_times: Vec<RankTimes>,
     warnings: Vec<String>,
     rank_flops: Vec<f64>,
+    /// Non-blocking collectives recorded without their request or sizes (inferred).
+    inferred_nbcs: u64,
 }
 
 impl Tally {
@@ -700,6 +719,9 @@ impl Tally {
         }
         if let CallKind::Compute { flops: Some(f), .. } = call.kind {
             self.rank_flops[rank as usize] += f;
+        }
+        if matches!(call.kind, CallKind::Icoll { req, .. } if req >= call::MADE_UP_REQS) {
+            self.inferred_nbcs += 1;
         }
         self.p2p = self.p2p.saturating_add(call.p2p_bytes());
         self.coll = self.coll.saturating_add(call.coll_bytes());

@@ -14,7 +14,7 @@ use crate::error::{Location, TraceError, TRUNCATED};
 use crate::funcs::Func;
 use crate::{stream_step, CallIter, CallSource, CallStream, Pos, TraceFormat};
 
-pub const NATIVE_VERSION: u16 = 4;
+pub const NATIVE_VERSION: u16 = 5;
 /// Since version 4 a rank file's records are framed in blocks of this many bytes (the last one
 /// shorter), each followed by its CRC-32: a corrupt byte anywhere is refused at its block, where
 /// it could otherwise read as another valid run (a timestamp, a color).
@@ -195,6 +195,7 @@ fn record_tag(kind: &CallKind) -> u8 {
         K::CommDefine { .. } => 27,
         K::Cancel { .. } => 28,
         K::CancelOutcome { .. } => 29,
+        K::Icoll { .. } => 30,
     }
 }
 
@@ -301,6 +302,19 @@ fn put_fields(b: &mut Vec<u8>, kind: &CallKind) {
             b.push(coll_code(*kind));
             put_z(b, *root as i64);
             put_v(b, *bytes);
+        }
+        K::Icoll {
+            comm,
+            kind,
+            root,
+            bytes,
+            req,
+        } => {
+            put_v(b, *comm as u64);
+            b.push(coll_code(*kind));
+            put_z(b, *root as i64);
+            put_v(b, *bytes);
+            put_v(b, *req);
         }
         K::VColl {
             comm,
@@ -930,7 +944,25 @@ impl NativeCalls {
             4 => K::Finalize,
             5..=9 => self.message(tag)?,
             10..=18 => self.completion(tag)?,
-            19 => self.coll()?,
+            19 => {
+                let (comm, kind, root, bytes) = self.coll()?;
+                K::Coll {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                }
+            }
+            30 => {
+                let (comm, kind, root, bytes) = self.coll()?;
+                K::Icoll {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    req: self.v("a request")?,
+                }
+            }
             20 => self.v_coll()?,
             21..=27 => self.comm_or_group(tag)?,
             28 => K::Cancel {
@@ -948,7 +980,7 @@ impl NativeCalls {
                 return Err(self.err_at(
                     rec,
                     format!(
-                        "a record tag 0..=29 (plus {TAG_CPU:#x} with CPU times, version 3) or \
+                        "a record tag 0..=30 (plus {TAG_CPU:#x} with CPU times, version 3) or \
                          255, got {t}"
                     ),
                 ))
@@ -1056,19 +1088,15 @@ impl NativeCalls {
         })
     }
 
-    /// Record 19: a collective with one size.
-    fn coll(&mut self) -> Result<CallKind, TraceError> {
+    /// Records 19 and 30 (blocking and non-blocking collectives): communicator, kind, root and
+    /// size.
+    fn coll(&mut self) -> Result<(u32, CollKind, i32, u64), TraceError> {
         let comm = self.u32("a communicator")?;
         let c = self.u8("a collective kind")?;
         let kind = coll_from(c).ok_or_else(|| {
             self.err_at(self.off - 1, format!("a collective kind 0..=10, got {c}"))
         })?;
-        Ok(CallKind::Coll {
-            comm,
-            kind,
-            root: self.i32("a root")?,
-            bytes: self.v("bytes")?,
-        })
+        Ok((comm, kind, self.i32("a root")?, self.v("bytes")?))
     }
 
     /// Record 20: a collective with per-rank sizes.

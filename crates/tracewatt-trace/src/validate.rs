@@ -557,6 +557,13 @@ impl Checker<'_> {
                 root,
                 bytes,
                 ..
+            }
+            | Op::Icollective {
+                comm,
+                kind,
+                root,
+                bytes,
+                ..
             } => {
                 if kind_has_root(kind) {
                     self.peer_in(site, comm, root, "root")?;
@@ -1042,6 +1049,7 @@ fn comm_used(kind: &CallKind) -> Option<CommHandle> {
         | CallKind::Irecv { comm, .. }
         | CallKind::Sendrecv { comm, .. }
         | CallKind::Coll { comm, .. }
+        | CallKind::Icoll { comm, .. }
         | CallKind::VColl { comm, .. } => Some(*comm),
         _ => None,
     }

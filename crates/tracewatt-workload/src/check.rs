@@ -1,7 +1,9 @@
 //! A zero-time symbolic executor for rank programs, shipped as test support: it runs every rank's
 //! program together with instant message matching (via [`Matcher`]) and reports deadlocks,
 //! unmatched or mismatched messages, and per-pair traffic. Collectives are expanded with
-//! [`collectives::expand`](crate::collectives::expand) as the simulator does.
+//! [`collectives::expand`](crate::collectives::expand) as the simulator does; a non-blocking
+//! collective's expansion runs beside its rank's program, in its own tag lane, and completes
+//! its request when done.
 //!
 //! Sends complete only when matched (rendezvous semantics), the strictest MPI allows: a program
 //! that finishes here finishes under any eager limit.
@@ -9,10 +11,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 
-use crate::collectives::{expand, expand_alltoallv, CollError};
+use crate::collectives::{
+    expand, expand_alltoallv, CollError, Expansion, DEFAULT_ALLTOALL_THROTTLE,
+};
 use crate::generators::Workload;
 use crate::matching::{Envelope, Matcher};
-use crate::op::{CommId, Op, Program, ProgramError, Rank, SrcSel, TagSel};
+use crate::op::{CommId, Op, Program, ProgramError, Rank, ReqId, SrcSel, TagSel};
 
 /// Why a set of programs is inconsistent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,6 +118,19 @@ struct RankState {
     next_internal: u64,
     /// The op the rank is blocked in, for diagnostics.
     blocked_in: String,
+    /// Non-blocking collectives in flight, in the order started.
+    nbcs: Vec<Nbc>,
+    /// Non-blocking collectives started so far per communicator (their lanes).
+    nbc_seq: BTreeMap<CommId, u64>,
+}
+
+/// A non-blocking collective in flight: the rest of its expansion, what it waits for, its
+/// requests' keys by the expansion's ids, and the key of the request it completes.
+struct Nbc {
+    key: u64,
+    ops: VecDeque<Op>,
+    waiting: Option<Vec<u64>>,
+    ids: BTreeMap<ReqId, u64>,
 }
 
 struct Engine<'m, D: DataModel> {
@@ -169,6 +186,8 @@ pub fn run<D: DataModel>(
             sends: 0,
             next_internal: INTERNAL,
             blocked_in: String::new(),
+            nbcs: Vec::new(),
+            nbc_seq: BTreeMap::new(),
         })
         .collect();
     let mut e = Engine {
@@ -270,29 +289,111 @@ impl<D: DataModel> Engine<'_, D> {
         Ok(())
     }
 
+    /// Whether rank `me`'s requests `keys` are all complete; if so they are retired and what
+    /// their receives took delivered.
+    fn settled(&mut self, me: usize, keys: &[u64]) -> Result<bool, CheckError> {
+        let reqs = &self.ranks[me].reqs;
+        if !keys.iter().all(|k| reqs.get(k).is_some_and(|r| r.complete)) {
+            return Ok(false);
+        }
+        for k in keys {
+            let Some(req) = self.ranks[me].reqs.remove(k) else {
+                continue;
+            };
+            if let Some(fid) = req.delivered {
+                if let Some(msg) = self.flights.remove(&fid).and_then(|f| f.msg) {
+                    self.model
+                        .on_deliver(me as Rank, msg)
+                        .map_err(|what| CheckError::Data {
+                            rank: me as Rank,
+                            what,
+                        })?;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs rank `me`'s non-blocking collectives until each blocks or ends; an ended one
+    /// completes its request.
+    fn progress_nbcs(&mut self, me: usize) -> Result<(), CheckError> {
+        let mut nbcs = std::mem::take(&mut self.ranks[me].nbcs);
+        let mut result = Ok(());
+        let mut i = 0;
+        while i < nbcs.len() {
+            match self.run_nbc(me, &mut nbcs[i]) {
+                Ok(true) => {
+                    let n = nbcs.remove(i);
+                    if let Some(r) = self.ranks[me].reqs.get_mut(&n.key) {
+                        r.complete = true;
+                    }
+                }
+                Ok(false) => i += 1,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.ranks[me].nbcs = nbcs;
+        result
+    }
+
+    /// Runs one non-blocking collective of rank `me` until it blocks (false) or ends (true).
+    fn run_nbc(&mut self, me: usize, n: &mut Nbc) -> Result<bool, CheckError> {
+        loop {
+            if let Some(keys) = n.waiting.take() {
+                if !self.settled(me, &keys)? {
+                    n.waiting = Some(keys);
+                    return Ok(false);
+                }
+            }
+            let Some(op) = n.ops.pop_front() else {
+                return Ok(true);
+            };
+            match op {
+                Op::Isend {
+                    comm,
+                    dst,
+                    tag,
+                    bytes,
+                    req,
+                } => {
+                    let key = self.isend(me, comm, dst, tag, bytes, None)?;
+                    n.ids.insert(req, key);
+                }
+                Op::Irecv {
+                    comm,
+                    src,
+                    tag,
+                    bytes,
+                    req,
+                } => {
+                    let key = self.irecv(me, comm, src, tag, bytes, None)?;
+                    n.ids.insert(req, key);
+                }
+                Op::Waitall { reqs } => {
+                    let keys = reqs.iter().filter_map(|r| n.ids.remove(r)).collect();
+                    n.waiting = Some(keys);
+                }
+                other => {
+                    return Err(bad(
+                        me,
+                        format!("{other:?} inside a non-blocking collective's expansion"),
+                    ))
+                }
+            }
+        }
+    }
+
     /// Runs rank `me` until it blocks or ends.
     fn step(&mut self, me: usize) -> Result<(), CheckError> {
+        self.progress_nbcs(me)?;
         loop {
-            if let Some(keys) = &self.ranks[me].waiting {
-                let reqs = &self.ranks[me].reqs;
-                if !keys.iter().all(|k| reqs.get(k).is_some_and(|r| r.complete)) {
+            if let Some(keys) = self.ranks[me].waiting.take() {
+                if !self.settled(me, &keys)? {
+                    self.ranks[me].waiting = Some(keys);
                     return Ok(());
-                }
-                let keys = self.ranks[me].waiting.take().unwrap_or_default();
-                for k in keys {
-                    let Some(req) = self.ranks[me].reqs.remove(&k) else {
-                        continue;
-                    };
-                    if let Some(fid) = req.delivered {
-                        if let Some(msg) = self.flights.remove(&fid).and_then(|f| f.msg) {
-                            self.model.on_deliver(me as Rank, msg).map_err(|what| {
-                                CheckError::Data {
-                                    rank: me as Rank,
-                                    what,
-                                }
-                            })?;
-                        }
-                    }
                 }
             }
             let next = match self.ranks[me].pending.pop_front() {
@@ -370,6 +471,45 @@ impl<D: DataModel> Engine<'_, D> {
                         },
                     )?;
                     self.inject(me, ops)?;
+                }
+                Op::Icollective {
+                    comm,
+                    kind,
+                    root,
+                    bytes,
+                    algo,
+                    req,
+                } => {
+                    let size = self.comm_size(me, comm)?;
+                    let local = self.my_local(me, comm)?;
+                    let seq = self.ranks[me].nbc_seq.entry(comm).or_insert(0);
+                    let lane = *seq;
+                    *seq += 1;
+                    let mut ops = Vec::new();
+                    Expansion::collective(
+                        comm,
+                        kind,
+                        algo,
+                        size,
+                        local,
+                        root,
+                        bytes,
+                        DEFAULT_ALLTOALL_THROTTLE,
+                    )
+                    .map_err(|source| CheckError::Collective {
+                        rank: me as Rank,
+                        source,
+                    })?
+                    .nonblocking(lane)
+                    .fill(&mut ops, usize::MAX);
+                    let key = self.new_req(me, Some(req))?;
+                    self.ranks[me].nbcs.push(Nbc {
+                        key,
+                        ops: ops.into(),
+                        waiting: None,
+                        ids: BTreeMap::new(),
+                    });
+                    self.progress_nbcs(me)?;
                 }
                 Op::Alltoallv {
                     comm,

@@ -7,7 +7,8 @@
 //! Conventions every expansion follows:
 //!
 //! - Tags are negative (`-(1 + step)`), so a user's `ANY_TAG` receive never takes collective
-//!   traffic; every rank derives the same tag for the same step.
+//!   traffic; every rank derives the same tag for the same step. A non-blocking collective's
+//!   tags sit in a lane of their own below those ([`Expansion::nonblocking`]).
 //! - Request ids start at [`RESERVED_REQ_BASE`] and every phase waits for all it posted, so each
 //!   piece of an expansion may start again at the base.
 //! - A rank never sends to itself; its own block is a local copy.
@@ -256,6 +257,8 @@ pub struct Expansion {
     plan: Plan,
     next: u64,
     phases: u64,
+    /// Added to every tag: 0, or a non-blocking collective's lane.
+    tag_offset: Tag,
 }
 
 /// Per-peer byte counts of an alltoall (uniform) or an alltoallv (given; zero pairs skipped).
@@ -497,7 +500,24 @@ impl Expansion {
             plan,
             next: 0,
             phases,
+            tag_offset: 0,
         }
+    }
+
+    /// The same collective run as the `seq`-th non-blocking collective (counting from 0) its
+    /// rank started on its communicator, which every member numbers alike (MPI has them start
+    /// collectives on a communicator in one order). Its tags move to a lane of their own below
+    /// every blocking collective's, so collectives in flight together never take each other's
+    /// messages. Lanes are reused cyclically, as MPICH reuses the tags of its per-communicator
+    /// counter for non-blocking collectives: on `size` ranks,
+    /// `(2^31 - 1) / (max(2 size, 200) + 2) - 1` of them (62 at 2^24 ranks) in flight at once
+    /// on one communicator stay apart.
+    pub fn nonblocking(mut self, seq: u64) -> Self {
+        let span = tag_span(self.n);
+        let lanes = (i32::MAX as u64 / span).saturating_sub(1).max(1);
+        let offset = (1 + seq % lanes).saturating_mul(span);
+        self.tag_offset = -(offset.min(i32::MAX as u64) as Tag);
+        self
     }
 
     /// Appends the next phases to `out` until at least `min_ops` operations were appended or the
@@ -505,6 +525,7 @@ impl Expansion {
     pub fn fill(&mut self, out: &mut Vec<Op>, min_ops: usize) -> bool {
         let start = out.len();
         let mut sink = OpSink::new(self.comm, out);
+        sink.tag_offset = self.tag_offset;
         while self.next < self.phases && sink.out.len() - start < min_ops.max(1) {
             self.emit(&mut sink, self.next);
             self.next += 1;
@@ -619,6 +640,7 @@ struct OpSink<'a> {
     out: &'a mut Vec<Op>,
     pending: Vec<ReqId>,
     next: ReqId,
+    tag_offset: Tag,
 }
 
 impl<'a> OpSink<'a> {
@@ -628,6 +650,7 @@ impl<'a> OpSink<'a> {
             out,
             pending: Vec::new(),
             next: RESERVED_REQ_BASE,
+            tag_offset: 0,
         }
     }
     fn req(&mut self) -> ReqId {
@@ -644,7 +667,7 @@ impl Sink for OpSink<'_> {
         self.out.push(Op::Isend {
             comm: self.comm,
             dst: peer as Rank,
-            tag,
+            tag: tag.saturating_add(self.tag_offset),
             bytes,
             req,
         });
@@ -654,7 +677,7 @@ impl Sink for OpSink<'_> {
         self.out.push(Op::Irecv {
             comm: self.comm,
             src: SrcSel::Rank(peer as Rank),
-            tag: TagSel::Tag(tag),
+            tag: TagSel::Tag(tag.saturating_add(self.tag_offset)),
             bytes,
             req,
         });
@@ -673,6 +696,13 @@ impl Sink for OpSink<'_> {
 /// Tag of step `step` of a collective: negative so user `ANY_TAG` receives never match.
 fn tag(step: u64) -> Tag {
     -1 - (step.min(i32::MAX as u64 - 1) as Tag)
+}
+
+/// More than the steps of any algorithm on `n` ranks (a ring allreduce's run to `2n - 1`,
+/// Rabenseifner's post-step is step 200): every blocking collective's tag is above
+/// `-tag_span(n)`.
+fn tag_span(n: u64) -> u64 {
+    (2 * n).max(200) + 2
 }
 
 /// Largest power of two <= n (n >= 1).

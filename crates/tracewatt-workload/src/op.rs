@@ -151,6 +151,18 @@ pub enum Op {
         bytes: u64,
         algo: CollAlgo,
     },
+    /// A non-blocking collective (`MPI_Iallreduce`, `MPI_Ibcast`, ...): `comm`, `kind`, `root`,
+    /// `bytes` and `algo` as in [`Op::Collective`]. The rank goes on at once; the collective
+    /// runs its algorithm on its own and completes request `req`, which a `Wait` or `Waitall`
+    /// waits for.
+    Icollective {
+        comm: CommId,
+        kind: CollKind,
+        root: Rank,
+        bytes: u64,
+        algo: CollAlgo,
+        req: ReqId,
+    },
     /// Alltoallv: `send_bytes[i]` goes to comm rank i; `recv_bytes[i]` comes from comm rank i.
     Alltoallv {
         comm: CommId,

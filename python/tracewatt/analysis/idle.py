@@ -56,6 +56,16 @@ Where these figures and a full simulation differ, and why:
 - One class at a time. ``links`` restricts the screening to some link kinds (``node``,
   ``local``, ``global``, ``tree1``, ``torus0``, ...), so each class can get its own setting; the
   saving is then of those links' ports and the bound counts only their wakes.
+- Policies. Only policies whose decision to sleep depends on the gap alone follow from the
+  intervals of a run they did not shape: ``timeout`` and ``oracle`` (:data:`SCREENED_POLICIES`).
+  The oracle knows every gap: it sleeps at the start of each one longer than the break-even
+  time ``T_s + T_w`` and wakes ``T_w`` before it ends, so no packet waits (penalty bound 0,
+  ``bound`` ``no_delay``) and a gap ``g`` spends ``g - T_s - T_w`` in LPI; the gap that ends the
+  run, slept when past break-even too, needs no wake: ``g - T_s``. Its rows' timeout is the
+  break-even time. The screen prices the PHY's deep sleep alone: with a fast-wake depth
+  configured the simulated oracle picks the better depth per gap, and can save more. The
+  others decide from what they have seen (``adaptive``), or from the delays they cause
+  (``perfbound``): only a simulation prices them (``tracewatt compare --policies``).
 - Resolution. Counts and totals are exact at the thresholds the run kept
   (``output.idle_thresholds_us``); between them they are interpolated from the log-spaced
   histogram (``exact`` is False in those rows).
@@ -75,6 +85,23 @@ if TYPE_CHECKING:
 
 #: The run's tables :func:`screen_idle` reads (every run writes them).
 SCREEN_TABLES = ("links", "idle_hist", "idle_thresholds", "ranks")
+
+#: The link policies :func:`screen_idle` can screen: those whose decision to sleep depends on
+#: the idle gap alone.
+SCREENED_POLICIES = ("timeout", "oracle")
+
+
+class UnscreenablePolicy(ValueError):
+    """A link policy the screening cannot price from one run's idle intervals."""
+
+    def __init__(self, policy: str) -> None:
+        super().__init__(
+            f"cannot screen the link policy {policy!r}: screening prices only "
+            f"{' and '.join(SCREENED_POLICIES)}, whose decision to sleep depends on the idle "
+            f"gap alone; compare it by simulation (tracewatt compare CONFIG --policies "
+            f"{policy})"
+        )
+        self.policy = policy
 
 
 def tables_span_s(results: Results) -> float:
@@ -192,8 +219,12 @@ def screen_idle(
     sleeps_us: Sequence[float] | None = None,
     links: Sequence[str] | None = None,
     control: str | None = None,
+    policy: str = "timeout",
 ) -> pd.DataFrame:
-    """One row per (idle_timeout, wake_time, sleep_time) with ``wakes``, ``lpi_s``,
+    """One row per (idle_timeout, wake_time, sleep_time) of the ``timeout`` policy, or with
+    ``policy="oracle"`` one per (wake_time, sleep_time) of the oracle (``timeouts_us`` play no
+    part; ``idle_timeout_us`` is the break-even time, the penalty bound 0; see the module's
+    notes); another policy raises :class:`UnscreenablePolicy`. Columns: ``wakes``, ``lpi_s``,
     ``lpi_fraction``, ``link_energy_j``, ``link_saving_pct`` (against always-on ports),
     ``chain_wakes`` (the most wakes one rank's critical path can meet; NaN without the run's
     messages), ``bound_threshold_us`` (the idle threshold it is priced at),
@@ -204,12 +235,14 @@ def screen_idle(
     simulation). ``links``: only the link directions of these kinds (default: all);
     ``sleeps_us`` defaults to the run's sleep time on them; ``control``: the candidate control
     (``paired`` or ``independent``; default: the run's)."""
+    if policy not in SCREENED_POLICIES:
+        raise UnscreenablePolicy(policy)
     for name, values in (
         ("timeouts_us", timeouts_us),
         ("wakes_us", wakes_us),
         ("sleeps_us", sleeps_us),
     ):
-        if values is None:
+        if values is None or (name == "timeouts_us" and policy == "oracle"):
             continue
         if not len(values):
             raise ValueError(f"{name}: expected at least one time")
@@ -279,6 +312,7 @@ def screen_idle(
         [float(t) for t in timeouts_us],
         [float(t) for t in wakes_us],
         [float(t) for t in sleeps_us],
+        policy == "oracle",
     )
     return pd.DataFrame(rows)
 

@@ -7,8 +7,13 @@ path through several classes meets at most the sum of what it meets in each). Th
 combinations that save the most link energy with a bound within the budget are confirmed by
 full simulation, as one sweep (one cell, a variant per candidate, always-on as the baseline);
 if fewer are within the bound (a bound, often loose), the rest of the ``k`` are spread over the
-settings beyond it. The confirmed one with the largest whole-machine saving whose slowdown is
-within the budget wins.
+settings beyond it. The policies that only a simulation can price (``adaptive``,
+``perfbound``: their decisions depend on what they have seen or on the delays they cause) join
+the confirming sweep directly, each at a few values of its parameters (:func:`policy_candidates`),
+every link class under it. The confirmed one with the largest whole-machine saving whose
+slowdown is within the budget wins. Screened on the flow-level network (``[machine] network =
+"flow"``), the candidates are confirmed on the packet-level one unless told otherwise: the fast
+model picks them, the exact one decides.
 """
 
 from __future__ import annotations
@@ -48,6 +53,69 @@ __all__ = [
 #: The timeouts screened by default, us: the papers' sweeps (TraceRP Fig. 3, the EEE paper's
 #: 600 and 1,600) and their neighbours.
 DEFAULT_TIMEOUTS_US: tuple[float, ...] = (0, 1, 5, 10, 50, 250, 600, 1250, 1600, 16000)
+
+#: The link policies tune searches: ``timeout`` screened then confirmed, the others confirmed.
+TUNED_POLICIES = ("timeout", "adaptive", "perfbound")
+
+#: ``perfbound``'s bound on each port's delay and ``adaptive``'s delay target, tried by tune, as
+#: shares of the budget: the budget itself, and half of it, since delays on several links of a
+#: path add up.
+BUDGET_SHARES = (0.5, 1.0)
+
+
+def check_policies(policies: Sequence[str]) -> list[str]:
+    """The link policies to tune, checked: each of :data:`TUNED_POLICIES`, at least one."""
+    names = list(dict.fromkeys(policies))
+    if not names:
+        raise ValueError("policies: expected at least one of " + ", ".join(TUNED_POLICIES))
+    for name in names:
+        if name == "oracle":
+            raise ValueError(
+                "policies: `oracle` is the bound, not a policy a port can run (it knows every "
+                "gap in advance); tracewatt compare --policies ...,oracle measures it"
+            )
+        if name not in TUNED_POLICIES:
+            raise ValueError(
+                f"policies: `{name}` is not a link policy tune searches; expected "
+                + ", ".join(TUNED_POLICIES)
+            )
+    return names
+
+
+def policy_candidates(
+    policies: Sequence[str], slowdown_pct: float, kinds: Sequence[str]
+) -> list[dict[str, dict[str, Any]]]:
+    """The candidates of the policies tune confirms without screening: every link kind of
+    ``kinds`` under the policy, ``adaptive``'s delay target and ``perfbound``'s bound each at
+    every share of :data:`BUDGET_SHARES` of the budget (as a share of the run, at most 1)."""
+    shares = dict.fromkeys(min(1.0, share * slowdown_pct / 100.0) for share in BUDGET_SHARES)
+    params: list[dict[str, Any]] = []
+    for policy in policies:
+        if policy == "adaptive":
+            params += [{"policy": "adaptive", "adaptive_delay_share": s} for s in shares]
+        elif policy == "perfbound":
+            params += [{"policy": "perfbound", "slowdown_bound": s} for s in shares]
+    return [{kind: dict(p) for kind in kinds} for p in params]
+
+
+def describe(settings: Mapping[str, Mapping[str, Any]]) -> str:
+    """A candidate's settings in a line: ``node 600/17 us; tree1 0/17 us paired`` for
+    timeouts (idle_timeout/wake_time), ``perfbound slowdown_bound=0.005`` for a policy that
+    every kind shares; ``always-on`` for none."""
+    policies = [dict(s) for s in settings.values() if s.get("policy", "timeout") != "timeout"]
+    if policies and all(p == policies[0] for p in settings.values()):
+        p = dict(policies[0])
+        name = p.pop("policy")
+        return " ".join([name, *(f"{k}={v:g}" for k, v in p.items())])
+    return (
+        "; ".join(
+            f"{kind} {s['idle_timeout_us']:g}/{s['wake_time_us']:g} us"
+            + (f" {s['control']}" if s.get("control") else "")
+            for kind, s in settings.items()
+        )
+        or "always-on"
+    )
+
 
 _TREE = re.compile(r"tree(\d+)$")
 _TORUS = re.compile(r"torus(\d+)$")
@@ -191,18 +259,19 @@ def _every_kind(
 
 
 def _sets(settings: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
-    """Dotted overrides of a candidate; ``None`` settings: that class always-on."""
+    """Dotted overrides of a candidate; ``None`` settings: that class always-on. A setting
+    without ``policy`` is a timeout's."""
     out: dict[str, Any] = {}
     for kind, s in settings.items():
         path = class_path(kind)
         if s is None:
             out[f"{path}.policy"] = "always_on"
             continue
-        out[f"{path}.policy"] = "timeout"
-        out[f"{path}.idle_timeout_us"] = float(s["idle_timeout_us"])
-        out[f"{path}.wake_time_us"] = float(s["wake_time_us"])
-        if s.get("control"):
-            out[f"{path}.control"] = s["control"]
+        out[f"{path}.policy"] = s.get("policy", "timeout")
+        for field, value in s.items():
+            if field == "policy" or value is None:
+                continue
+            out[f"{path}.{field}"] = value if isinstance(value, str) else float(value)
     return out
 
 
@@ -232,10 +301,19 @@ def _check_runs_dir(out_dir: str | Path, config: Config) -> Path:
 
 
 def sweep_spec(
-    config: Config, kinds: Sequence[str], candidates: Sequence[Mapping[str, Any]]
+    config: Config,
+    kinds: Sequence[str],
+    candidates: Sequence[Mapping[str, Any]],
+    network: str = "packet",
 ) -> dict[str, Any]:
-    """The confirming sweep: one cell, a variant ``c1``, ``c2``, ... per candidate (every
-    class not in its settings always-on) and the ``always_on`` baseline."""
+    """The confirming sweep on the network model ``network``: one cell, a variant ``c1``,
+    ``c2``, ... per candidate (every class not in its settings always-on) and the ``always_on``
+    baseline."""
+    base = _padded_base(config, kinds)
+    if network != "packet":
+        base.setdefault("machine", {})["network"] = network
+    else:
+        base.get("machine", {}).pop("network", None)
     variants = [
         {
             "name": "always_on",
@@ -247,7 +325,7 @@ def sweep_spec(
     return {
         "name": "tune",
         "description": _sweep_description(config),
-        "base": _padded_base(config, kinds),
+        "base": base,
         "baseline": "always_on",
         "variants": variants,
     }
@@ -258,12 +336,13 @@ class TuneResult:
     """The candidates (screened, and confirmed where simulated: ``saving_pct`` whole machine,
     ``slowdown_pct``), the chosen one's index in them (None: no candidate saves energy within
     the budget), the budget, and the link kinds screened (those a candidate leaves out are
-    always-on)."""
+    always-on), and the network models that screened and confirmed them."""
 
     candidates: pd.DataFrame
     chosen: int | None
     slowdown_pct: float
     kinds: tuple[str, ...] = ()
+    networks: tuple[str, str] = ("packet", "packet")
 
     @property
     def settings(self) -> dict[str, dict[str, Any]]:
@@ -361,26 +440,62 @@ def tune(
     k: int = 4,
     out_dir: str | Path,
     workers: int | None = None,
+    policies: Sequence[str] = ("timeout",),
+    confirm: str | None = None,
 ) -> TuneResult:
-    """Screens from one always-on run, confirms the ``k`` best candidates through the sweep
-    machinery in ``out_dir`` (resumable), and picks the confirmed one with the largest
-    whole-machine saving whose slowdown is within ``slowdown_pct``."""
+    """Screens from one always-on run, confirms the ``k`` best timeout candidates and the
+    candidates of the other ``policies`` (:func:`policy_candidates`) through the sweep
+    machinery in ``out_dir`` (resumable) on the network model ``confirm`` (default: ``packet``
+    when the configuration's is ``flow``, else its own), and picks the confirmed one with the
+    largest whole-machine saving whose slowdown is within ``slowdown_pct``."""
     if not (math.isfinite(slowdown_pct) and slowdown_pct >= 0):
         raise ValueError(f"slowdown: expected a non-negative percentage, got {slowdown_pct}")
     if k < 1:
         raise ValueError(f"k: expected at least 1 candidate, got {k}")
+    policies = check_policies(policies)
     config = as_config(config)
+    if confirm not in (None, "packet", "flow"):
+        raise ValueError(f"confirm: expected packet or flow, got {confirm!r}")
+    screened_on = config.to_dict().get("machine", {}).get("network", "packet")
+    confirm = confirm or ("packet" if screened_on == "flow" else screened_on)
     out = _check_runs_dir(out_dir, config)
     run = simulate(_screening_config(config, timeouts_us))
-    screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
-    top = pick_candidates(screened, k)
     kinds = sorted(set(run.links["kind"]))
+    parts = []
+    if "timeout" in policies:
+        screened = screen_candidates(run, slowdown_pct, timeouts_us, wakes_us, controls)
+        parts.append(pick_candidates(screened, k))
+    others = policy_candidates(policies, slowdown_pct, kinds)
+    if others:
+        # Only a simulation prices them: no screened figures.
+        nan = [math.nan] * len(others)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "settings": others,
+                    "link_saving_pct": nan,
+                    "penalty_bound_pct": nan,
+                    "wakes": nan,
+                    "within_bound": [False] * len(others),
+                }
+            )
+        )
+    parts = [p for p in parts if not p.empty]
+    top = (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame({"settings": [], "link_saving_pct": []})
+    )
     if top.empty:
         return TuneResult(
-            top.assign(saving_pct=[], slowdown_pct=[]), None, slowdown_pct, tuple(kinds)
+            top.assign(saving_pct=[], slowdown_pct=[]),
+            None,
+            slowdown_pct,
+            tuple(kinds),
+            (screened_on, confirm),
         )
     spec = sweep.SweepSpec.from_dict(
-        sweep_spec(config, kinds, list(top["settings"])), f"{config.source} (tune)"
+        sweep_spec(config, kinds, list(top["settings"]), confirm), f"{config.source} (tune)"
     )
     # Another tune's candidates replace its dataset: _check_runs_dir let only this
     # configuration's confirming sweeps through.
@@ -390,4 +505,4 @@ def tune(
     top["slowdown_pct"] = [float(data.loc[v, "slowdown_pct"]) for v in top["variant"]]
     ok = top[(top["slowdown_pct"] <= slowdown_pct) & (top["saving_pct"] > 0)]
     chosen = None if ok.empty else int(ok.index[int(ok["saving_pct"].to_numpy().argmax())])
-    return TuneResult(top, chosen, slowdown_pct, tuple(kinds))
+    return TuneResult(top, chosen, slowdown_pct, tuple(kinds), (screened_on, confirm))

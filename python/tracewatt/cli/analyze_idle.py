@@ -6,7 +6,12 @@ import argparse
 import sys
 
 from tracewatt import _format
-from tracewatt.analysis.idle import SCREEN_TABLES, screen_idle
+from tracewatt.analysis.idle import (
+    SCREEN_TABLES,
+    SCREENED_POLICIES,
+    UnscreenablePolicy,
+    screen_idle,
+)
 from tracewatt.cli.common import EXIT_OK, UsageError, results_folder, times
 from tracewatt.results import Results
 
@@ -18,6 +23,8 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             f"{args.results}: not a results folder (no summary.json); write one with "
             "`tracewatt run CONFIG -o DIR`"
         )
+    if args.policy not in SCREENED_POLICIES:
+        raise UsageError(f"--policy {args.policy}: {UnscreenablePolicy(args.policy)}")
     res = Results.read(path)
     missing = [t for t in SCREEN_TABLES if t not in res.tables]
     if missing:
@@ -33,6 +40,7 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
             None if args.sleeps is None else times("--sleeps", args.sleeps),
             [k.strip() for k in args.links.split(",") if k.strip()] or None,
             args.control,
+            args.policy,
         )
     except ValueError as e:
         raise UsageError(f"{args.results}: {e}") from None
@@ -69,26 +77,36 @@ def cmd_analyze_idle(args: argparse.Namespace) -> int:
         ]
         sys.stdout.write(_format.table(cols, rows, [True] * 7 + [False, False]))
         bound = str(df["bound"].iloc[0])
-        sys.stdout.write(
-            "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by full "
-            "simulation (tracewatt compare with --set power.links.idle_timeout_us=...).\n"
-            + (
-                "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
-                "dependent messages can meet on its routes: a first-order bound on the "
-                "slowdown (see docs/cli.md).\n"
-                if bound == "critical_path"
-                else "penalty_bound_pct: every wake end to end (x wake + sleep time): a worst "
-                "case that grows with the machine; run with --set output.messages=true for the "
-                "critical-path bound.\n"
-            )
-        )
-        if res.config["machine"].get("credits") == "reverse_link":
+        if bound == "no_delay":
             sys.stdout.write(
-                "caveat: credits travel on the reverse link (machine.credits = reverse_link): "
-                "their frames end idle intervals and wake links as packets do (counted above), "
-                "but a credit delayed by a wake holds back a sender only when its buffer is "
-                "full, which the penalty bound does not count.\n"
+                "\noracle: sleeps at the start of every idle gap longer than its break-even "
+                "time (idle_timeout_us here: sleep + wake time) and wakes just before the gap "
+                "ends: no packet waits (penalty_bound_pct 0). Its link_saving_pct is the most "
+                "any policy with these sleep and wake times can save without delaying "
+                "traffic.\n"
             )
+        else:
+            sys.stdout.write(
+                "\nconfirm: Pareto-optimal in link energy and penalty bound; check these by "
+                "full simulation (tracewatt compare with --set power.links.idle_timeout_us=...)."
+                "\n"
+                + (
+                    "penalty_bound_pct: the wakes (x wake + sleep time) the longest chain of "
+                    "dependent messages can meet on its routes: a first-order bound on the "
+                    "slowdown (see docs/cli.md).\n"
+                    if bound == "critical_path"
+                    else "penalty_bound_pct: every wake end to end (x wake + sleep time): a "
+                    "worst case that grows with the machine; run with --set "
+                    "output.messages=true for the critical-path bound.\n"
+                )
+            )
+            if res.config["machine"].get("credits") == "reverse_link":
+                sys.stdout.write(
+                    "caveat: credits travel on the reverse link (machine.credits = "
+                    "reverse_link): their frames end idle intervals and wake links as packets "
+                    "do (counted above), but a credit delayed by a wake holds back a sender only "
+                    "when its buffer is full, which the penalty bound does not count.\n"
+                )
         sys.stdout.write(
             "counted: exact at the idle thresholds the run kept (output.idle_thresholds_us), "
             "interp. between them (from the idle-interval histogram) or where LPI refreshes are "

@@ -203,7 +203,9 @@ def _add_sweep(sub: Subcommands) -> None:
     sw.add_argument(
         "--list", action="store_true", help="list the shipped sweep specs (--json: as JSON)"
     )
-    _add_network(sw, "every run (set in the spec's base: an axis over machine.network still varies it)")
+    _add_network(
+        sw, "every run (set in the spec's base: an axis over machine.network still varies it)"
+    )
     _add_sweep_options(sw)
     sw.set_defaults(func=_command("sweep", "cmd_sweep"))
 
@@ -234,11 +236,18 @@ def _add_compare(sub: Subcommands) -> None:
     )
     c.add_argument("config", metavar="CONFIG", help="configuration file (.toml or .json)")
     c.add_argument(
+        "--policies",
+        metavar="P,...",
+        help="instead, run these link policies (always_on, timeout, adaptive, perfbound, "
+        "oracle) side by side against always-on: a row each",
+    )
+    c.add_argument(
         "-o",
         "--output",
         metavar="DIR",
         help="write the policy's results to DIR (summary.json gains baseline, saving_pct, "
-        "slowdown_pct) and the baseline's to DIR/baseline",
+        "slowdown_pct) and the baseline's to DIR/baseline; with --policies, the table as "
+        "DIR/policies.parquet",
     )
     _add_force(c)
     c.add_argument("--json", action="store_true", help="print the comparison summary as JSON")
@@ -263,6 +272,13 @@ def _add_tune(sub: Subcommands) -> None:
     t.add_argument("--timeouts", help="idle_timeout values to screen, us")
     t.add_argument("--wake-time", metavar="US,...", help="also tune wake_time over these, us")
     t.add_argument("--control", metavar="C,...", help="also tune control: paired,independent")
+    t.add_argument(
+        "--policies",
+        default="timeout",
+        metavar="P,...",
+        help="link policies to search: timeout (screened, the default), adaptive, perfbound "
+        "(confirmed at a few parameter values)",
+    )
     t.add_argument("-k", type=int, default=4, help="candidates confirmed by simulation")
     t.add_argument("-o", "--output", metavar="TOML", help="write the chosen setting there")
     t.add_argument(
@@ -271,7 +287,13 @@ def _add_tune(sub: Subcommands) -> None:
     t.add_argument("-j", "--workers", type=int, metavar="N", help="worker processes")
     t.add_argument("--json", action="store_true", help="print the candidates as JSON")
     t.add_argument("-q", "--quiet", action="store_true", help="print nothing")
-    _add_network(t, "the screening run and the confirming sweep")
+    _add_network(t, "the screening run (and of the confirming sweep, unless --confirm)")
+    t.add_argument(
+        "--confirm",
+        choices=("packet", "flow"),
+        help="the network model of the confirming sweep (default: packet when screening on "
+        "flows, else the screening run's)",
+    )
     _add_set(t)
     t.set_defaults(func=_command("tune", "cmd_tune"))
 
@@ -294,6 +316,13 @@ def _add_analyze(sub: Subcommands) -> None:
     )
     ai.add_argument("--wakes", default="5,10,17,170,850,1700", help="wake_time values, us")
     ai.add_argument("--sleeps", help="sleep_time values, us (default: the run's)")
+    ai.add_argument(
+        "--policy",
+        default="timeout",
+        metavar="P",
+        help="the link policy screened: timeout (default) or oracle (sleeps in every gap past "
+        "break-even, no delay; --timeouts play no part)",
+    )
     ai.add_argument(
         "--links",
         default="",

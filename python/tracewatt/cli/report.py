@@ -19,6 +19,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         frame, meta = report.load_sweep(path)
         report_figures = report.sweep_figures(frame, meta)
         sections = report.sweep_sections(frame, meta)
+    elif (path / report.POLICIES_FILE).is_file():
+        table = report.load_policies(path)
+        report_figures = report.policy_figures(table)
+        sections = report.policy_sections(table)
     elif (path / "validate.json").is_file():
         validation = report.load_validation(path)
         report_figures = report.validation_figures(validation)
@@ -30,9 +34,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         raise UsageError(
             f"{args.results}: not a results folder (no summary.json, sweep.json with "
-            "sweep.parquet, or validate.json); write one with `tracewatt run CONFIG -o DIR`, "
-            "`tracewatt compare CONFIG -o DIR`, `tracewatt sweep SPEC -o DIR`, `tracewatt study "
-            "-o DIR` or `tracewatt validate -o DIR`"
+            "sweep.parquet, policies.parquet or validate.json); write one with `tracewatt run "
+            "CONFIG -o DIR`, `tracewatt compare CONFIG [--policies P,...] -o DIR`, `tracewatt "
+            "sweep SPEC -o DIR`, `tracewatt study -o DIR` or `tracewatt validate -o DIR`"
         )
     if args.figures is not None:
         written = report.write_figures(report_figures, args.figures, args.format or "png")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from pathlib import Path
 
 from tracewatt import _format
-from tracewatt.analysis.tuning import DEFAULT_TIMEOUTS_US, tune
+from tracewatt.analysis.tuning import DEFAULT_TIMEOUTS_US, describe, tune
 from tracewatt.cli.common import EXIT_OK, UsageError, load_config, output_file, times
 
 
@@ -39,6 +40,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for c in controls or []:
         if c not in ("paired", "independent"):
             raise UsageError(f"--control {c!r}: expected paired and/or independent")
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     with tempfile.TemporaryDirectory(prefix="tracewatt-tune-") as tmp:
         try:
             result = tune(
@@ -50,8 +52,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 k=args.k,
                 out_dir=args.runs or tmp,
                 workers=args.workers,
+                policies=policies,
+                confirm=args.confirm,
             )
         except ValueError as e:
+            if str(e).startswith("policies: "):
+                raise UsageError(f"--policies {args.policies!r}: {e}") from None
             raise UsageError(f"{args.config}: {e}") from None
     if args.output is not None:
         Path(args.output).write_text(result.fragment(), encoding="utf-8")
@@ -64,14 +70,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     rows = [
         [
             f"c{i + 1}" + (" *" if i == result.chosen else ""),
-            "; ".join(
-                f"{kind} {s['idle_timeout_us']:g}/{s['wake_time_us']:g} us"
-                + (f" {s['control']}" if s.get("control") else "")
-                for kind, s in r["settings"].items()
-            )
-            or "always-on",
-            f"{r['link_saving_pct']:.2f}",
-            f"{r['penalty_bound_pct']:.2f}",
+            describe(r["settings"]),
+            _screened(r["link_saving_pct"]),
+            _screened(r["penalty_bound_pct"]),
             f"{r['saving_pct']:.3f}",
             f"{r['slowdown_pct']:.3f}",
         ]
@@ -79,17 +80,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
     ]
     if rows:
         sys.stdout.write(_format.table(cols, rows, [False, False, True, True, True, True]))
+    screened, confirmed = result.networks
+    if (screened, confirmed) != ("packet", "packet"):
+        sys.stdout.write(f"screened on the {screened} model, confirmed on the {confirmed} model\n")
     if result.chosen is None:
         sys.stdout.write(
             f"\nno screened setting saves energy within a {budget:g} % slowdown: keep always-on.\n"
         )
         return EXIT_OK
     best = result.candidates.iloc[result.chosen]
+    only_timeouts = all(s.get("policy", "timeout") == "timeout" for s in best["settings"].values())
+    what = " (idle_timeout/wake_time per link kind)" if only_timeouts else ""
     sys.stdout.write(
-        f"\nchosen (idle_timeout/wake_time per link kind): {rows[result.chosen][1]}\n"
+        f"\nchosen{what}: {rows[result.chosen][1]}\n"
         f"whole-machine energy saving {best['saving_pct']:.3f} %, confirmed slowdown "
         f"{best['slowdown_pct']:.3f} % (budget {budget:g} %)\n"
     )
+
     if args.output is not None:
         sys.stdout.write(f"written to {args.output}\n")
     return EXIT_OK
+
+
+def _screened(value: float) -> str:
+    """A screened figure; ``-`` for a candidate only the simulation prices."""
+    return "-" if math.isnan(value) else f"{value:.2f}"

@@ -17,7 +17,7 @@ from tracewatt.cli.common import (
     output_dir,
 )
 from tracewatt.validation import CHECKS, run_checks
-from tracewatt.validation.common import CLASS_B_TRACES, class_b_trace
+from tracewatt.validation.common import CLASS_B_TRACES, class_b_trace, verdict
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -41,7 +41,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         if not args.quiet and not args.json:
             _warn(f"check {k}: running")
-        checks.extend(run_checks([k], data))
+        checks.extend(run_checks([k], data, args.network or "packet"))
     if out is not None:
         record = {"tracewatt_version": __version__, "checks": [c.record() for c in checks]}
         empty_output(out)
@@ -52,11 +52,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps([c.to_dict() for c in checks], indent=2) + "\n")
     elif not args.quiet:
         for c in checks:
-            verdict = "PASS" if c.passed else "FAIL"
             sys.stdout.write(
-                f"[{verdict}] {c.id}. {c.name}\n  target:    {c.target}\n"
+                f"[{verdict(c.passed)}] {c.id}. {c.name}\n  target:    {c.target}\n"
                 f"  simulated: {c.simulated}\n"
             )
-            if args.verbose or not c.passed:
+            if args.verbose or c.passed is not True:
                 sys.stdout.write("".join(f"    {d}\n" for d in c.details))
-    return EXIT_OK if all(c.passed for c in checks) else EXIT_VALIDATION
+    # A check that does not apply fails nothing.
+    return EXIT_OK if all(c.passed is not False for c in checks) else EXIT_VALIDATION

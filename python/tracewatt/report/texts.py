@@ -54,7 +54,7 @@ def summary_text(
         f"message latency       mean {_format.seconds(msgs.get('latency_mean_s'))}"
         f"  p50 {p50}  p99 {p99}"
         f"  max {_format.seconds(msgs.get('latency_max_s'))}",
-        f"packets               {_format.count(net.get('packets'))}",
+        *_network_lines(net),
         f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
         f"events                {_format.count(summary.get('events'))}",
     ]
@@ -68,6 +68,17 @@ def summary_text(
         lines.append(f"wall time             {_format.seconds(timing['wall_s'])}")
         lines.append(f"events per second     {_format.count(round(timing['events_per_s']))}")
     return "\n".join(lines) + "\n"
+
+
+def _network_lines(net: dict[str, Any]) -> list[str]:
+    """What the network moved: packets, or, from the flow-level model, flows (one per message),
+    with the model named so that a flow result is never taken for a packet one."""
+    if net.get("model") == "flow":
+        return [
+            "network model         flow (one max-min shared flow per message)",
+            f"flows                 {_format.count(net.get('packets'))}",
+        ]
+    return [f"packets               {_format.count(net.get('packets'))}"]
 
 
 def _percentiles(msgs: dict[str, Any], latencies_s: Sequence[float] | None) -> tuple[str, str]:
@@ -193,5 +204,58 @@ def compare_text(c: Any, timing: dict[str, float] | None = None) -> str:
         out += (
             f"wall time             {_format.seconds(timing['wall_s'])} (policy run,"
             f" {_format.count(round(timing['events_per_s']))} events per second)\n"
+        )
+    return out
+
+
+def policies_text(table: Any, has_oracle: bool) -> str:
+    """What ``tracewatt compare --policies`` prints: a row per link policy (``always_on``
+    first) with its link and whole-machine energy, what each saves against always-on, the
+    slowdown, the link wakes and the share of the oracle's link saving; then what the share
+    means, or that it needs the oracle."""
+    rows = []
+    for r in table.to_dict("records"):
+        share = r["oracle_share_pct"]
+        rows.append(
+            [
+                str(r["policy"]),
+                _format.joules(r["link_energy_j"]),
+                _format.joules(r["link_saving_j"]),
+                f"{r['link_saving_pct']:.3f} %",
+                _format.joules(r["energy_j"]),
+                _format.joules(r["saving_j"]),
+                f"{r['saving_pct']:.3f} %",
+                f"{r['slowdown_pct']:+.3f} %",
+                _format.count(r["wakes"]),
+                "-" if math.isnan(share) else f"{share:.1f} %",
+            ]
+        )
+    # Energies and shares of always-on's: link ports (switch and NIC), then the whole machine.
+    out = _format.table(
+        [
+            "policy",
+            "link energy",
+            "link saved",
+            "of links",
+            "energy",
+            "saved",
+            "of total",
+            "slowdown",
+            "wakes",
+            "of oracle",
+        ],
+        rows,
+        [False] + [True] * 9,
+    )
+    if has_oracle:
+        out += (
+            "\nof oracle: the policy's link saving as a share of the oracle's, which sleeps in "
+            "every idle gap\nlonger than its break-even time and never delays traffic: the most "
+            "any policy with these PHY\nstates can save.\n"
+        )
+    else:
+        out += (
+            "\nof oracle: add oracle to --policies for each policy's share of the most link "
+            "energy any policy\ncan save without delaying traffic.\n"
         )
     return out

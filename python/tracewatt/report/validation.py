@@ -10,6 +10,7 @@ from typing import Any
 from tracewatt.report.check_plots import check_figure
 from tracewatt.report.document import ReportFigure, slug
 from tracewatt.results import NUMBER, read_json
+from tracewatt.validation.common import verdict
 
 
 def load_validation(directory: str | os.PathLike[str]) -> dict[str, Any]:
@@ -37,7 +38,7 @@ _VALIDATION = {
             "name": str,
             "target": str,
             "simulated": str,
-            "passed": bool,
+            "passed": (bool, type(None)),
             "panels?": [_PANEL],
         }
     ]
@@ -61,7 +62,7 @@ def validation_sections(validation: dict[str, Any]) -> str:
     """Each check's verdict, target and simulated value, as the HTML table."""
     e = html.escape
     rows = "".join(
-        f"<tr><td>{e(c['id'])}</td><td>{'PASS' if c['passed'] else 'FAIL'}</td>"
+        f"<tr><td>{e(c['id'])}</td><td>{verdict(c['passed'])}</td>"
         f"<td>{e(c['name'])}</td><td>{e(c['target'])}</td><td>{e(c['simulated'])}</td></tr>\n"
         for c in validation["checks"]
     )

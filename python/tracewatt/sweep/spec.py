@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tracewatt._tracewatt import __version__
-from tracewatt.config import Config, read_text, set_path
+from tracewatt.config import Config, link_tables, read_text, set_path
 from tracewatt.errors import ConfigError
 from tracewatt.sweep.options import check_job_options
 
@@ -346,7 +346,8 @@ class SweepSpec:
         return None
 
 
-#: The fields of a link power table that only a link that sleeps uses.
+#: The fields of a link power table that only a link that sleeps uses: its timing, its
+#: control, its depth and the parameters of the policies that sleep.
 _SLEEP_FIELDS = (
     "idle_timeout_us",
     "sleep_time_us",
@@ -354,6 +355,13 @@ _SLEEP_FIELDS = (
     "refresh_period_us",
     "refresh_time_us",
     "control",
+    "depth",
+    "fast_wake_sleep_time_us",
+    "fast_wake_time_us",
+    "fast_wake_saving",
+    "slowdown_bound",
+    "adaptive_delay_share",
+    "adaptive_window",
 )
 
 
@@ -365,7 +373,7 @@ def _effective(resolved: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(power, dict) or not isinstance(power.get("links"), dict):
         return resolved
     base = power["links"]
-    tables = _link_tables(power)
+    tables = link_tables(power)
     # An override's unset policy is the base table's.
     if any((t.get("policy") or base.get("policy")) != "always_on" for t in tables):
         return resolved
@@ -374,18 +382,10 @@ def _effective(resolved: dict[str, Any]) -> dict[str, Any]:
     out_power.pop("control", None)
     if isinstance(out_power.get("nic"), dict):
         out_power["nic"].pop("wake_time_us", None)
-    for table in _link_tables(out_power):
+    for table in link_tables(out_power):
         for k in _SLEEP_FIELDS:
             table.pop(k, None)
     return out
-
-
-def _link_tables(power: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every link power table of a resolved ``[power]``: the base, then its overrides."""
-    tables = [power["links"], *(power.get(k) for k in ("node", "local", "global"))]
-    tables += list(power.get("tree") or []) + list(power.get("torus") or [])
-    tables += [o.get("link") for o in power.get("node_links") or [] if isinstance(o, dict)]
-    return [t for t in tables if isinstance(t, dict)]
 
 
 def _run_hash(key: str, version: str) -> str:

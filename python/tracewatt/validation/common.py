@@ -4,6 +4,7 @@ outcome and the data of its figure, and the configurations several checks run.""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,9 @@ class Check:
     name: str
     target: str
     simulated: str
-    passed: bool
+    #: None: the check does not apply to what was asked (e.g. NIC coalescing on flows) and was
+    #: not run; it is neither a pass nor a failure.
+    passed: bool | None
     details: list[str] = field(default_factory=list)
     #: What the report draws: the simulated values beside their targets.
     panels: list[Panel] = field(default_factory=list)
@@ -71,14 +74,38 @@ class Check:
         return asdict(self)
 
 
-def run_doc(doc: dict[str, Any]) -> Results:
+def verdict(passed: bool | None) -> str:
+    """How a check's outcome is printed: PASS, FAIL, or N/A for a check that was not run."""
+    return {True: "PASS", False: "FAIL", None: "N/A"}[passed]
+
+
+#: The network model the checks simulate with (``validate --network``; ``[machine] network``).
+NETWORK: ContextVar[str] = ContextVar("network", default="packet")
+
+
+def on_network(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` on the network model of :data:`NETWORK` (the configuration's default, packets,
+    left as it is)."""
+    network = NETWORK.get()
+    if network == "packet":
+        return doc
+    return {**doc, "machine": {**doc.get("machine", {}), "network": network}}
+
+
+def _simulate(doc: dict[str, Any]) -> Results:
     return simulate(Config.from_dict(doc, "<validate>"))
 
 
+def run_doc(doc: dict[str, Any]) -> Results:
+    return _simulate(on_network(doc))
+
+
 def run_all(docs: list[dict[str, Any]]) -> list[Results]:
+    # The model is read here: the pool's threads do not see the caller's context.
+    docs = [on_network(d) for d in docs]
     # Simulations release the GIL: two threads keep both cores busy.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(run_doc, docs))
+        return list(pool.map(_simulate, docs))
 
 
 def npb_doc(kind: str, cls: str, power: dict[str, Any]) -> dict[str, Any]:

@@ -324,6 +324,46 @@ fn two_bottlenecks_get_their_max_min_shares() {
 }
 
 #[test]
+fn an_update_stays_with_the_flows_whose_share_can_change() {
+    // 12 Gbit/s links on one switch: X from node 0 to node 1 starts at 0, Y from node 2 to node
+    // 3 at 1 us; they share no channel. Each start recomputes its own flow alone, and an end on
+    // links where no other flow is held back recomputes nothing: 2 updates, 1 flow each.
+    let (spec, topo) = single_switch(4, 12_000_000_000);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let sends = [(0, 0, 1, 1_000_000, false), (US, 2, 3, 1_000_000, false)];
+    run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(f.stats().packets_delivered, 2);
+    assert_eq!(f.reshare_counts(), (2, 2));
+}
+
+#[test]
+fn an_update_reaches_flows_that_share_no_link_with_the_one_that_ends() {
+    // The two-bottleneck case below with A of 50,000 B: A, B, E run at 4 Gbit/s (0.5 B/ns) into
+    // node 3, C at 8 Gbit/s out of node 1. A is through at 150 + 100,000 ns. Node 3's link then
+    // has B and E only: 6 Gbit/s each; B asks for 6 at node 1, where C must come down to
+    // 12 - 6 = 6 Gbit/s although C crosses no link of A's. That update covers B, E and C.
+    let g = 1_000_000_000;
+    let (spec, topo) = single_switch(4, 12 * g);
+    let sends = [
+        (0, 0, 3, 50_000, false),    // A
+        (0, 1, 3, 1_000_000, false), // B
+        (0, 1, 2, 1_000_000, false), // C
+        (0, 0, 3, 1_000_000, false), // E
+    ];
+    let p = params(1000, Switching::CutThrough);
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    run_flows(&mut f, &sends, &mut Recorder::default(), 100_150 * NS - 1);
+    let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
+    assert_eq!(rates, vec![4 * g, 4 * g, 8 * g, 4 * g]);
+    assert_eq!(f.reshare_counts(), (1, 4));
+    let mut f = flow_fabric(&spec, topo, p);
+    run_flows(&mut f, &sends, &mut Recorder::default(), 100_150 * NS);
+    let rates: Vec<(u32, u64)> = f.rates().iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(rates, vec![(1, 6 * g), (2, 6 * g), (3, 6 * g)]);
+    assert_eq!(f.reshare_counts(), (2, 7));
+}
+
+#[test]
 fn a_flow_onto_two_sleeping_links_pays_two_wakes() {
     // 10,000 B from node 0 to node 1 as in the first test, both node links asleep, 17 us wakes.
     // Node 0's link is asked at 0 and wakes at 17 us; the head reaches node 1's link at

@@ -3,4 +3,5 @@
 mod builders;
 mod common;
 mod flow;
+mod network;
 mod routing;

@@ -76,6 +76,8 @@ pub fn models(
     let (policy, governor) = match (wait.policy, wait.governor) {
         (WaitPolicyName::Spin, _) => (WaitPolicy::Spin, Governor::Fixed(C1)),
         (WaitPolicyName::Mwait, _) => (WaitPolicy::Mwait, Governor::Fixed(C1)),
+        // The oracle picks its state per wait; the governor is not asked.
+        (WaitPolicyName::Oracle, _) => (WaitPolicy::Oracle, Governor::Fixed(C1)),
         (WaitPolicyName::Block, GovernorName::Menu) => (WaitPolicy::Block, Governor::Menu),
         (WaitPolicyName::Block, GovernorName::Fixed) => (WaitPolicy::Block, Governor::Fixed(C3)),
     };

@@ -6,7 +6,10 @@ use crate::dimm::{
     DIMM_GIB_RANGE, MAX_CHANNELS, MAX_DIMMS_PER_CHANNEL, MAX_DIMM_GIB, MIN_DIMM_GIB,
 };
 use crate::phy;
-use crate::{LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower};
+use crate::sleep::{DEFAULT_DELAY_SHARE, DEFAULT_SLOWDOWN_BOUND, DEFAULT_WINDOW};
+use crate::{
+    Depth, FastWake, LinkControl, LinkPolicy, LinkSetup, PhyTiming, PolicySettings, PortPower,
+};
 use serde::{Deserialize, Serialize};
 use tracewatt_core::time::{S, US};
 use tracewatt_core::Ps;
@@ -92,7 +95,7 @@ impl Default for PowerSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkPowerSpec {
-    /// `timeout` (default) or `always_on`.
+    /// `timeout` (default), `always_on`, `adaptive`, `perfbound` or `oracle`.
     #[serde(default)]
     pub policy: Option<LinkPolicy>,
     /// `paired` or `independent` for these links (default: `[power].control`).
@@ -112,6 +115,59 @@ pub struct LinkPowerSpec {
     pub refresh_period_us: Option<f64>,
     #[serde(default)]
     pub refresh_time_us: Option<f64>,
+    /// The depth of the policies that do not choose one per gap: `deep_sleep` (default: the
+    /// sleep and wake times above) or `fast_wake`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<Depth>,
+    /// Fast wake's sleep and wake times (default: the named PHY's, if it has fast wake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_wake_sleep_time_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_wake_time_us: Option<f64>,
+    /// The share of the port's LPI saving fast wake keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_wake_saving: Option<f64>,
+    /// `perfbound`: the most delay a port's wakes may add, as a share of the elapsed time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown_bound: Option<f64>,
+    /// `adaptive`: the share of the elapsed time a port tunes its wakes' delay to ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_delay_share: Option<f64>,
+    /// ... judged over epochs of this many gaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_window: Option<u32>,
+}
+
+/// An assumption (docs/config.md): fast wake keeps the PHY signalling, so it saves half what
+/// deep sleep saves.
+const DEFAULT_FAST_WAKE_SAVING: f64 = 0.5;
+/// The longest `adaptive_window`, gaps.
+const MAX_WINDOW: u32 = 4096;
+
+impl LinkPowerSpec {
+    /// Whether this table sets the fast wake of its links: it names a PHY or gives fast-wake
+    /// times (otherwise an override's come from the base table).
+    fn sets_fast_wake(&self) -> bool {
+        self.phy.is_some()
+            || self.fast_wake_time_us.is_some()
+            || self.fast_wake_sleep_time_us.is_some()
+    }
+
+    /// The fast-wake (sleep, wake) times, us, this table sets: its own, else its PHY's.
+    fn fast_wake_us(&self) -> Option<(f64, f64)> {
+        let preset = self
+            .phy
+            .as_deref()
+            .and_then(phy::phy)
+            .and_then(|p| p.fast_wake)
+            .map(|(s, w)| (ps_to_us(s), ps_to_us(w)));
+        let wake = self.fast_wake_time_us.or(preset.map(|p| p.1))?;
+        let sleep = self
+            .fast_wake_sleep_time_us
+            .or(preset.map(|p| p.0))
+            .unwrap_or(0.0);
+        Some((sleep, wake))
+    }
 }
 
 /// `[[power.node_links]]`: a policy for the links of the listed nodes.
@@ -382,6 +438,29 @@ impl PowerSpec {
             .get_or_insert(ps_to_us(phy::MEASURED_IDLE_TIMEOUT_PS));
         l.refresh_period_us.get_or_insert(0.0);
         l.refresh_time_us.get_or_insert(0.0);
+        // A policy's parameters show in the resolved base table when it uses them.
+        match l.policy {
+            Some(LinkPolicy::PerfBound) => {
+                l.slowdown_bound.get_or_insert(DEFAULT_SLOWDOWN_BOUND);
+            }
+            Some(LinkPolicy::Adaptive) => {
+                l.adaptive_delay_share.get_or_insert(DEFAULT_DELAY_SHARE);
+                l.adaptive_window.get_or_insert(DEFAULT_WINDOW);
+            }
+            _ => {}
+        }
+        if l.fast_wake_us().is_some()
+            && (l.policy == Some(LinkPolicy::Oracle) || l.depth == Some(Depth::FastWake))
+        {
+            l.fast_wake_saving.get_or_insert(DEFAULT_FAST_WAKE_SAVING);
+        }
+        // The depth is a choice, and so shown, where the PHY has two and the policy uses one.
+        if l.fast_wake_us().is_some()
+            && !matches!(l.policy, Some(LinkPolicy::AlwaysOn | LinkPolicy::Oracle))
+        {
+            l.depth.get_or_insert(Depth::DeepSleep);
+        }
+        let (base_depth, base_fast) = (l.depth, l.fast_wake_us().is_some());
         for (field, s) in self.link_specs_mut() {
             if let Some(name) = &s.phy {
                 let Some(p) = phy::phy(name) else {
@@ -403,10 +482,47 @@ impl PowerSpec {
                 ("wake_time_us", s.wake_time_us),
                 ("refresh_period_us", s.refresh_period_us),
                 ("refresh_time_us", s.refresh_time_us),
+                ("fast_wake_sleep_time_us", s.fast_wake_sleep_time_us),
+                ("fast_wake_time_us", s.fast_wake_time_us),
             ] {
                 if let Some(v) = v {
                     time_field(&format!("{field}.{k}"), v, US)?;
                 }
+            }
+            for (k, v) in [
+                ("fast_wake_saving", s.fast_wake_saving),
+                ("slowdown_bound", s.slowdown_bound),
+                ("adaptive_delay_share", s.adaptive_delay_share),
+            ] {
+                if let Some(v) = v {
+                    if !(0.0..=1.0).contains(&v) {
+                        return err(
+                            &format!("{field}.{k}"),
+                            format!("must be a share from 0 to 1, got {v}"),
+                        );
+                    }
+                }
+            }
+            if let Some(w) = s.adaptive_window {
+                if !(1..=MAX_WINDOW).contains(&w) {
+                    return err(
+                        &format!("{field}.adaptive_window"),
+                        format!("must be from 1 to {MAX_WINDOW} gaps, got {w}"),
+                    );
+                }
+            }
+            let fast = if s.sets_fast_wake() {
+                s.fast_wake_us().is_some()
+            } else {
+                base_fast
+            };
+            if s.depth.or(base_depth) == Some(Depth::FastWake) && !fast {
+                return err(
+                    &format!("{field}.depth"),
+                    "`fast_wake` needs a PHY with fast wake (40gbase-kr4, 40gbase-kr4-fec, \
+                     100gbase-kr4) or fast_wake_time_us"
+                        .into(),
+                );
             }
         }
         let model = self
@@ -630,15 +746,25 @@ impl PowerSpec {
     pub fn setup(&self, class: LinkClass, node: Option<u32>) -> LinkSetup {
         let b = &self.links;
         let o = self.override_for(class, node);
-        let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps {
-            us_to_ps(o.and_then(f).or(f(b)).unwrap_or(0.0))
+        let value = |f: fn(&LinkPowerSpec) -> Option<f64>, default: f64| -> f64 {
+            o.and_then(f).or(f(b)).unwrap_or(default)
         };
+        let pick = |f: fn(&LinkPowerSpec) -> Option<f64>| -> Ps { us_to_ps(value(f, 0.0)) };
+        // An override that names a PHY or gives fast-wake times sets its fast wake; one that
+        // does neither has the base table's.
+        let fast_from = o.filter(|o| o.sets_fast_wake()).unwrap_or(b);
+        let fast_wake = fast_from.fast_wake_us().map(|(sleep, wake)| FastWake {
+            sleep_time_ps: us_to_ps(sleep),
+            wake_time_ps: us_to_ps(wake),
+            saving: value(|s| s.fast_wake_saving, DEFAULT_FAST_WAKE_SAVING),
+        });
         LinkSetup {
             phy: PhyTiming {
                 sleep_time_ps: pick(|s| s.sleep_time_us),
                 wake_time_ps: pick(|s| s.wake_time_us),
                 refresh_period_ps: pick(|s| s.refresh_period_us),
                 refresh_time_ps: pick(|s| s.refresh_time_us),
+                fast_wake,
             },
             policy: PolicySettings {
                 policy: o
@@ -646,6 +772,13 @@ impl PowerSpec {
                     .or(b.policy)
                     .unwrap_or(LinkPolicy::Timeout),
                 idle_timeout_ps: pick(|s| s.idle_timeout_us),
+                depth: o.and_then(|o| o.depth).or(b.depth).unwrap_or_default(),
+                slowdown_bound: value(|s| s.slowdown_bound, DEFAULT_SLOWDOWN_BOUND),
+                delay_share: value(|s| s.adaptive_delay_share, DEFAULT_DELAY_SHARE),
+                window: o
+                    .and_then(|o| o.adaptive_window)
+                    .or(b.adaptive_window)
+                    .unwrap_or(DEFAULT_WINDOW),
             },
         }
     }
@@ -792,6 +925,61 @@ mod tests {
         assert_eq!(p.control(LinkClass::Node, Some(0)), LinkControl::Paired);
         let p = resolved("control = \"independent\"\n[links]\ncontrol = \"paired\"").unwrap();
         assert_eq!(p.control(LinkClass::Global, None), LinkControl::Paired);
+    }
+
+    #[test]
+    fn the_policies_take_their_parameters_and_depths_from_their_tables() {
+        let p = resolved(
+            "[links]\npolicy = \"perfbound\"\nidle_timeout_us = 0.0\n\
+             [global]\nphy = \"40gbase-kr4\"\npolicy = \"oracle\"\n\
+             [local]\npolicy = \"adaptive\"\nadaptive_window = 8\n\
+             [[node_links]]\nnodes = [2]\nlink = { phy = \"100gbase-kr4\", depth = \"fast_wake\" }",
+        )
+        .unwrap();
+        let base = p.setup(LinkClass::Node, None);
+        assert_eq!(base.policy.policy, LinkPolicy::PerfBound);
+        assert_eq!(base.policy, {
+            let mut want = PolicySettings::new(LinkPolicy::PerfBound, 0);
+            want.slowdown_bound = 0.01;
+            want
+        });
+        assert_eq!(p.links.slowdown_bound, Some(0.01), "shown where it is used");
+        assert_eq!(base.phy.fast_wake, None, "10GBASE-T has one depth");
+        // 40GBASE-KR4: deep sleep 0.9 / 5.5 us, fast wake 0 / 0.34 us keeping half the saving.
+        let g = p.setup(LinkClass::Global, None);
+        assert_eq!(g.policy.policy, LinkPolicy::Oracle);
+        assert_eq!(
+            g.phy.fast_wake,
+            Some(FastWake {
+                sleep_time_ps: 0,
+                wake_time_ps: 340_000,
+                saving: 0.5
+            })
+        );
+        let l = p.setup(LinkClass::Local, None);
+        assert_eq!(l.policy, {
+            // Its start timeout is the base table's.
+            let mut want = PolicySettings::new(LinkPolicy::Adaptive, 0);
+            (want.window, want.delay_share) = (8, 0.01);
+            want
+        });
+        let n = p.setup(LinkClass::Node, Some(2));
+        assert_eq!(
+            (n.policy.policy, n.policy.depth),
+            (LinkPolicy::PerfBound, Depth::FastWake)
+        );
+        // Fast wake on a PHY without it is an error naming the table.
+        let e = resolved("[node]\ndepth = \"fast_wake\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("power.node.depth") && e.contains("fast wake"),
+            "{e}"
+        );
+        let e = resolved("[links]\nslowdown_bound = 2.0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.links.slowdown_bound"), "{e}");
     }
 
     #[test]

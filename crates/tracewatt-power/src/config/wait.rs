@@ -10,7 +10,7 @@ use tracewatt_core::Ps;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WaitSpec {
-    /// `spin` (the baseline), `block` or `mwait`.
+    /// `spin` (the baseline), `block`, `mwait` or `oracle` (the bound).
     #[serde(default)]
     pub policy: WaitPolicyName,
     /// Spin this long before a low-power wait; or give it in iterations.
@@ -44,6 +44,7 @@ pub enum WaitPolicyName {
     Spin,
     Block,
     Mwait,
+    Oracle,
 }
 
 /// `[mpi.wait] governor`.
@@ -106,6 +107,8 @@ impl WaitSpec {
             WaitPolicyName::Block => (5.0, 10.0, 1.0),
             // MONITOR/MWAIT from user level; MWAIT returns by itself; the doorbell is a store.
             WaitPolicyName::Mwait => (0.2, 0.0, 0.0),
+            // The bound: the transitions cost only the C-state's exit.
+            WaitPolicyName::Oracle => (0.0, 0.0, 0.0),
         };
         self.enter_overhead_us.get_or_insert(enter);
         self.wake_overhead_us.get_or_insert(wake);

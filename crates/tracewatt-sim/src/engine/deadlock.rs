@@ -1,5 +1,5 @@
-//! The report of a run that cannot go on: every rank that has not finished, and what it waits
-//! for.
+//! The report of a run that cannot go on: every rank that has not finished, what it waits for,
+//! and what is stuck in the network.
 
 use super::ranks::{RankRt, RankState};
 use super::Engine;
@@ -46,6 +46,15 @@ impl<N: Network> Engine<'_, N> {
         if blocked > lines.len() {
             lines.push(format!("  ... and {} more", blocked - lines.len()));
         }
+        // Nothing is scheduled any more: what is still in the network cannot move (a cycle of
+        // full buffers), in the model's own terms.
+        let stuck = self.net.in_flight();
+        if stuck > 0 {
+            lines.push(format!(
+                "  {stuck} {} in the network, none of which can move",
+                N::UNIT
+            ));
+        }
         SimError::Deadlock {
             time_s: to_seconds(self.q.now()),
             blocked,
@@ -68,6 +77,10 @@ impl<N: Network> Engine<'_, N> {
                     "a send of {} bytes to rank {peer} with tag {} that no receive matches (rendezvous)",
                     q.bytes, m.tag
                 ));
+                continue;
+            }
+            if r.nbcs.iter().any(|n| n.done == *slot) {
+                what.push("a non-blocking collective that cannot finish".into());
                 continue;
             }
             // A receive not done is still posted: nothing in flight is left to match it.

@@ -17,6 +17,10 @@ use tracewatt_workload::{CommId, Rank, ReqId, SrcSel, Tag, TagSel};
 /// Request id used for the implicit request of a blocking send or receive.
 pub(super) const BLOCKING_REQ: ReqId = u32::MAX;
 
+/// The owner of a request its rank's program waits for (others belong to a non-blocking
+/// collective: their owner is the slot of the request that collective completes).
+pub(super) const RANK_OWNED: u32 = u32::MAX;
+
 /// A communicator of a job: its members' job ranks, and the inverse.
 #[derive(Debug)]
 pub(crate) struct Comm {
@@ -49,17 +53,19 @@ impl Comm {
 #[derive(Debug, Clone, Copy)]
 #[repr(align(32))]
 pub(super) struct Req {
-    done_ps: Ps,
+    pub done_ps: Ps,
     pub bytes: u64,
-    rank: u32,
+    pub rank: u32,
     /// For a send: its message (rendezvous sends wait for the clear-to-send).
     pub msg: u32,
+    /// [`RANK_OWNED`], or the non-blocking collective whose step waits for it.
+    pub owner: u32,
     pub send: bool,
     /// The completion time is known: `done_ps`, possibly still in the future. A completion is
     /// recorded as soon as it is certain, not by an event at that time: only a rank's wait needs
     /// an event (one `Wake` per wait, not one per request).
     pub done: bool,
-    waited: bool,
+    pub waited: bool,
 }
 
 const _: () = assert!(std::mem::size_of::<Req>() == 32);
@@ -163,17 +169,27 @@ impl<'a, N: Network> Engine<'a, N> {
         })
     }
 
-    fn new_req(&mut self, rank: u32, id: ReqId, send: bool, bytes: u64) -> Result<u32, SimError> {
+    /// A new request of `rank`: its program's request `id` if `owner` is [`RANK_OWNED`], else
+    /// one of the non-blocking collective `owner` (which keeps its slots itself).
+    pub(super) fn new_req(
+        &mut self,
+        rank: u32,
+        id: ReqId,
+        send: bool,
+        bytes: u64,
+        owner: u32,
+    ) -> Result<u32, SimError> {
         let slot = self.reqs.insert(Req {
             done_ps: 0,
             bytes,
             rank,
             msg: u32::MAX,
+            owner,
             send,
             done: false,
             waited: false,
         });
-        if !self.ranks[rank as usize].reqs.insert(id, slot) {
+        if owner == RANK_OWNED && !self.ranks[rank as usize].reqs.insert(id, slot) {
             let what = if id >= RESERVED_REQ_BASE {
                 "an internal"
             } else {
@@ -210,10 +226,33 @@ impl<'a, N: Network> Engine<'a, N> {
         id: ReqId,
         now: Ps,
     ) -> Result<bool, SimError> {
+        let (msg, _, issue_ps) =
+            self.new_send(rank, (comm, dst, tag, bytes), id, RANK_OWNED, now)?;
+        let r = &mut self.ranks[rank as usize];
+        let wake = issue_ps > 0;
+        if wake {
+            r.state = RankState::Busy;
+            self.set_activity(rank, Activity::Mpi, now);
+        }
+        self.q.push(now + issue_ps, Ev::Issue { msg, wake });
+        Ok(wake)
+    }
+
+    /// A send's request (of `owner`, see [`Self::new_req`]) and message, posted at `now` to
+    /// (`comm`, `dst`, `tag`, `bytes`). Returns the message, the request and the sender's
+    /// overhead before the message leaves (the caller issues it then).
+    pub(super) fn new_send(
+        &mut self,
+        rank: u32,
+        (comm, dst, tag, bytes): (CommId, Rank, Tag, u64),
+        id: ReqId,
+        owner: u32,
+        now: Ps,
+    ) -> Result<(u32, u32, Ps), SimError> {
         let c = self.comm(rank, comm)?;
         let dst_g = self.global_rank(rank, c, dst)?;
         let me = self.comm_rank(rank, c)?;
-        let req = self.new_req(rank, id, true, bytes)?;
+        let req = self.new_req(rank, id, true, bytes, owner)?;
         let kind = if bytes <= self.costs.eager_limit {
             MsgKind::Eager
         } else {
@@ -239,21 +278,10 @@ impl<'a, N: Network> Engine<'a, N> {
         r.bytes_sent += bytes;
         // To a rank on its node, the sender also notifies the receiver before it goes on.
         let issue_ps = self.costs.send_ps + self.local_notify_ps(rank, dst_g);
-        let r = &mut self.ranks[rank as usize];
-        let wake = issue_ps > 0;
-        if wake {
-            r.state = RankState::Busy;
-            self.set_activity(rank, Activity::Mpi, now);
-        }
-        let ev = if wake {
-            Ev::IssueWake { msg }
-        } else {
-            Ev::Issue { msg }
-        };
-        self.q.push(now + issue_ps, ev);
-        Ok(wake)
+        Ok((msg, req, issue_ps))
     }
 
+    /// Posts a receive (of `owner`, see [`Self::new_req`]); returns its request.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn irecv(
         &mut self,
@@ -263,17 +291,18 @@ impl<'a, N: Network> Engine<'a, N> {
         tag: TagSel,
         bytes: u64,
         id: ReqId,
+        owner: u32,
         now: Ps,
-    ) -> Result<(), SimError> {
+    ) -> Result<u32, SimError> {
         let c = self.comm(rank, comm)?;
         if let SrcSel::Rank(s) = src {
             self.global_rank(rank, c, s)?;
         }
-        let req = self.new_req(rank, id, false, bytes)?;
+        let req = self.new_req(rank, id, false, bytes, owner)?;
         if let Some((_env, msg)) = self.ranks[rank as usize].matcher.post(comm, src, tag, req) {
             self.matched(msg, req, now)?;
         }
-        Ok(())
+        Ok(req)
     }
 
     /// A receive and a message (eager data or request-to-send) have matched.
@@ -306,8 +335,9 @@ impl<'a, N: Network> Engine<'a, N> {
     }
 
     /// Request `req` completes at `t` (now or later). A rank whose wait it ends continues at
-    /// the latest completion time of the requests it waited for.
-    fn finish_at(&mut self, req: u32, t: Ps) -> Result<(), SimError> {
+    /// the latest completion time of the requests it waited for; so does a non-blocking
+    /// collective's step.
+    pub(super) fn finish_at(&mut self, req: u32, t: Ps) -> Result<(), SimError> {
         let r = &mut self.reqs[req];
         r.done = true;
         r.done_ps = t;
@@ -317,6 +347,9 @@ impl<'a, N: Network> Engine<'a, N> {
         let r = &self.reqs[req];
         if !r.waited {
             return Ok(());
+        }
+        if r.owner != RANK_OWNED {
+            return self.nbc_req_done(r.owner, t);
         }
         let (rank, ready) = (r.rank, r.ready_ps(self.costs.recv_ps));
         let rr = &mut self.ranks[rank as usize];

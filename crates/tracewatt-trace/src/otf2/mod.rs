@@ -20,8 +20,16 @@
 //! them, holding only the receives posted but not yet reached by the main cursor. A receive
 //! whose request was cancelled (MpiRequestCancelled) completes with no message, so it becomes
 //! a receive that moves nothing and `MPI_Cancel` itself is a local call. The same goes
-//! for non-blocking collectives (OTF2 3.0 NonBlockingCollectiveRequest/Complete), which become
-//! blocking collectives at their post.
+//! for non-blocking collectives (OTF2 3.0 NonBlockingCollectiveRequest/Complete): the
+//! completion gives the collective's communicator, root and sizes.
+//!
+//! Score-P before OTF2 3.0 records a non-blocking collective's region only: no request,
+//! communicator or size, and nothing in the wait that completes it. The reader then takes
+//! communicator, root and sizes from the rank's latest blocking collective of the same operation
+//! (`MPI_Allreduce`'s for `MPI_Iallreduce`; none: unsupported), and completes these collectives
+//! in the order posted: a `MPI_Wait` or `MPI_Waitany` without completion records completes the
+//! oldest one in flight, a `MPI_Waitall` all of them (tests and waitsome complete none; what is
+//! left is waited for at `MPI_Finalize`).
 //!
 //! Communicators come from the definitions: every rank's stream starts with one `comm_define`
 //! pseudo-call per communicator it belongs to (members in communicator rank order), so the
@@ -510,8 +518,10 @@ struct Otf2Calls {
     last_ticks: u64,
     /// The last event's time as recorded.
     last_raw: u64,
-    /// Request handles for isends recorded without a request (Score-P without xnonblock).
+    /// Request handles for isends recorded without a request (Score-P without xnonblock) and
+    /// non-blocking collectives recorded without one (Score-P before OTF2 3.0).
     synthetic_reqs: u64,
+    unrecorded: Unrecorded,
     /// Finished calls with their Enter's byte offset and their times on the host's clock (ns).
     out: VecDeque<(u64, Call, (u64, u64))>,
     done: bool,
@@ -564,6 +574,7 @@ impl Otf2Calls {
             last_ticks: 0,
             last_raw: 0,
             synthetic_reqs: 0,
+            unrecorded: Unrecorded::default(),
             out,
             done: false,
             call_at: 0,
@@ -733,12 +744,31 @@ impl Otf2Calls {
             "irecv" => irecv(m, evs),
             "sendrecv" | "sendrecv_replace" => sendrecv(m, evs),
             "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-            | "testsome" | "request_free" => completion(name, evs),
-            n if coll_name(n).is_some() => collective(m, name, evs),
-            n if funcs::is_unmodelled(n) => unsupported(name, ""),
-            _ => CallKind::Local,
+            | "testsome" | "request_free" => completion(name, evs, &mut self.unrecorded),
+            n => match coll_name(n) {
+                Some(blocking) => collective(
+                    m,
+                    (name, blocking),
+                    evs,
+                    &mut self.unrecorded,
+                    &mut self.synthetic_reqs,
+                ),
+                None if funcs::is_unmodelled(n) => unsupported(name, ""),
+                None => CallKind::Local,
+            },
         }
     }
+}
+
+/// What stands in for the records Score-P before OTF2 3.0 did not write for non-blocking
+/// collectives (see the module docs).
+#[derive(Debug, Default)]
+struct Unrecorded {
+    /// The rank's latest record of each blocking collective, by name.
+    last: BTreeMap<&'static str, Coll>,
+    /// Requests made up for non-blocking collectives posted without a request record, oldest
+    /// first, until a wait completes them.
+    pending: VecDeque<ReqHandle>,
 }
 
 /// The events recorded inside one MPI call's region, with the outcomes read ahead for its
@@ -769,6 +799,13 @@ fn envelope(m: &Model, s: Msg) -> (CommHandle, i32, i32, u64) {
     (m.comm(s.comm).0, peer, tag, s.bytes)
 }
 
+/// A request handle for a call recorded without one: the next of `synthetic_reqs`, counting
+/// down from `u64::MAX` (see [`crate::call::MADE_UP_REQS`]).
+fn made_up_req(synthetic_reqs: &mut u64) -> ReqHandle {
+    *synthetic_reqs += 1;
+    u64::MAX - *synthetic_reqs
+}
+
 /// An isend: its send record and request, or a send recorded without one (completed at the
 /// end, under a request handle made up from `synthetic_reqs`).
 fn isend(m: &Model, evs: &CallEvents, synthetic_reqs: &mut u64) -> CallKind {
@@ -778,10 +815,7 @@ fn isend(m: &Model, evs: &CallEvents, synthetic_reqs: &mut u64) -> CallKind {
     });
     let (s, req) = match (isend, first(evs, send)) {
         (Some(x), _) => x,
-        (None, Some(s)) => {
-            *synthetic_reqs += 1;
-            (s, u64::MAX - *synthetic_reqs)
-        }
+        (None, Some(s)) => (s, made_up_req(synthetic_reqs)),
         (None, None) => return CallKind::Local,
     };
     let (comm, peer, tag, bytes) = envelope(m, s);
@@ -840,12 +874,13 @@ fn sendrecv(m: &Model, evs: &CallEvents) -> CallKind {
     }
 }
 
-/// A wait, test or request free `name`: the requests its completion records name.
-fn completion(name: &str, evs: &CallEvents) -> CallKind {
+/// A wait, test or request free `name`: the requests its completion records name, and the
+/// non-blocking collectives posted without records it is taken to complete.
+fn completion(name: &str, evs: &CallEvents, unrecorded: &mut Unrecorded) -> CallKind {
     if first(evs, recv).is_some() {
         return unsupported(name, "receive completed without a request record");
     }
-    let done: Vec<ReqHandle> = evs
+    let mut done: Vec<ReqHandle> = evs
         .iter()
         .filter_map(|(e, _)| match e {
             Ev::IsendComplete(r)
@@ -855,6 +890,11 @@ fn completion(name: &str, evs: &CallEvents) -> CallKind {
             _ => None,
         })
         .collect();
+    match name {
+        "wait" | "waitany" if done.is_empty() => done.extend(unrecorded.pending.pop_front()),
+        "waitall" => done.extend(unrecorded.pending.drain(..)),
+        _ => {}
+    }
     let tested = evs.iter().find_map(|(e, _)| match e {
         Ev::RequestTest(r) => Some(*r),
         _ => None,
@@ -893,15 +933,59 @@ fn completion(name: &str, evs: &CallEvents) -> CallKind {
     }
 }
 
-/// A collective `name`: its collective record (blocking), or its request's (non-blocking).
-fn collective(m: &Model, name: &str, evs: &CallEvents) -> CallKind {
-    let record = evs.iter().find_map(|(e, out)| match (e, out) {
-        (Ev::CollEnd(c), _) => Some(*c),
-        (Ev::NbcRequest(_), Some(Outcome::Nbc(c))) => Some(*c),
+/// A collective `name` (`blocking`: the blocking collective's name, which it is if blocking):
+/// its collective record (blocking), or its request's completion record (non-blocking), or for a
+/// non-blocking one without, the rank's latest record of `blocking`.
+fn collective(
+    m: &Model,
+    (name, blocking): (&str, &'static str),
+    evs: &CallEvents,
+    unrecorded: &mut Unrecorded,
+    synthetic_reqs: &mut u64,
+) -> CallKind {
+    if name == blocking {
+        let record = evs.iter().find_map(|(e, _)| match e {
+            Ev::CollEnd(c) => Some(*c),
+            _ => None,
+        });
+        let Some(c) = record else {
+            return unsupported(name, "no collective record");
+        };
+        unrecorded.last.insert(blocking, c);
+        return match coll_kind(m, c) {
+            Some((comm, kind, root, bytes)) => CallKind::Coll {
+                comm,
+                kind,
+                root,
+                bytes,
+            },
+            None => unsupported(name, ""),
+        };
+    }
+    let post = evs.iter().find_map(|(e, out)| match (e, out) {
+        (Ev::NbcRequest(req), Some(out)) => Some((*req, *out)),
         _ => None,
     });
-    match record {
-        Some(c) => coll_kind(m, c).unwrap_or_else(|| unsupported(name, "")),
+    let (req, record) = match post {
+        Some((req, Outcome::Nbc(c))) => (req, Some(c)),
+        // Never completed in the trace: no record of its sizes.
+        Some((req, _)) => (req, None),
+        None => {
+            let req = made_up_req(synthetic_reqs);
+            unrecorded.pending.push_back(req);
+            (req, None)
+        }
+    };
+    let record = record.or_else(|| unrecorded.last.get(blocking).copied());
+    match record.map(|c| coll_kind(m, c)) {
+        Some(Some((comm, kind, root, bytes))) => CallKind::Icoll {
+            comm,
+            kind,
+            root,
+            bytes,
+            req,
+        },
+        Some(None) => unsupported(name, ""),
         None => unsupported(name, "no collective record"),
     }
 }
@@ -921,7 +1005,7 @@ fn recv(e: &Ev) -> Option<Msg> {
 }
 
 /// Collective call names (blocking or `i`-prefixed non-blocking) -> the blocking name.
-fn coll_name(n: &str) -> Option<&str> {
+fn coll_name(n: &str) -> Option<&'static str> {
     const COLLS: &[&str] = &[
         "barrier",
         "bcast",
@@ -941,18 +1025,15 @@ fn coll_name(n: &str) -> Option<&str> {
         "scan",
         "exscan",
     ];
-    let blocking = if COLLS.contains(&n) {
-        n
-    } else {
-        n.strip_prefix('i').filter(|b| COLLS.contains(b))?
-    };
-    Some(blocking)
+    let blocking = n.strip_prefix('i').unwrap_or(n);
+    COLLS.iter().find(|&&c| c == n || c == blocking).copied()
 }
 
-/// A collective record as a call. Score-P records per-process totals (sent to / received from
-/// all ranks), so per-rank blocks are totals / communicator size; v-collectives become their
-/// regular form with the mean block. `None`: non-MPI operations.
-fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
+/// A collective record's communicator, kind, root and size, as a call has them. Score-P records
+/// per-process totals (sent to / received from all ranks), so per-rank blocks are totals /
+/// communicator size; v-collectives become their regular form with the mean block. `None`:
+/// non-MPI operations.
+fn coll_kind(m: &Model, c: Coll) -> Option<(CommHandle, CollKind, i32, u64)> {
     let (comm, n) = m.comm(c.comm);
     let n = n.max(1) as u64;
     let (s, r) = (c.sent, c.received);
@@ -974,12 +1055,7 @@ fn coll_kind(m: &Model, c: Coll) -> Option<CallKind> {
         15 => (CollKind::Exscan, (s + r) / (n - 1).max(1)),
         _ => return None,
     };
-    Some(CallKind::Coll {
-        comm,
-        kind,
-        root,
-        bytes,
-    })
+    Some((comm, kind, root, bytes))
 }
 
 impl CallStream for Otf2Calls {
@@ -1164,6 +1240,88 @@ mod tests {
             times.push(((c.start_ns, c.end_ns), calls.host_times_ns(&c)));
         }
         assert_eq!(times, vec![((10, 20), (10, 20)), ((40, 50), (140, 150))]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Non-blocking collectives in a hand-written event file (one rank of a 2-rank world):
+    /// first as OTF2 3.0 records them (a request in the call, its completion with the sizes in
+    /// the wait), then as Score-P 2.x does (regions only), with the reader's rule: the
+    /// iallreduce takes the preceding allreduce's sizes (32 B sent / 2 ranks), the ibcast has
+    /// no bcast before it (unsupported), and recordless waits complete them in post order.
+    #[test]
+    fn nonblocking_collectives_with_and_without_records() {
+        let dir = std::env::temp_dir().join(format!("tracewatt-otf2-nbc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut m = model(&dir);
+        for (id, name) in [
+            (4, "iallreduce"),
+            (5, "wait"),
+            (6, "allreduce"),
+            (7, "ibcast"),
+        ] {
+            let r = MpiRegion {
+                func: func_id(name).unwrap(),
+                name: name.into(),
+            };
+            m.regions.insert(id, r);
+            m.defined_regions.insert(id);
+        }
+        let mut b = vec![3u8, 0x42];
+        b.extend([0u8; 16]);
+        let events: &[(u64, &[u8])] = &[
+            (10, &[12, 1, 4]),                            // Enter MPI_Iallreduce
+            (11, &[85, 2, 1, 5]),                         // NbcRequest, request 5
+            (20, &[13, 1, 4]),                            // Leave
+            (30, &[12, 1, 5]),                            // Enter MPI_Wait
+            (35, &[86, 9, 11, 0, 0, 1, 16, 1, 16, 1, 5]), // NbcComplete: allreduce, comm 0, 16 B
+            (40, &[13, 1, 5]),                            // Leave
+            (50, &[12, 1, 6]),                            // Enter MPI_Allreduce
+            (55, &[23, 7, 11, 0, 0, 1, 32, 1, 32]),       // CollectiveEnd: 32 B each way
+            (60, &[13, 1, 6]),                            // Leave
+            (70, &[12, 1, 4, 13, 1, 4]),                  // MPI_Iallreduce, no records
+            (85, &[12, 1, 7, 13, 1, 7]),                  // MPI_Ibcast, no records
+            (100, &[12, 1, 5, 13, 1, 5]),                 // three MPI_Waits, no records
+            (120, &[12, 1, 5, 13, 1, 5]),
+            (140, &[12, 1, 5, 13, 1, 5]),
+        ];
+        for (t, record) in events {
+            b.push(5);
+            b.extend(t.to_le_bytes());
+            b.extend(*record);
+        }
+        b.extend([2, 0]);
+        std::fs::write(dir.join("0.evt"), &b).unwrap();
+        let kinds: Vec<CallKind> = Otf2Calls::open(Arc::new(m), 0)
+            .unwrap()
+            .map(|c| c.unwrap().kind)
+            .collect();
+        let icoll = |bytes, req| CallKind::Icoll {
+            comm: WORLD_HANDLE,
+            kind: CollKind::Allreduce,
+            root: 0,
+            bytes,
+            req,
+        };
+        assert_eq!(
+            kinds,
+            vec![
+                icoll(8, 5),
+                CallKind::Wait { req: 5 },
+                CallKind::Coll {
+                    comm: WORLD_HANDLE,
+                    kind: CollKind::Allreduce,
+                    root: 0,
+                    bytes: 16
+                },
+                icoll(16, u64::MAX - 1),
+                CallKind::Unsupported {
+                    name: "ibcast (no collective record)".into()
+                },
+                CallKind::Wait { req: u64::MAX - 1 },
+                CallKind::Wait { req: u64::MAX - 2 },
+                CallKind::Waitall { reqs: vec![] },
+            ]
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
