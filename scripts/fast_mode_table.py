@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""The accuracy tables of docs/fast-mode.md: the flow model against the packet model, drawn from
+the `fast-mode` sweep (python/tracewatt/studies/fast-mode.toml) kept in docs/data/fast-mode.parquet.
+Usage:
+
+    tracewatt sweep fast-mode -o fm                   # both models, every run
+    python3 scripts/fast_mode_table.py --from fm      # keep its dataset, write the tables
+    python3 scripts/fast_mode_table.py                # the tables from the kept dataset
+    python3 scripts/fast_mode_table.py --check        # exit 1 if the page is not the dataset's
+
+Each table goes between the markers ``<!-- fast-mode:NAME:start -->`` and
+``<!-- fast-mode:NAME:end -->`` of docs/fast-mode.md. A flow row's error is its value against the
+packet row of the same machine, benchmark, variant and timeout: (flow - packet) / packet, in %;
+the slowdown's difference is in percentage points (each model's slowdown is against its own
+always-on run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "fast-mode.md"
+DATA = ROOT / "docs" / "data" / "fast-mode.parquet"
+MACHINES = {
+    "tracerp-fattree-288": "fat-tree",
+    "tracerp-torus-4x8x8": "torus",
+    "tracerp-dragonfly-342": "dragonfly",
+}
+BENCHMARKS = ["near_neighbor", "permutation", "stencil4d"]
+TS = "power.links.idle_timeout_us"
+NET = "machine.network"
+#: The sweep's columns the dataset keeps.
+KEEP = [
+    "variant",
+    "machine.preset",
+    "jobs[0]",
+    NET,
+    TS,
+    "status",
+    "makespan_s",
+    "energy_j",
+    "energy_switch_ports_j",
+    "energy_nic_ports_j",
+    "link_wakes",
+    "slowdown_pct",
+    "run_cpu_s",
+]
+#: The accuracy targets wherever T_s >= 10 us: makespan and link energy within these % of the
+#: packet model's, EEE's slowdown within this many percentage points.
+TARGET_MAKESPAN_PCT = 5.0
+TARGET_LINK_PCT = 3.0
+TARGET_SLOWDOWN_PP = 1.0
+
+
+class TableError(Exception):
+    """Input the script cannot use; the message names the file and what was expected."""
+
+
+def kept(sweep: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The dataset's rows and columns, checked: every run finished, both models in every cell."""
+    missing = [c for c in KEEP if c not in sweep.columns]
+    if missing:
+        raise TableError(f"{source}: not a fast-mode sweep dataset: no {', '.join(missing)}")
+    df = sweep[KEEP].copy()
+    bad = df[df["status"] != "ok"]
+    if len(bad):
+        r = bad.iloc[0]
+        raise TableError(
+            f"{source}: {len(bad)} run(s) did not finish, e.g. {r['machine.preset']} "
+            f"{r['jobs[0]']} {r[NET]} {r['variant']} T_s={r[TS]}: rerun the sweep to complete it"
+        )
+    nets = set(df[NET])
+    if nets != {"packet", "flow"}:
+        raise TableError(f"{source}: expected runs of both network models, found {sorted(nets)}")
+    df["link_j"] = df["energy_switch_ports_j"] + df["energy_nic_ports_j"]
+    return df.drop(columns=["status"]).reset_index(drop=True)
+
+
+def paired(df: pd.DataFrame) -> pd.DataFrame:
+    """A row per machine, benchmark, variant and timeout with the packet and flow values side by
+    side (``_packet``, ``_flow``). The always-on runs are one per cell (their timeout pinned)."""
+    keys = ["machine.preset", "jobs[0]", "variant", TS]
+    df = df.copy()
+    on = df["variant"] == "always_on"
+    df.loc[on, TS] = math.nan
+    df = df.drop_duplicates(subset=[*keys, NET])
+    p = df[df[NET] == "packet"].drop(columns=[NET]).set_index(keys)
+    f = df[df[NET] == "flow"].drop(columns=[NET]).set_index(keys)
+    both = p.join(f.add_suffix("_flow"), how="inner")
+    both.columns = [c if c.endswith("_flow") else f"{c}_packet" for c in both.columns]
+    if len(both) != len(p) or len(both) != len(f):
+        raise TableError("the dataset lacks a flow or a packet run of some cell")
+    return both.reset_index()
+
+
+def err_pct(flow: Any, packet: Any) -> Any:
+    """(flow - packet) / packet in %, of numbers or of columns."""
+    return 100.0 * (flow - packet) / packet
+
+
+def fmt_pct(x: float) -> str:
+    return f"{x:+.2f} %"
+
+
+def fmt_time(s: float) -> str:
+    return f"{s * 1e3:.3f} ms"
+
+
+def ordered(df: pd.DataFrame) -> pd.DataFrame:
+    m = df["machine.preset"].map(list(MACHINES).index)
+    b = df["jobs[0]"].map(BENCHMARKS.index)
+    return df.assign(_m=m, _b=b).sort_values(["_m", "_b", TS]).drop(columns=["_m", "_b"])
+
+
+def always_on_table(pairs: pd.DataFrame) -> str:
+    rows = [
+        "| machine | benchmark | makespan, packet | makespan, flow | error | link energy error "
+        "| whole-machine energy error | CPU time, packet / flow |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    on = ordered(pairs[pairs["variant"] == "always_on"])
+    for _, r in on.iterrows():
+        rows.append(
+            f"| {MACHINES[r['machine.preset']]} | {r['jobs[0]']} "
+            f"| {fmt_time(r['makespan_s_packet'])} | {fmt_time(r['makespan_s_flow'])} "
+            f"| {fmt_pct(err_pct(r['makespan_s_flow'], r['makespan_s_packet']))} "
+            f"| {fmt_pct(err_pct(r['link_j_flow'], r['link_j_packet']))} "
+            f"| {fmt_pct(err_pct(r['energy_j_flow'], r['energy_j_packet']))} "
+            f"| {r['run_cpu_s_packet'] / r['run_cpu_s_flow']:.1f}x |"
+        )
+    return "\n".join(rows)
+
+
+def eee_table(pairs: pd.DataFrame) -> str:
+    rows = [
+        "| machine | benchmark | T_s | makespan error | link energy error | slowdown, packet "
+        "| slowdown, flow | difference | wakes, packet | wakes, flow |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    eee = ordered(pairs[pairs["variant"] != "always_on"])
+    for _, r in eee.iterrows():
+        rows.append(
+            f"| {MACHINES[r['machine.preset']]} | {r['jobs[0]']} | {r[TS]:g} us "
+            f"| {fmt_pct(err_pct(r['makespan_s_flow'], r['makespan_s_packet']))} "
+            f"| {fmt_pct(err_pct(r['link_j_flow'], r['link_j_packet']))} "
+            f"| {r['slowdown_pct_packet']:.2f} % | {r['slowdown_pct_flow']:.2f} % "
+            f"| {r['slowdown_pct_flow'] - r['slowdown_pct_packet']:+.2f} pp "
+            f"| {int(r['link_wakes_packet']):,} | {int(r['link_wakes_flow']):,} |"
+        )
+    return "\n".join(rows)
+
+
+def summary_table(pairs: pd.DataFrame) -> str:
+    """Per timeout (always-on first): the largest errors over the 15 cells, and how many cells
+    meet each target."""
+    rows = [
+        "| runs | cells | largest makespan error | within 5 % | largest link energy error "
+        "| within 3 % | largest slowdown difference | within 1 pp |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    groups: list[tuple[str, pd.DataFrame]] = [("always on", pairs[pairs["variant"] == "always_on"])]
+    eee = pairs[pairs["variant"] != "always_on"]
+    groups += [(f"EEE, T_s = {ts:g} us", eee[eee[TS] == ts]) for ts in sorted(set(eee[TS]))]
+    for name, g in groups:
+        mk = err_pct(g["makespan_s_flow"], g["makespan_s_packet"]).abs()
+        lk = err_pct(g["link_j_flow"], g["link_j_packet"]).abs()
+        sd = (g["slowdown_pct_flow"] - g["slowdown_pct_packet"]).abs()
+        cells = [name, str(len(g)), f"{mk.max():.2f} %", str((mk <= TARGET_MAKESPAN_PCT).sum())]
+        cells += [f"{lk.max():.2f} %", str((lk <= TARGET_LINK_PCT).sum())]
+        # Always-on runs have no slowdown of their own.
+        cells += (
+            ["-", "-"]
+            if name == "always on"
+            else [f"{sd.max():.2f} pp", str((sd <= TARGET_SLOWDOWN_PP).sum())]
+        )
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+TABLES: dict[str, Callable[[pd.DataFrame], str]] = {
+    "summary": summary_table,
+    "always-on": always_on_table,
+    "eee": eee_table,
+}
+
+
+def span(text: str, name: str) -> tuple[int, int]:
+    start, end = f"<!-- fast-mode:{name}:start -->", f"<!-- fast-mode:{name}:end -->"
+    a, b = text.find(start), text.find(end)
+    if a < 0 or b < a:
+        raise TableError(f"{PAGE}: no {start} ... {end} markers")
+    return a + len(start), b
+
+
+def page_tables(text: str) -> dict[str, str]:
+    out = {}
+    for name in TABLES:
+        a, b = span(text, name)
+        out[name] = text[a:b].strip()
+    return out
+
+
+def rendered(df: pd.DataFrame) -> dict[str, str]:
+    pairs = paired(df)
+    return {name: draw(pairs) for name, draw in TABLES.items()}
+
+
+def with_tables(text: str, tables: dict[str, str]) -> str:
+    for name, table in tables.items():
+        a, b = span(text, name)
+        text = text[:a] + "\n" + table + "\n" + text[b:]
+    return text
+
+
+def load(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as e:
+        raise TableError(f"{path}: not a readable Parquet dataset: {e}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--from", dest="source", type=Path, help="a `fast-mode` sweep's directory")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the page is not the dataset's")
+    a = ap.parse_args(argv)
+    try:
+        if a.source is not None:
+            sweep = a.source / "sweep.parquet"
+            df = kept(load(sweep), str(sweep))
+            DATA.parent.mkdir(parents=True, exist_ok=True)
+            df.to_parquet(DATA, index=False)
+        else:
+            df = load(DATA)
+        tables = rendered(df)
+        text = PAGE.read_text(encoding="utf-8")
+        if a.check:
+            if page_tables(text) != tables:
+                print(f"{PAGE}: its tables are not those of {DATA}", file=sys.stderr)
+                return 1
+            return 0
+        PAGE.write_text(with_tables(text, tables), encoding="utf-8")
+    except TableError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
