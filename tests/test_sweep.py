@@ -242,7 +242,13 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
     r = run_cli("sweep", "--list")
     listed = {name: text for name, text in (line.split(maxsplit=1) for line in r.out.splitlines())}
     assert r.code == 0 and listed["default"] == spec.description
-    assert sorted(listed) == ["default", "tracerp", "tracerp-credits", "tracerp-departures"]
+    assert sorted(listed) == [
+        "default",
+        "fast-mode",
+        "tracerp",
+        "tracerp-credits",
+        "tracerp-departures",
+    ]
     r = run_cli("sweep", "--list", "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out) == [{"name": n, "description": t} for n, t in listed.items()]

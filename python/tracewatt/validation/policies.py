@@ -18,10 +18,24 @@ from pathlib import Path
 from tracewatt.analysis.idle import screen_idle
 from tracewatt.compare import ALWAYS_ON, ORACLE, compare_policies
 from tracewatt.config import Config
+from tracewatt.errors import ConfigError
 from tracewatt.validation.common import SLEEP_US, WAKE_US, Check, Panel, Series
 
-#: The repository's real NPB CG class S trace (4 ranks), beside the package in a checkout.
-TRACE = Path(__file__).resolve().parents[3] / "tests" / "data" / "dumpi" / "npb-cg.S-4ranks"
+#: The repository's real NPB CG class S trace (4 ranks), under its tests/data.
+TRACE = Path("tests") / "data" / "dumpi" / "npb-cg.S-4ranks"
+
+
+def repository_trace() -> Path:
+    """The trace in the checkout the package runs from, else in the clone the command runs in
+    (an installed package next to its clone)."""
+    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
+        if (root / TRACE).is_dir():
+            return root / TRACE
+    raise ConfigError(
+        f"validate policies: reads the repository's real trace {TRACE}; run it from a clone of "
+        "the repository (or with the package of a checkout on PYTHONPATH)"
+    )
+
 
 #: The policies compared, beside always-on.
 POLICIES = ["timeout", "adaptive", "perfbound", ORACLE]
@@ -30,9 +44,11 @@ POLICIES = ["timeout", "adaptive", "perfbound", ORACLE]
 BREAK_EVEN_US = SLEEP_US + WAKE_US
 
 
-def trace_config(trace: Path = TRACE) -> Config:
-    """The trace on one 10 Gb/s switch, a rank per node (examples/trace-npb-cg.toml), the
-    always-on run keeping its links' own idle intervals at the break-even time."""
+def trace_config(trace: Path | None = None) -> Config:
+    """The trace (default: the repository's) on one 10 Gb/s switch, a rank per node
+    (examples/trace-npb-cg.toml), the always-on run keeping its links' own idle intervals at the
+    break-even time."""
+    path = str(trace or repository_trace())
     return Config.from_dict(
         {
             "seed": 1,
@@ -41,7 +57,7 @@ def trace_config(trace: Path = TRACE) -> Config:
                 "topology": {"kind": "single_switch", "nodes": 4},
                 "links": {"bandwidth_gbps": 10.0, "latency_ns": 2500.0},
             },
-            "jobs": [{"name": "npb-cg", "ranks": 4, "trace": {"path": str(trace)}}],
+            "jobs": [{"name": "npb-cg", "ranks": 4, "trace": {"path": path}}],
             "output": {"pair_idle": True, "idle_thresholds_us": [BREAK_EVEN_US]},
         },
         "<validate policies>",
