@@ -32,8 +32,8 @@
 //! and back-pressure (a flow is never held by a full buffer; `buffer_bytes` and `credits` are
 //! ignored, and the time of a message alone is the packet model's only when its buffers cover
 //! the credit round trip); the order in which packets of different messages interleave on a
-//! link (flows share a link evenly; the NIC does not send messages one after another, so
-//! `urgent` control messages gain nothing over bulk data, which they share the link with);
+//! switch's link (flows share it evenly; a NIC, as the packet model's, sends its messages one
+//! after another, see [`Nic`]);
 //! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
 //! transfer, and cannot sleep between packets); and link-level control frames. `packet_bytes` and
 //! `switching` matter only through the residue, `switch_latency_ps` through the head. There are
@@ -116,6 +116,9 @@ struct Flow {
     t: Ps,
     /// When the transfer completes at the current rate (`NEVER` when not sharing).
     due: Ps,
+    /// Work left (in [`WORK_PER_BYTE`] units) at `due`: 0, or while the flow holds its NIC, the
+    /// bytes its NIC lets go ahead of the next message (see [`Nic`]).
+    due_rem: i128,
     /// The time of the `Done` event in force, never after `due` (`NEVER` if none). A rate that
     /// falls moves `due` later and leaves the event where it is, to be moved when it comes: most
     /// rate changes of a busy network then schedule nothing.
@@ -203,6 +206,22 @@ pub struct FlowFabric {
     /// The instant an `Update` is scheduled for, or `NEVER`.
     update_at: Ps,
     solver: share::Scratch,
+    nics: Vec<Nic>,
+}
+
+/// A node's NIC. It sends one message at a time, in order, as the packet model's does; the next
+/// one starts when the bytes of the one before have left it: its last bytes may then still be in
+/// the first switch's input buffer, `buffer_bytes` of them at most. So a message of up to
+/// `buffer_bytes` leaves the NIC at its injection channel's rate from its head's start, and a
+/// larger one once all but `buffer_bytes` of its bytes are through (the flow's `due_rem`).
+/// Control messages (`urgent`) do not wait: the packet model sends them ahead of the queue.
+#[derive(Debug, Clone, Default)]
+struct Nic {
+    /// Messages waiting, in order.
+    queue: std::collections::VecDeque<u32>,
+    /// When the message being sent has left the NIC; `NEVER` while that depends on the rate its
+    /// transfer gets (its flow's `due_rem` is then not 0).
+    free_at: Ps,
 }
 
 /// What adaptive routing compares in flow mode: the bytes still to cross a channel, summed over
@@ -222,6 +241,7 @@ impl QueueView for Remaining<'_> {
 
 impl FlowFabric {
     pub fn new(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
+        let nodes = topo.node_injection.len();
         let ch = topo
             .channels
             .iter()
@@ -248,6 +268,7 @@ impl FlowFabric {
             sharing_flows: 0,
             update_at: NEVER,
             solver: share::Scratch::default(),
+            nics: vec![Nic::default(); nodes],
         }
     }
 
@@ -302,8 +323,8 @@ impl FlowFabric {
     }
 
     /// Hands a message to `src`'s NIC at `now`, as [`crate::fabric::Fabric::send`] does: its
-    /// head claims the injection channel at once. `urgent` has no effect (flows share the NIC).
-    /// A zero-byte message still sends its head. Routing happens at each switch its head
+    /// head claims the injection channel when the NIC comes to it ([`Nic`]), at once if it is
+    /// `urgent`. A zero-byte message still sends its head. Routing happens at each switch its head
     /// reaches, with [`QueueView::queued_bytes`] the bytes still to cross a channel: so the
     /// whole message takes one route, chosen from the load when its head passes (once, at the
     /// source router, for UGAL).
@@ -314,7 +335,7 @@ impl FlowFabric {
         token: u32,
         (src, dst): (NodeId, NodeId),
         bytes: u64,
-        _urgent: bool,
+        urgent: bool,
         notify_injected: bool,
         q: &mut S,
         obs: &mut O,
@@ -336,10 +357,78 @@ impl FlowFabric {
             bottleneck: NIL,
             ..Flow::default()
         });
-        let inj = self.topo.node_injection[src as usize];
+        if urgent {
+            self.start_head(flow, now, q, obs);
+            return;
+        }
+        let nic = &mut self.nics[src as usize];
+        if nic.queue.is_empty() && nic.free_at <= now {
+            self.nic_start(flow, now, q, obs);
+        } else {
+            nic.queue.push_back(flow);
+            if nic.queue.len() == 1 && nic.free_at != NEVER {
+                q.schedule(nic.free_at, FlowEvent::Head { flow });
+            }
+        }
+    }
+
+    /// The NIC of `flow`'s source starts sending it at `now`, and books when it is free again.
+    fn nic_start<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let start = self.start_head(flow, now, q, obs);
+        let f = &mut self.flows[flow];
+        let ahead = u64::from(self.params.buffer_bytes);
+        let free_at = if f.bytes <= ahead {
+            let inj = self.topo.node_injection[f.src as usize];
+            start
+                + tracewatt_core::time::serialization_ps(f.bytes, self.ch[inj as usize].bits_per_s)
+        } else {
+            f.due_rem = i128::from(ahead) * WORK_PER_BYTE;
+            NEVER
+        };
+        self.nics[f.src as usize].free_at = free_at;
+    }
+
+    /// The NIC of `node` has sent its message at `now`: it starts the next one waiting, if any.
+    fn nic_next<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        node: NodeId,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let nic = &mut self.nics[node as usize];
+        nic.free_at = now;
+        let Some(next) = nic.queue.pop_front() else {
+            return;
+        };
+        self.nic_start(next, now, q, obs);
+        let nic = &self.nics[node as usize];
+        if let Some(&after) = nic.queue.front() {
+            if nic.free_at != NEVER {
+                q.schedule(nic.free_at, FlowEvent::Head { flow: after });
+            }
+        }
+    }
+
+    /// `flow`'s head claims its injection channel at `now`; returns when it starts on it.
+    fn start_head<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) -> Ps {
+        let inj = self.topo.node_injection[self.flows[flow].src as usize];
         let start = self.claim(flow, inj, now, obs);
         self.flows[flow].born = start;
         self.advance_head(flow, inj, start, q);
+        start
     }
 
     /// Handles one of the flow model's own events.
@@ -353,7 +442,11 @@ impl FlowFabric {
     ) {
         match ev {
             FlowEvent::Head { flow } => {
-                if self.flows[flow].at == NIL {
+                if self.flows[flow].path.is_empty() {
+                    // Its turn at its NIC has come.
+                    let src = self.flows[flow].src;
+                    self.nic_next(src, now, q, obs);
+                } else if self.flows[flow].at == NIL {
                     self.begin_transfer(flow, now, q, obs);
                 } else {
                     self.route_head(flow, now, q, obs, rng);
@@ -361,7 +454,18 @@ impl FlowFabric {
             }
             FlowEvent::Done { flow } => {
                 let f = &mut self.flows[flow];
-                if f.due == now {
+                if f.due == now && f.due_rem > 0 {
+                    // The rest fits in the first switch's buffer: the NIC moves on.
+                    f.rem -= i128::from(f.rate) * i128::from(now - f.t);
+                    f.t = now;
+                    f.due_rem = 0;
+                    let r = i128::from(f.rate);
+                    f.due = now + ((f.rem.max(0) + r - 1) / r) as Ps;
+                    f.alarm = f.due;
+                    q.schedule(f.due, FlowEvent::Done { flow });
+                    let src = f.src;
+                    self.nic_next(src, now, q, obs);
+                } else if f.due == now {
                     f.alarm = NEVER;
                     self.end_transfer(flow, now, q, obs);
                 } else if f.alarm == now {

@@ -295,7 +295,7 @@ impl FlowFabric {
             NEVER
         } else {
             let r = i128::from(new);
-            let left = fl.rem.max(0);
+            let left = (fl.rem - fl.due_rem).max(0);
             now + ((left + r - 1) / r) as Ps
         };
         if fl.due < fl.alarm {

@@ -124,6 +124,18 @@ fn run_flows(
     obs: &mut Recorder,
     until: Ps,
 ) -> Vec<(Ps, Notice)> {
+    run_sends(f, sends, &[], obs, until)
+}
+
+/// As [`run_flows`], the sends numbered in `urgent` sent as control messages, which skip their
+/// NIC's queue.
+fn run_sends(
+    f: &mut FlowFabric,
+    sends: &[Send],
+    urgent: &[u32],
+    obs: &mut Recorder,
+    until: Ps,
+) -> Vec<(Ps, Notice)> {
     let mut q = EventQueue::new();
     for (i, s) in sends.iter().enumerate() {
         q.push(s.0, Ev::Send(i as u32));
@@ -140,7 +152,7 @@ fn run_flows(
                     i,
                     (src, dst),
                     bytes,
-                    false,
+                    urgent.contains(&i),
                     notify,
                     &mut Q(&mut q),
                     obs,
@@ -317,7 +329,14 @@ fn two_bottlenecks_get_their_max_min_shares() {
         (0, 1, 2, 1_000_000, false), // C
         (0, 0, 3, 1_000_000, false), // E
     ];
-    run_flows(&mut f, &sends, &mut Recorder::default(), 150 * NS);
+    // Control messages skip their NIC's queue, so A and E (B and C) share their node's link.
+    run_sends(
+        &mut f,
+        &sends,
+        &[0, 1, 2, 3],
+        &mut Recorder::default(),
+        150 * NS,
+    );
     let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
     let g = 1_000_000_000;
     assert_eq!(rates, vec![4 * g, 4 * g, 8 * g, 4 * g]);
@@ -352,12 +371,25 @@ fn an_update_reaches_flows_that_share_no_link_with_the_one_that_ends() {
     ];
     let p = params(1000, Switching::CutThrough);
     let mut f = flow_fabric(&spec, topo.clone(), p);
-    run_flows(&mut f, &sends, &mut Recorder::default(), 100_150 * NS - 1);
+    let urgent = [0, 1, 2, 3];
+    run_sends(
+        &mut f,
+        &sends,
+        &urgent,
+        &mut Recorder::default(),
+        100_150 * NS - 1,
+    );
     let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
     assert_eq!(rates, vec![4 * g, 4 * g, 8 * g, 4 * g]);
     assert_eq!(f.reshare_counts(), (1, 4));
     let mut f = flow_fabric(&spec, topo, p);
-    run_flows(&mut f, &sends, &mut Recorder::default(), 100_150 * NS);
+    run_sends(
+        &mut f,
+        &sends,
+        &urgent,
+        &mut Recorder::default(),
+        100_150 * NS,
+    );
     let rates: Vec<(u32, u64)> = f.rates().iter().map(|r| (r.0, r.1)).collect();
     assert_eq!(rates, vec![(1, 6 * g), (2, 6 * g), (3, 6 * g)]);
     assert_eq!(f.reshare_counts(), (2, 7));
@@ -433,6 +465,62 @@ fn before_a_link_wakes_its_reverse_direction_reports_its_stretch_so_far() {
             src: 0
         }
     );
+}
+
+#[test]
+fn a_nic_sends_the_next_message_once_the_rest_of_the_last_fits_in_the_first_buffer() {
+    // 1 B/ns links, 100 ns, switch 50 ns, first-switch buffers of 4,000 B. Node 0 sends
+    // 10,000 B to node 1 (A) and 10,000 B to node 2 (B) at t = 0. A's head reaches node 1's link
+    // at 150 ns and its bytes flow at 1 B/ns; 4,000 B are left at 6,150 ns, when the NIC starts
+    // on B. B's head reaches node 2's link at 6,300 ns, A has 3,850 B left, and the two share
+    // node 0's link at 0.5 B/ns: A is through at 6,300 + 7,700 = 14,000 ns (delivered 14,100
+    // ns), then B alone has 10,000 - 3,850 = 6,150 B left: through at 20,150 ns, delivered
+    // 20,250 ns. (Sharing from the start, both would be delivered at 20,250 ns.)
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 4_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let mut f = flow_fabric(&spec, topo, p);
+    let sends = [(0, 0, 1, 10_000, false), (0, 0, 2, 10_000, false)];
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 0), 14_100 * NS);
+    assert_eq!(delivered(&n, 1), 20_250 * NS);
+}
+
+#[test]
+fn a_nic_sends_a_message_that_fits_in_the_first_buffer_at_its_link_rate() {
+    // As above with 1,000 B each and large buffers: A leaves the NIC in 1,000 ns, so B's head
+    // starts at 1,000 ns. A is through at 150 + 1,000 = 1,150 ns (delivered 1,250 ns); B's head
+    // reaches node 2's link at 1,150 ns, as A leaves node 0's link, and has it alone: through
+    // at 2,150 ns, delivered 2,250 ns. (Sharing, both would be delivered at 2,250 ns.)
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let sends = [(0, 0, 1, 1_000, false), (0, 0, 2, 1_000, false)];
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 0), 1_250 * NS);
+    assert_eq!(delivered(&n, 1), 2_250 * NS);
+}
+
+#[test]
+fn a_control_message_does_not_wait_behind_bulk_data() {
+    // Buffers of 4,000 B: node 0 sends 10,000 B to node 1 at 0, and at 1 us an 8-byte control
+    // message to node 2. It does not queue: its head reaches node 2's link at 1,150 ns, it
+    // shares node 0's link with the bulk transfer at 0.5 B/ns (16 ns) and is delivered at
+    // 1,150 + 16 + 100 = 1,266 ns. Queued, it would start only at 6,150 ns (and share the link as
+    // well).
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 4_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let sends = [(0, 0, 1, 10_000, false), (US, 0, 2, 8, false)];
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let n = run_sends(&mut f, &sends, &[1], &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 1), 1_266 * NS);
+    let mut f = flow_fabric(&spec, topo, p);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 1), (6_150 + 150 + 16 + 100) * NS);
 }
 
 /// Links of different bandwidths and latencies per class, so bottlenecks move along paths.
