@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Writes README.md's validation table from ``tracewatt validate --json`` and keeps that output in
-docs/data/validation.json, against which tests/test_docs.py holds the table and the checks.
-Usage:
+docs/data/validation.json, against which tests/test_docs.py holds the table and the checks; with
+``--network flow``, the same for ``validate --network flow``: docs/fast-mode.md's table and
+docs/data/validation-flow.json. Usage:
 
     python3 scripts/validation_table.py              # runs `tracewatt validate --json` (minutes)
     python3 scripts/validation_table.py --from FILE  # a `tracewatt validate --json` output instead
     python3 scripts/validation_table.py --check      # exit 1 if README's table is not the JSON's
+    python3 scripts/validation_table.py --network flow [--from FILE | --check]
 
 The table goes between the markers ``<!-- validation-table:start -->`` and
-``<!-- validation-table:end -->`` of README.md. It runs the tracewatt that ``python -m tracewatt``
+``<!-- validation-table:end -->`` of its page. It runs the tracewatt that ``python -m tracewatt``
 finds with this interpreter (put a checkout's in-place build first with PYTHONPATH=python).
 """
 
@@ -22,8 +24,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
-JSON_PATH = ROOT / "docs" / "data" / "validation.json"
+#: Per network model, the page that shows its table and the file that keeps its checks.
+PAGES = {
+    "packet": (ROOT / "README.md", ROOT / "docs" / "data" / "validation.json"),
+    "flow": (ROOT / "docs" / "fast-mode.md", ROOT / "docs" / "data" / "validation-flow.json"),
+}
 START = "<!-- validation-table:start -->"
 END = "<!-- validation-table:end -->"
 #: The fields of a check in `validate --json` that the table shows.
@@ -55,9 +60,9 @@ def checked(checks: Any, source: str) -> list[dict[str, Any]]:
     return checks
 
 
-def run_validate() -> list[dict[str, Any]]:
-    """Every check, as `python -m tracewatt validate --json` prints them."""
-    cmd = [sys.executable, "-m", "tracewatt", "validate", "--json"]
+def run_validate(network: str) -> list[dict[str, Any]]:
+    """Every check, as `python -m tracewatt validate --json --network NETWORK` prints them."""
+    cmd = [sys.executable, "-m", "tracewatt", "validate", "--json", "--network", network]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode not in VALIDATE_DONE:
         raise TableError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
@@ -81,21 +86,21 @@ def render(checks: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def table_span(text: str) -> tuple[int, int]:
-    """Where the table lies in README.md's text: after the start marker's line, before the end's."""
+def table_span(text: str, page: Path = PAGES["packet"][0]) -> tuple[int, int]:
+    """Where the table lies in a page's text: after the start marker's line, before the end's."""
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
-        raise TableError(f"{README}: expected the lines {START} and then {END}")
+        raise TableError(f"{page}: expected the lines {START} and then {END}")
     return text.index("\n", start) + 1, end
 
 
-def readme_table(text: str) -> str:
-    a, b = table_span(text)
+def readme_table(text: str, page: Path = PAGES["packet"][0]) -> str:
+    a, b = table_span(text, page)
     return text[a:b].strip()
 
 
-def with_table(text: str, table: str) -> str:
-    a, b = table_span(text)
+def with_table(text: str, table: str, page: Path) -> str:
+    a, b = table_span(text, page)
     return text[:a] + table + "\n" + text[b:]
 
 
@@ -103,22 +108,29 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--from", dest="source", type=Path, help="a `tracewatt validate --json` output")
-    g.add_argument("--check", action="store_true", help="compare README's table with the JSON")
+    g.add_argument("--check", action="store_true", help="compare the page's table with the JSON")
+    p.add_argument(
+        "--network",
+        choices=sorted(PAGES),
+        default="packet",
+        help="the network model validated (packet: README.md; flow: docs/fast-mode.md)",
+    )
     args = p.parse_args(argv)
+    page, json_path = PAGES[args.network]
     try:
-        text = README.read_text(encoding="utf-8")
+        text = page.read_text(encoding="utf-8")
         if args.check:
-            if readme_table(text) != render(load_checks(JSON_PATH)):
+            if readme_table(text, page) != render(load_checks(json_path)):
                 print(
-                    f"{README}: the validation table is not {JSON_PATH}'s; "
-                    "run python3 scripts/validation_table.py",
+                    f"{page}: the validation table is not {json_path}'s; run python3 "
+                    f"scripts/validation_table.py --network {args.network}",
                     file=sys.stderr,
                 )
                 return 1
             return 0
-        checks = load_checks(args.source) if args.source else run_validate()
-        JSON_PATH.write_text(json.dumps(checks, indent=2, ensure_ascii=False) + "\n", "utf-8")
-        README.write_text(with_table(text, render(checks)), encoding="utf-8")
+        checks = load_checks(args.source) if args.source else run_validate(args.network)
+        json_path.write_text(json.dumps(checks, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        page.write_text(with_table(text, render(checks), page), encoding="utf-8")
     except TableError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
