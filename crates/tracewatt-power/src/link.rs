@@ -451,6 +451,29 @@ impl LinkPower {
         &self.phys[self.phy_of[u] as usize]
     }
 
+    /// Channel `ch` of state machine `u`, asleep since the policy's `sleep`, has traffic at
+    /// `now`: it wakes; returns when the traffic may go.
+    #[inline(never)]
+    fn wake(&mut self, ch: ChannelId, u: usize, sleep: Sleep, now: Ps) -> Ps {
+        // The transmitter that wakes the link waits its own wake time (Tw_sys_tx): a switch
+        // port's and a NIC's may differ.
+        let wake_time_ps = self.channel_setup[ch as usize]
+            .phy
+            .depth(sleep.depth)
+            .wake_time_ps;
+        let start = self.slept(u, sleep, now, Some(wake_time_ps));
+        // Every exit from low power counts, a wake of zero time too (TraceRP's Fig. 4 runs
+        // at T_w = 0 and still counts transitions).
+        self.wakes_by[ch as usize] += 1;
+        self.wake_delay_ps[ch as usize] += start - now;
+        // The wake ends the stretch, even one that ended ahead of the traffic.
+        self.busy[u] = Busy {
+            until: start,
+            wake_until: start,
+        };
+        start
+    }
+
     #[inline]
     fn unit(&self, ch: ChannelId) -> usize {
         if self.unit_of.is_empty() {
@@ -477,7 +500,8 @@ impl PowerModel for LinkPower {
         self.first_series = first;
     }
 
-    #[inline]
+    // Inlined into the packet model's every hop (see `Power`'s hooks); the wake, rare, is not.
+    #[inline(always)]
     fn link_ready(&mut self, ch: ChannelId, now: Ps) -> Ps {
         let u = self.unit(ch);
         let b = self.busy[u];
@@ -490,29 +514,12 @@ impl PowerModel for LinkPower {
             }
             return start;
         }
-        let Some(sleep) = self.policies[u].idle(b.until, now) else {
+        match self.policies[u].idle(b.until, now) {
             // The common case, decided without leaving the packet path.
-            return now;
-        };
-        // The transmitter that wakes the link waits its own wake time (Tw_sys_tx): a switch
-        // port's and a NIC's may differ.
-        let wake_time_ps = self.channel_setup[ch as usize]
-            .phy
-            .depth(sleep.depth)
-            .wake_time_ps;
-        let start = self.slept(u, sleep, now, Some(wake_time_ps));
-        // Every exit from low power counts, a wake of zero time too (TraceRP's Fig. 4 runs
-        // at T_w = 0 and still counts transitions).
-        self.wakes_by[ch as usize] += 1;
-        self.wake_delay_ps[ch as usize] += start - now;
-        // The wake ends the stretch, even one that ended ahead of the traffic.
-        self.busy[u] = Busy {
-            until: start,
-            wake_until: start,
-        };
-        start
+            None => now,
+            Some(sleep) => self.wake(ch, u, sleep, now),
+        }
     }
-
     #[inline]
     fn on_transmit(&mut self, ch: ChannelId, _start: Ps, end: Ps, _bytes: u32) {
         let u = self.unit(ch);

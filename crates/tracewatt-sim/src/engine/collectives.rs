@@ -3,7 +3,7 @@
 //! expansion on its own beside the program (as an MPI library's progress engine would) and
 //! completes the request the program waits for.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::mpi::RANK_OWNED;
 use super::{Engine, Ev};
@@ -33,6 +33,28 @@ pub(crate) struct Nbc {
     /// When its latest send's overhead ends: its sends leave one after another, as a
     /// blocking collective's do, while the rank's core goes on with its program.
     issued_ps: Ps,
+}
+
+/// Every rank's non-blocking collectives in flight, and how many each has started per
+/// communicator (their tag lanes).
+#[derive(Debug)]
+pub(crate) struct Nbcs {
+    by_rank: Vec<Vec<Nbc>>,
+    started: BTreeMap<(u32, CommId), u64>,
+}
+
+impl Nbcs {
+    pub(super) fn new(ranks: usize) -> Self {
+        Self {
+            by_rank: (0..ranks).map(|_| Vec::new()).collect(),
+            started: BTreeMap::new(),
+        }
+    }
+
+    /// Whether the request slot `done` is the one a collective of `rank` in flight completes.
+    pub(super) fn completes(&self, rank: u32, done: u32) -> bool {
+        self.by_rank[rank as usize].iter().any(|n| n.done == done)
+    }
 }
 
 /// A collective's communicator, kind, root, size and algorithm, as [`Op::Collective`] has them.
@@ -80,12 +102,12 @@ impl<N: Network> Engine<'_, N> {
         req: ReqId,
         now: Ps,
     ) -> Result<(), SimError> {
-        let seq = self.ranks[rank as usize].nbc_seq.entry(spec.0).or_insert(0);
+        let seq = self.nbcs.started.entry((rank, spec.0)).or_insert(0);
         let lane = *seq;
         *seq += 1;
         let e = self.expansion(rank, spec)?.nonblocking(lane);
         let done = self.new_req(rank, req, false, 0, RANK_OWNED)?;
-        self.ranks[rank as usize].nbcs.push(Nbc {
+        self.nbcs.by_rank[rank as usize].push(Nbc {
             done,
             expansion: Box::new(e),
             pending: VecDeque::new(),
@@ -138,8 +160,7 @@ impl<N: Network> Engine<'_, N> {
     /// Where the non-blocking collective `done` is among its rank's, and the rank.
     fn find_nbc(&self, done: u32) -> (u32, usize) {
         let rank = self.reqs[done].rank;
-        let at = self.ranks[rank as usize]
-            .nbcs
+        let at = self.nbcs.by_rank[rank as usize]
             .iter()
             .position(|n| n.done == done)
             .expect("a non-blocking collective in flight");
@@ -150,7 +171,7 @@ impl<N: Network> Engine<'_, N> {
     /// completes its request.
     pub(super) fn progress_nbc(&mut self, done: u32, now: Ps) -> Result<(), SimError> {
         let (rank, at) = self.find_nbc(done);
-        let mut n = self.ranks[rank as usize].nbcs.swap_remove(at);
+        let mut n = self.nbcs.by_rank[rank as usize].swap_remove(at);
         loop {
             let op = match n.pending.pop_front() {
                 Some(op) => op,
@@ -203,7 +224,7 @@ impl<N: Network> Engine<'_, N> {
                         }
                     }
                     if n.remaining > 0 {
-                        self.ranks[rank as usize].nbcs.push(n);
+                        self.nbcs.by_rank[rank as usize].push(n);
                         return Ok(());
                     }
                     for slot in n.posted.drain(..) {
@@ -211,7 +232,7 @@ impl<N: Network> Engine<'_, N> {
                     }
                     if n.resume_ps > now {
                         self.q.push(n.resume_ps, Ev::NbcWake { done });
-                        self.ranks[rank as usize].nbcs.push(n);
+                        self.nbcs.by_rank[rank as usize].push(n);
                         return Ok(());
                     }
                 }
@@ -227,9 +248,10 @@ impl<N: Network> Engine<'_, N> {
 
     /// A request the non-blocking collective `done` waits for completed at `t`: once none is
     /// left, the collective goes on at the latest completion.
+    #[inline(never)]
     pub(super) fn nbc_req_done(&mut self, done: u32, t: Ps) -> Result<(), SimError> {
         let (rank, at) = self.find_nbc(done);
-        let n = &mut self.ranks[rank as usize].nbcs[at];
+        let n = &mut self.nbcs.by_rank[rank as usize][at];
         n.remaining -= 1;
         n.resume_ps = n.resume_ps.max(t);
         if n.remaining > 0 {

@@ -16,7 +16,7 @@ impl<N: Network> Engine<'_, N> {
     pub(super) fn deadlock(&self) -> SimError {
         let mut lines = Vec::new();
         let mut blocked = 0;
-        for r in &self.ranks {
+        for (i, r) in self.ranks.iter().enumerate() {
             if r.state == RankState::Done {
                 continue;
             }
@@ -25,7 +25,7 @@ impl<N: Network> Engine<'_, N> {
                 continue;
             }
             let job = &self.jobs[r.job as usize];
-            let what = self.waits_for(r);
+            let what = self.waits_for(i as u32, r);
             lines.push(format!(
                 "  job `{}` rank {} (node {}) in {}: waits for {}",
                 job.name,
@@ -62,8 +62,8 @@ impl<N: Network> Engine<'_, N> {
         }
     }
 
-    /// The requests rank `r` waits for that are not done, in words.
-    fn waits_for(&self, r: &RankRt) -> Vec<String> {
+    /// The requests rank `rank` (`r`) waits for that are not done, in words.
+    fn waits_for(&self, rank: u32, r: &RankRt) -> Vec<String> {
         let mut what = Vec::new();
         for slot in &r.waiting {
             let q = &self.reqs[*slot];
@@ -79,7 +79,7 @@ impl<N: Network> Engine<'_, N> {
                 ));
                 continue;
             }
-            if r.nbcs.iter().any(|n| n.done == *slot) {
+            if self.nbcs.completes(rank, *slot) {
                 what.push("a non-blocking collective that cannot finish".into());
                 continue;
             }

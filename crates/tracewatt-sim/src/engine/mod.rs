@@ -23,6 +23,7 @@ pub(crate) use window::Stop;
 
 use crate::error::SimError;
 use crate::stats::{LatencyHist, LinkStats};
+use collectives::Nbcs;
 use mpi::{Msg, Req};
 use ranks::RankRt;
 use std::marker::PhantomData;
@@ -189,6 +190,9 @@ pub(crate) struct Engine<'a, N: Network> {
     costs: MpiCosts,
     jobs: &'a [JobState],
     ranks: Vec<RankRt>,
+    /// The non-blocking collectives in flight, apart from the ranks' state that every event
+    /// touches.
+    nbcs: Nbcs,
     reqs: Slab<Req>,
     msgs: Slab<Msg>,
     latency: LatencyHist,
@@ -229,6 +233,7 @@ impl<'a, N: Network> Engine<'a, N> {
     ) -> Self {
         let ranks: Vec<RankRt> = programs.into_iter().map(RankRt::new).collect();
         let window = WindowRt::new(params.stop, ranks.len());
+        let nbcs = Nbcs::new(ranks.len());
         Self {
             q: EventQueue::new(),
             net,
@@ -237,6 +242,7 @@ impl<'a, N: Network> Engine<'a, N> {
             costs: params.mpi,
             jobs,
             ranks,
+            nbcs,
             reqs: Slab::default(),
             msgs: Slab::default(),
             latency: LatencyHist::default(),
@@ -266,15 +272,26 @@ impl<'a, N: Network> Engine<'a, N> {
         let total = self.ranks.len() as u64;
         let mut next_report = 0u64;
         let mut stopped = None;
+        // The last time the run may reach, and how many ranks out of their windows end it: each
+        // event then checks one time and one count.
+        let last = match self.window.stop {
+            Stop::At(at) => at.min(MAX_SIMULATED_PS),
+            _ => MAX_SIMULATED_PS,
+        };
+        let window_end = if self.window.stop == Stop::WindowEnd {
+            total
+        } else {
+            u64::MAX
+        };
         while let Some((now, ev)) = self.q.pop() {
-            if let Stop::At(at) = self.window.stop {
-                if now > at {
-                    stopped = Some(at);
-                    break;
+            if now > last {
+                if let Stop::At(at) = self.window.stop {
+                    if now > at {
+                        stopped = Some(at);
+                        break;
+                    }
                 }
-            }
-            // Past this, sums of times could overflow (docs/config.md, Limits).
-            if now > MAX_SIMULATED_PS {
+                // Past this, sums of times could overflow (docs/config.md, Limits).
                 return Err(SimError::TimeLimit {
                     source_name: self.source.clone(),
                     time_s: to_seconds(now),
@@ -301,7 +318,7 @@ impl<'a, N: Network> Engine<'a, N> {
             if self.observers.power.holds_deliveries() {
                 self.schedule_power_due(now);
             }
-            if self.window.stop == Stop::WindowEnd && self.window.left_count == total {
+            if self.window.left_count == window_end {
                 stopped = Some(now);
                 break;
             }

@@ -1,18 +1,17 @@
 //! The ranks: each executes its program's operations until it blocks, computes or ends, and
 //! tells the power models what its core is doing.
 
-use super::collectives::Nbc;
 use super::mpi::{BLOCKING_REQ, RANK_OWNED};
 use super::{Engine, Ev, RankProgram, RankSummary};
 use crate::error::SimError;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use tracewatt_core::{FlatMap, Ps};
 use tracewatt_net::Network;
 use tracewatt_net::NodeId;
 use tracewatt_power::Activity;
 use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::matching::Matcher;
-use tracewatt_workload::{CommId, Op, Program, Rank, ReqId};
+use tracewatt_workload::{Op, Program, Rank, ReqId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RankState {
@@ -40,10 +39,6 @@ pub(super) struct RankRt {
     pub pending: VecDeque<Op>,
     /// The collective in progress, generated piece by piece into `pending`.
     pub coll: Option<Box<Expansion>>,
-    /// Non-blocking collectives in flight, each running on its own beside the program.
-    pub nbcs: Vec<Nbc>,
-    /// Non-blocking collectives started so far per communicator (their tag lanes).
-    pub nbc_seq: BTreeMap<CommId, u64>,
     pub state: RankState,
     /// What the rank's core is doing, as power models see it.
     activity: Activity,
@@ -91,8 +86,6 @@ impl RankRt {
             program: p.program,
             pending: VecDeque::new(),
             coll: None,
-            nbcs: Vec::new(),
-            nbc_seq: BTreeMap::new(),
             state: RankState::NotStarted,
             activity: Activity::Idle,
             open_sends: 0,
