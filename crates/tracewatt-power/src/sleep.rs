@@ -10,6 +10,7 @@
 //! parameters beside it ([`PolicySettings`]).
 
 use crate::link::{refreshes, DepthTiming, PhyTiming};
+use crate::predict::Forecast;
 use serde::{Deserialize, Serialize};
 use tracewatt_core::Ps;
 
@@ -308,6 +309,69 @@ impl SleepPolicy for PerfBound {
     }
 }
 
+/// `predictive`: the link between a node and its switch sleeps at once when its node's MPI
+/// layer forecasts ([`crate::predict`]) a gap before the node's next network use longer than
+/// the depth's break-even time (sleep plus wake time), and wakes ahead of the forecast use, its
+/// wake time before it (after Dickov et al., ICPP 2014). Of the forecasts made before the
+/// stretch ends it uses the latest: made at `p`, next use at `q`, it sleeps at
+/// `max(stretch start, p)` if `q` is more than the break-even time after that, waking at
+/// `q - Tw`. A forecast of no use (a rank inside MPI, or without a confident forecast) keeps
+/// the link awake. A misprediction costs what it would on a port: traffic before the wake waits
+/// for it; a wake ahead of traffic that comes later leaves the link active from then on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predictive {
+    /// The node whose forecasts it follows.
+    pub node: u32,
+    pub depth: Depth,
+    pub sleep_time_ps: Ps,
+    pub wake_time_ps: Ps,
+    /// The node's latest forecast, and the one before it, made earlier (a forecast made as a
+    /// stretch ends, by the call whose traffic ends it, is not one made within the stretch).
+    latest: Forecast,
+    before: Forecast,
+}
+
+impl Predictive {
+    /// Follows `node`'s forecasts, sleeping in `depth` (of `timing`); it has none yet.
+    pub fn new(node: u32, depth: Depth, timing: &DepthTiming) -> Self {
+        let none = Forecast { made: 0, next: None };
+        Self {
+            node,
+            depth,
+            sleep_time_ps: timing.sleep_time_ps,
+            wake_time_ps: timing.wake_time_ps,
+            latest: none,
+            before: none,
+        }
+    }
+
+    /// The node forecasts, at `f.made` (no earlier than any forecast before).
+    pub fn forecast(&mut self, f: Forecast) {
+        if f.made > self.latest.made {
+            self.before = self.latest;
+        }
+        self.latest = f;
+    }
+}
+
+impl SleepPolicy for Predictive {
+    fn idle(&mut self, idle_since: Ps, until: Ps) -> Option<Sleep> {
+        let f = if self.latest.made < until {
+            self.latest
+        } else {
+            self.before
+        };
+        let next = f.next?;
+        let at = idle_since.max(f.made);
+        // Idle for exactly the break-even time reaches no LPI, as with the oracle.
+        (at < until && next > at + self.sleep_time_ps + self.wake_time_ps).then(|| Sleep {
+            at,
+            depth: self.depth,
+            wake_at: Some(next - self.wake_time_ps),
+        })
+    }
+}
+
 /// One state machine's policy, of any kind. The kinds with state of their own are boxed, so the
 /// common ones stay small in the packet path, and the kind is a plain byte (no niche in a
 /// field), which the dispatch compares at once.
@@ -319,6 +383,7 @@ pub enum LinkSleep {
     Oracle(Box<Oracle>),
     Adaptive(Box<Adaptive>),
     PerfBound(Box<PerfBound>),
+    Predictive(Box<Predictive>),
 }
 
 impl SleepPolicy for LinkSleep {
@@ -330,6 +395,7 @@ impl SleepPolicy for LinkSleep {
             LinkSleep::Oracle(p) => p.idle(idle_since, until),
             LinkSleep::Adaptive(p) => p.idle(idle_since, until),
             LinkSleep::PerfBound(p) => p.idle(idle_since, until),
+            LinkSleep::Predictive(p) => p.idle(idle_since, until),
         }
     }
 }
@@ -349,6 +415,8 @@ pub enum LinkPolicy {
     PerfBound,
     /// [`Oracle`].
     Oracle,
+    /// [`Predictive`] on a node's link; a `timeout` on the others.
+    Predictive,
 }
 
 /// A link's policy as configured: its name and the parameters of its link power table (each
@@ -382,8 +450,8 @@ impl PolicySettings {
     }
 
     /// A fresh instance of the policy, for one state machine on `phy` (whose wake times are the
-    /// longer of its ends').
-    pub fn build(&self, phy: &PhyTiming) -> LinkSleep {
+    /// longer of its ends'), attached to `node` if it is the link between a node and its switch.
+    pub fn build(&self, phy: &PhyTiming, node: Option<u32>) -> LinkSleep {
         // A PHY without fast wake sleeps deep, whatever the depth asked.
         let depth = if phy.fast_wake.is_some() {
             self.depth
@@ -397,6 +465,13 @@ impl PolicySettings {
         match self.policy {
             LinkPolicy::AlwaysOn => LinkSleep::AlwaysOn(AlwaysOn),
             LinkPolicy::Timeout => LinkSleep::Timeout(timeout),
+            LinkPolicy::Predictive => match node {
+                Some(n) => {
+                    LinkSleep::Predictive(Box::new(Predictive::new(n, depth, &phy.depth(depth))))
+                }
+                // No MPI layer forecasts a link between switches.
+                None => LinkSleep::Timeout(timeout),
+            },
             LinkPolicy::Oracle => LinkSleep::Oracle(Box::new(Oracle { phy: *phy })),
             LinkPolicy::Adaptive => LinkSleep::Adaptive(Box::new(Adaptive::new(
                 self.idle_timeout_ps,
