@@ -408,8 +408,9 @@ impl LinkPower {
     fn tell(&mut self, f: Option<(u32, Forecast)>) {
         let Some((node, f)) = f else { return };
         for &u in &self.node_units[node as usize] {
+            let since = self.busy[u as usize].until;
             if let LinkSleep::Predictive(p) = &mut self.policies[u as usize] {
-                p.forecast(f);
+                p.forecast(f, (since <= f.made).then_some(since));
             }
         }
     }

@@ -31,7 +31,10 @@ impl MpiCall {
     /// entry between two contexts).
     fn signature(&self) -> u64 {
         let mix = |h: u64, v: u64| (h ^ v).wrapping_mul(FIB).rotate_left(29);
-        mix(mix(mix(0, u64::from(self.kind)), u64::from(self.peer)), self.bytes)
+        mix(
+            mix(mix(0, u64::from(self.kind)), u64::from(self.peer)),
+            self.bytes,
+        )
     }
 }
 

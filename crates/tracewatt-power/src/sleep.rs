@@ -312,12 +312,13 @@ impl SleepPolicy for PerfBound {
 /// `predictive`: the link between a node and its switch sleeps at once when its node's MPI
 /// layer forecasts ([`crate::predict`]) a gap before the node's next network use longer than
 /// the depth's break-even time (sleep plus wake time), and wakes ahead of the forecast use, its
-/// wake time before it (after Dickov et al., ICPP 2014). Of the forecasts made before the
-/// stretch ends it uses the latest: made at `p`, next use at `q`, it sleeps at
-/// `max(stretch start, p)` if `q` is more than the break-even time after that, waking at
-/// `q - Tw`. A forecast of no use (a rank inside MPI, or without a confident forecast) keeps
-/// the link awake. A misprediction costs what it would on a port: traffic before the wake waits
-/// for it; a wake ahead of traffic that comes later leaves the link active from then on.
+/// wake time before it (after Dickov et al., ICPP 2014). The forecasts come as the ranks call
+/// and leave MPI: in an idle stretch, the first forecast (the one in force as the stretch
+/// begins, else one made within it) of a use `q` more than the break-even time away puts the
+/// link to sleep, waking at `q - Tw`; a later one made before that wake moves it (a forecast of
+/// none, a rank calling MPI, wakes the link at once). A misprediction costs what it would on a
+/// port: traffic before the wake waits for it; a wake ahead of traffic that comes later leaves
+/// the link active until then.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictive {
     /// The node whose forecasts it follows.
@@ -325,50 +326,81 @@ pub struct Predictive {
     pub depth: Depth,
     pub sleep_time_ps: Ps,
     pub wake_time_ps: Ps,
-    /// The node's latest forecast, and the one before it, made earlier (a forecast made as a
-    /// stretch ends, by the call whose traffic ends it, is not one made within the stretch).
+    /// The node's latest forecast: in force when the next stretch begins, if made before.
     latest: Forecast,
-    before: Forecast,
+    /// The sleep decided within the stretch that began at `.0`.
+    plan: Option<(Ps, Sleep)>,
 }
 
 impl Predictive {
     /// Follows `node`'s forecasts, sleeping in `depth` (of `timing`); it has none yet.
     pub fn new(node: u32, depth: Depth, timing: &DepthTiming) -> Self {
-        let none = Forecast { made: 0, next: None };
         Self {
             node,
             depth,
             sleep_time_ps: timing.sleep_time_ps,
             wake_time_ps: timing.wake_time_ps,
-            latest: none,
-            before: none,
+            latest: Forecast {
+                made: 0,
+                next: None,
+            },
+            plan: None,
         }
     }
 
-    /// The node forecasts, at `f.made` (no earlier than any forecast before).
-    pub fn forecast(&mut self, f: Forecast) {
-        if f.made > self.latest.made {
-            self.before = self.latest;
+    /// The node forecasts `f` (no earlier than any forecast before); `idle_since`: the link has
+    /// been idle since then, or `None` if it is busy at `f.made`.
+    pub fn forecast(&mut self, f: Forecast, idle_since: Option<Ps>) {
+        let before = std::mem::replace(&mut self.latest, f);
+        let Some(s0) = idle_since else {
+            self.plan = None;
+            return;
+        };
+        // The first forecast within the stretch: the one before it decides first, if it was
+        // in force as the stretch began.
+        if !matches!(self.plan, Some((p0, _)) if p0 == s0) {
+            let first = (before.made <= s0).then(|| self.sleep_from(before, s0));
+            self.plan = first.flatten().map(|s| (s0, s));
         }
-        self.latest = f;
+        self.plan = match self.plan {
+            // Asleep, the wake not begun: the new forecast sets it.
+            Some((_, mut sleep)) if f.made > sleep.at => {
+                let wake = sleep.wake_at.unwrap_or(Ps::MAX);
+                if f.made < wake {
+                    let q = f
+                        .next
+                        .map_or(f.made, |q| q.saturating_sub(self.wake_time_ps));
+                    sleep.wake_at = Some(q.max(f.made));
+                }
+                Some((s0, sleep))
+            }
+            _ => self.sleep_from(f, s0).map(|s| (s0, s)),
+        };
+    }
+
+    /// Sleeps on forecast `f` in a stretch idle since `idle_since`, if its gap is past
+    /// break-even.
+    fn sleep_from(&self, f: Forecast, idle_since: Ps) -> Option<Sleep> {
+        let next = f.next?;
+        let at = idle_since.max(f.made);
+        // Idle for exactly the break-even time reaches no LPI, as with the oracle.
+        (next > at + self.sleep_time_ps + self.wake_time_ps).then(|| Sleep {
+            at,
+            depth: self.depth,
+            wake_at: Some(next - self.wake_time_ps),
+        })
     }
 }
 
 impl SleepPolicy for Predictive {
     fn idle(&mut self, idle_since: Ps, until: Ps) -> Option<Sleep> {
-        let f = if self.latest.made < until {
-            self.latest
-        } else {
-            self.before
+        let sleep = match self.plan {
+            Some((s0, sleep)) if s0 == idle_since => Some(sleep),
+            // No forecast within the stretch put it to sleep: the one in force as it began.
+            _ if self.latest.made <= idle_since => self.sleep_from(self.latest, idle_since),
+            _ => None,
         };
-        let next = f.next?;
-        let at = idle_since.max(f.made);
-        // Idle for exactly the break-even time reaches no LPI, as with the oracle.
-        (at < until && next > at + self.sleep_time_ps + self.wake_time_ps).then(|| Sleep {
-            at,
-            depth: self.depth,
-            wake_at: Some(next - self.wake_time_ps),
-        })
+        sleep.filter(|s| s.at < until)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The family of power models a resolved configuration asks for on a topology.
 
 use super::spec::{
-    DEFAULT_CONFIDENCE, DEFAULT_NGRAM, NIC_RX_MAX_FRAMES, NIC_RX_USECS, NIC_TX_USECS, NIC_W_PER_INTERRUPT_PER_S, NIC_W_PER_MBPS,
+    DEFAULT_CONFIDENCE, DEFAULT_NGRAM, NIC_RX_MAX_FRAMES, NIC_RX_USECS, NIC_TX_USECS,
+    NIC_W_PER_INTERRUPT_PER_S, NIC_W_PER_MBPS,
 };
 use super::wait::{GovernorName, WaitPolicyName, C1, C3, NEHALEM_CSTATES_US};
 use super::{us_to_ps, ConfigError, DimmPolicyName, PowerSpec, WaitSpec};

@@ -531,7 +531,11 @@ impl PowerSpec {
             }
             for (k, v, max) in [
                 ("predictive_ngram", s.predictive_ngram, MAX_NGRAM),
-                ("predictive_confidence", s.predictive_confidence, MAX_CONFIDENCE),
+                (
+                    "predictive_confidence",
+                    s.predictive_confidence,
+                    MAX_CONFIDENCE,
+                ),
             ] {
                 let Some(v) = v else { continue };
                 if field != "power.links" {
