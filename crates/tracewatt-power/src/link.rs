@@ -367,9 +367,15 @@ impl LinkPower {
             }
         }
         if node_units.iter().any(|u| !u.is_empty()) {
-            self.predictor = Some(Box::new(Predictor::new(
-                rank_node, nodes, ngram, confidence,
-            )));
+            let p = Predictor::new(rank_node, nodes, ngram, confidence);
+            for (n, units) in node_units.iter().enumerate() {
+                for &u in units {
+                    if let LinkSleep::Predictive(s) = &mut self.policies[u as usize] {
+                        s.forecast(p.initial(n as u32), Some(0));
+                    }
+                }
+            }
+            self.predictor = Some(Box::new(p));
             self.node_units = node_units;
         }
         self

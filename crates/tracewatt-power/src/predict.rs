@@ -77,7 +77,8 @@ pub struct Predictor {
     /// The ranks of each node.
     node_ranks: Vec<Vec<u32>>,
     rank_node: Vec<u32>,
-    /// Each node's forecast as last told (`next` only; a node's first is "none").
+    /// Each node's forecast as last told (`next` only): at first none, or never for a node
+    /// without ranks.
     node_next: Vec<Option<Ps>>,
 }
 
@@ -94,9 +95,20 @@ impl Predictor {
             confidence: confidence.max(1),
             ranks: vec![RankLearner::default(); rank_node.len()],
             tables: vec![HashMap::new(); rank_node.len()],
-            node_ranks,
             rank_node,
-            node_next: vec![None; nodes],
+            node_next: node_ranks
+                .iter()
+                .map(|r| r.is_empty().then_some(Ps::MAX))
+                .collect(),
+            node_ranks,
+        }
+    }
+
+    /// Node `node`'s forecast as the run begins: none, or never for a node without ranks.
+    pub fn initial(&self, node: u32) -> Forecast {
+        Forecast {
+            made: 0,
+            next: self.node_next[node as usize],
         }
     }
 

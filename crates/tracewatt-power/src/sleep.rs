@@ -618,6 +618,47 @@ mod tests {
     }
 
     #[test]
+    fn predictive_sleeps_on_the_first_forecast_past_break_even_and_moves_its_wake() {
+        // Deep sleep only: Ts 2 us, Tw 3 us, break-even 5 us.
+        let mut phy = two_depths();
+        phy.fast_wake = None;
+        let mut p = Predictive::new(0, Depth::DeepSleep, &phy.depth(Depth::DeepSleep));
+        let f = |made: Ps, next: Option<Ps>| Forecast { made, next };
+        // No forecast yet: awake.
+        assert_eq!(p.idle(0, 100 * US), None);
+        // Made while the link is busy (to 10 us): in force as the stretch begins at 10 us, so it
+        // sleeps then, waking 3 us before the forecast 50 us.
+        p.forecast(f(8 * US, Some(50 * US)), None);
+        let at_10 = |wake_us: Ps| Sleep {
+            at: 10 * US,
+            depth: Depth::DeepSleep,
+            wake_at: Some(wake_us * US),
+        };
+        assert_eq!(p.idle(10 * US, 50 * US), Some(at_10(47)));
+        // Within a stretch from 60 us: a forecast of none keeps it awake; one of a use 5 us
+        // away (exactly break-even) too; one at 70 us of a use at 90 us puts it to sleep then.
+        p.forecast(f(61 * US, None), Some(60 * US));
+        p.forecast(f(62 * US, Some(67 * US)), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 69 * US), None);
+        p.forecast(f(70 * US, Some(90 * US)), Some(60 * US));
+        let s = p.idle(60 * US, 95 * US).unwrap();
+        assert_eq!((s.at, s.wake_at), (70 * US, Some(87 * US)));
+        // A later forecast before the wake moves it: to 100 - 3 us, then a rank calls at 80 us
+        // (none): it wakes at once.
+        p.forecast(f(75 * US, Some(100 * US)), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 95 * US).unwrap().wake_at, Some(97 * US));
+        p.forecast(f(80 * US, None), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 95 * US).unwrap().wake_at, Some(80 * US));
+        // Once the wake has begun a forecast changes nothing.
+        p.forecast(f(85 * US, Some(200 * US)), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 95 * US).unwrap().wake_at, Some(80 * US));
+        // A forecast made as the stretch ends (by the call whose traffic ends it) is not one
+        // made within it.
+        p.forecast(f(300 * US, Some(400 * US)), Some(200 * US));
+        assert_eq!(p.idle(200 * US, 300 * US), None);
+    }
+
+    #[test]
     fn adaptive_settles_on_its_delay_target_and_follows_a_change() {
         // Deep sleep only: Ts 2 us, Tw 3 us, so the break-even time, its lowest timeout, is
         // 5 us. Epochs of 4 gaps, target 1 %: it doubles above 1 %, halves under 0.5 %.
