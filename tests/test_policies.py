@@ -283,7 +283,7 @@ def test_the_oracle_delays_nothing_and_saves_the_most(example: str, seed: int) -
     none does on these runs, and docs/policies.md says why the oracle is the bound of those
     that delay nothing."""
     cfg = Config.load(EXAMPLES / example).with_overrides({"seed": seed})
-    c = compare_policies(cfg, ["timeout", "adaptive", "perfbound", "oracle"])
+    c = compare_policies(cfg, ["timeout", "adaptive", "perfbound", "predictive", "oracle"])
     rows = c.table.set_index("policy")
     oracle = rows.loc["oracle"]
     assert oracle["makespan_s"] == rows.loc["always_on", "makespan_s"]
@@ -339,7 +339,9 @@ def test_always_on_runs_once_whatever_a_policys_parameters(tmp_path: Path) -> No
     assert df.groupby("variant")["dir"].nunique().to_dict() == {"always_on": 1, "perfbound": 2}
 
 
-def test_tune_confirms_perfbound_at_its_share_of_the_budget(tmp_path: Path) -> None:
+def test_tune_confirms_perfbound_at_its_share_of_the_budget_and_predictive(
+    tmp_path: Path,
+) -> None:
     result = tune(
         Config.from_toml(PINGPONG_1MS),
         2.0,
@@ -347,24 +349,21 @@ def test_tune_confirms_perfbound_at_its_share_of_the_budget(tmp_path: Path) -> N
         k=1,
         out_dir=tmp_path / "runs",
         workers=1,
-        policies=["timeout", "perfbound"],
+        policies=["timeout", "perfbound", "predictive"],
     )
     settings = list(result.candidates["settings"])
-    # The screened timeout, then perfbound on both link kinds at half the budget and at it:
-    # a share of the run, 2 % -> 0.01 and 0.02.
+    # The screened timeout, then perfbound on both link kinds at half the budget and at it
+    # (a share of the run, 2 % -> 0.01 and 0.02), then predictive at its defaults.
     assert settings[0]["node"]["idle_timeout_us"] == 600.0
     assert settings[1:] == [
-        {"node": {"policy": "perfbound", "slowdown_bound": b}} for b in (0.01, 0.02)
+        *({"node": {"policy": "perfbound", "slowdown_bound": b}} for b in (0.01, 0.02)),
+        {"node": {"policy": "predictive"}},
     ]
     assert result.candidates["link_saving_pct"].iloc[1:].isna().all()
     # Each candidate confirmed as compare prices it.
     for s, saving in zip(settings[1:], result.candidates["saving_pct"].iloc[1:], strict=True):
-        cfg = Config.from_toml(PINGPONG_1MS).with_overrides(
-            {
-                "power.links.policy": "perfbound",
-                "power.links.slowdown_bound": s["node"]["slowdown_bound"],
-            }
-        )
+        overrides = {f"power.links.{k}": v for k, v in s["node"].items()}
+        cfg = Config.from_toml(PINGPONG_1MS).with_overrides(overrides)
         assert saving == pytest.approx(compare(cfg).saving_pct)
     assert result.chosen is not None
     assert result.candidates["slowdown_pct"].iloc[result.chosen] <= 2.0
