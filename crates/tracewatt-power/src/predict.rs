@@ -12,7 +12,7 @@
 //! sleep. A finished rank never calls again. Only the past is used: an entry learns a gap once
 //! the call that ends it has come.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use tracewatt_core::flat::FIB;
 use tracewatt_core::Ps;
 
@@ -73,7 +73,7 @@ pub struct Predictor {
     confidence: u32,
     ranks: Vec<RankLearner>,
     /// Per rank, its context table.
-    tables: Vec<HashMap<u64, Entry>>,
+    tables: Vec<BTreeMap<u64, Entry>>,
     /// The ranks of each node.
     node_ranks: Vec<Vec<u32>>,
     rank_node: Vec<u32>,
@@ -94,7 +94,7 @@ impl Predictor {
             ngram: ngram.max(1) as usize,
             confidence: confidence.max(1),
             ranks: vec![RankLearner::default(); rank_node.len()],
-            tables: vec![HashMap::new(); rank_node.len()],
+            tables: vec![BTreeMap::new(); rank_node.len()],
             rank_node,
             node_next: node_ranks
                 .iter()

@@ -420,7 +420,7 @@ fn predictive_learns_a_send_recv_loop_sleeps_its_gaps_and_pays_one_wake_when_it_
     // Each iteration: send (its packet on channel 0, 1 us), receive (the reply on channel 1,
     // 1 us after the send's start), leave MPI when the reply is in, then compute. Returns the
     // send's start and when the rank leaves MPI.
-    let mut iteration = |lp: &mut LinkPower, t: u64| {
+    let iteration = |lp: &mut LinkPower, t: u64| {
         lp.on_call(0, call(0), t * US);
         let s = send(lp, 0, t);
         lp.on_call(0, call(2), (t + 1) * US);
