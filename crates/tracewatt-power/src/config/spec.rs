@@ -1041,4 +1041,25 @@ mod tests {
         assert!(e.contains("unknown PHY `10gbase-lr`"), "{e}");
         assert!(e.contains("10gbase-kr, 10gbase-kr-fec"), "{e}");
     }
+
+    #[test]
+    fn predictives_learner_is_set_in_the_base_table_only() {
+        // Named by an override, its defaults show in the base table: 3 calls, 2 repetitions.
+        let p = resolved("[node]\npolicy = \"predictive\"").unwrap();
+        assert_eq!(
+            (p.links.predictive_ngram, p.links.predictive_confidence),
+            (Some(3), Some(2))
+        );
+        assert_eq!(resolved("").unwrap().links.predictive_ngram, None);
+        let e = resolved("[node]\npolicy = \"predictive\"\npredictive_ngram = 2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.node.predictive_ngram"), "{e}");
+        assert!(e.contains("set it in [power.links]"), "{e}");
+        let e = resolved("[links]\npolicy = \"predictive\"\npredictive_confidence = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.links.predictive_confidence"), "{e}");
+        assert!(e.contains("must be from 1 to 1000000, got 0"), "{e}");
+    }
 }
