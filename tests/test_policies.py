@@ -281,15 +281,23 @@ def test_the_oracle_delays_nothing_and_saves_the_most(example: str, seed: int) -
     """On every example and seed: the oracle's makespan is always-on's, and no other policy
     spends less link energy. A delaying policy could (it sleeps in gaps its delays stretch):
     none does on these runs, and docs/policies.md says why the oracle is the bound of those
-    that delay nothing."""
+    that delay nothing. One documented exception: in the run's last stretch the oracle sleeps
+    only past break-even, as if traffic came at the end, while `predictive` sleeps at once on
+    a node whose ranks have all finished; it can gain at most one wake time of LPI per link
+    direction there."""
     cfg = Config.load(EXAMPLES / example).with_overrides({"seed": seed})
     c = compare_policies(cfg, ["timeout", "adaptive", "perfbound", "predictive", "oracle"])
     rows = c.table.set_index("policy")
     oracle = rows.loc["oracle"]
     assert oracle["makespan_s"] == rows.loc["always_on", "makespan_s"]
     assert oracle["wake_delay_s"] == 0.0
+    links = c.runs["predictive"].links
+    last_stretch_j = float(
+        ((links["port_active_w"] - links["port_lpi_w"]) * links["wake_time_s"]).sum()
+    )
     for name, r in rows.iterrows():
-        assert oracle["link_energy_j"] <= r["link_energy_j"], name
+        slack = last_stretch_j if name == "predictive" else 0.0
+        assert oracle["link_energy_j"] <= r["link_energy_j"] + slack, name
 
 
 def test_policy_is_a_sweep_axis_like_any_field(tmp_path: Path) -> None:
