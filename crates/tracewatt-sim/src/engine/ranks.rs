@@ -1,5 +1,5 @@
 //! The ranks: each executes its program's operations until it blocks, computes or ends, and
-//! tells the power models what its core is doing.
+//! tells the power models what its core is doing (and, where a link follows them, its MPI calls).
 
 use super::collectives::Nbc;
 use super::mpi::{BLOCKING_REQ, RANK_OWNED};
@@ -315,8 +315,8 @@ impl<N: Network> Engine<'_, N> {
             SrcSel::Rank(r) => *r,
             SrcSel::Any => NO_PEER,
         };
-        // Kinds 0-5 are point-to-point and waits; a collective's is 16 + its kind, a
-        // non-blocking one's 32 + its kind.
+        // Kinds 0-6 are point-to-point, waits and alltoallv; a collective's is 16 + its
+        // kind, a non-blocking one's 32 + its kind.
         let (kind, peer, bytes) = match op {
             Op::Compute { ps: 0 } | Op::Window { .. } => return,
             Op::Compute { .. } | Op::WaitUntil { .. } => {
