@@ -3,7 +3,7 @@
 docs/data/policies.json and writes the page's table from them; tests/test_docs.py holds the
 page to the dataset. Usage:
 
-    PYTHONPATH=python python3 scripts/policies_table.py    # runs everything (MINUTES, 2 cores)
+    PYTHONPATH=python python3 scripts/policies_table.py    # runs everything (~33 min, 2 cores)
     python3 scripts/policies_table.py --from FILE          # the table from a dataset
     python3 scripts/policies_table.py --check              # exit 1 if the page is not the JSON's
 
