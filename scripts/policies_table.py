@@ -3,14 +3,15 @@
 docs/data/policies.json and writes the page's table from them; tests/test_docs.py holds the
 page to the dataset. Usage:
 
-    PYTHONPATH=python python3 scripts/policies_table.py    # runs everything (~5 min, 2 cores)
+    PYTHONPATH=python python3 scripts/policies_table.py    # runs everything (~33 min, 2 cores)
     python3 scripts/policies_table.py --from FILE          # the table from a dataset
     python3 scripts/policies_table.py --check              # exit 1 if the page is not the JSON's
 
 The runs: the five TraceR benchmarks of the TraceRP study (python/tracewatt/studies/tracerp.toml:
-its workloads and link timing) at 1,024 ranks on its fat-tree, the real NPB class S traces of
-tests/data on one 10 Gb/s switch, each under always_on, timeout, adaptive, perfbound and oracle
-(`tracewatt compare --policies`, default parameters); and the DIMM policies against their bound
+its workloads and link timing) at 1,024 ranks, 4 per node, on each of its three machines, the
+real NPB class S traces of tests/data on one 10 Gb/s switch, each under always_on, timeout,
+adaptive, perfbound, predictive and oracle (`tracewatt compare --policies`, default
+parameters); and the DIMM policies against their bound
 (`ideal`) on one node's memory. The table goes between ``<!-- policies-table:start -->`` and
 ``<!-- policies-table:end -->`` of docs/policies.md.
 """
@@ -32,10 +33,17 @@ JSON_PATH = ROOT / "docs" / "data" / "policies.json"
 START = "<!-- policies-table:start -->"
 END = "<!-- policies-table:end -->"
 #: The policies of the table, beside always-on; the oracle last, as the bound.
-POLICIES = ["timeout", "adaptive", "perfbound", "oracle"]
-#: The TraceRP benchmarks at this many ranks (the study's 8,192 take hours).
+POLICIES = ["timeout", "adaptive", "perfbound", "predictive", "oracle"]
+#: The TraceRP benchmarks at this many ranks, this many a node (the study's 8,192 at 32 a node
+#: take hours).
 RANKS = 1024
-MACHINE = "tracerp-fattree-288"
+RANKS_PER_NODE = 4
+#: The TraceRP machines (presets) and their names in the table.
+MACHINES = {
+    "tracerp-fattree-288": "fat-tree",
+    "tracerp-torus-4x8x8": "torus",
+    "tracerp-dragonfly-342": "dragonfly",
+}
 TRACES = ["cg", "ft"]
 #: The figures of a row the dataset keeps: the component whose policy it is (``links``, or
 #: ``dimms``), the energy of that component saved against always-on, of the whole machine, the
@@ -58,7 +66,8 @@ class TableError(Exception):
     """Input the script cannot use; the message names the file and what was expected."""
 
 
-def _tracerp_configs() -> dict[str, Any]:
+def _tracerp_configs(preset: str) -> dict[str, Any]:
+    """The study's benchmarks on machine ``preset``, by name."""
     from tracewatt import Config
 
     spec = tomllib.loads(
@@ -69,11 +78,11 @@ def _tracerp_configs() -> dict[str, Any]:
         name: Config.from_dict(
             {
                 "seed": 1,
-                "machine": {"preset": MACHINE},
+                "machine": {"preset": preset, "ranks_per_node": RANKS_PER_NODE},
                 "jobs": [dict(job, ranks=RANKS)],
                 "power": power,
             },
-            f"tracerp {name}",
+            f"tracerp {name} on {preset}",
         )
         for name, job in spec["axes"]["jobs[0]"].items()
     }
@@ -103,11 +112,11 @@ def run_all() -> list[dict[str, Any]]:
     from tracewatt.validation.policies import TRACE, trace_config
 
     rows: list[dict[str, Any]] = []
-    for name, cfg in _tracerp_configs().items():
-        print(f"tracerp {name} ...", file=sys.stderr, flush=True)
-        rows += _rows(
-            f"TraceRP {RANKS} ranks, fat-tree", name, compare_policies(cfg, POLICIES).table
-        )
+    for preset, machine in MACHINES.items():
+        for name, cfg in _tracerp_configs(preset).items():
+            print(f"tracerp {machine} {name} ...", file=sys.stderr, flush=True)
+            suite = f"TraceRP {RANKS} ranks ({RANKS_PER_NODE}/node), {machine}"
+            rows += _rows(suite, name, compare_policies(cfg, POLICIES).table)
     for kind in TRACES:
         print(f"npb {kind} ...", file=sys.stderr, flush=True)
         trace = TRACE.parent / f"npb-{kind}.S-4ranks"

@@ -150,6 +150,8 @@ LINK_IN_FORCE: dict[str, dict[str, str]] = {
     "slowdown_bound": {"policy": "perfbound"},
     "adaptive_delay_share": {"policy": "adaptive"},
     "adaptive_window": {"policy": "adaptive"},
+    "predictive_ngram": {"policy": "predictive"},
+    "predictive_confidence": {"policy": "predictive"},
     "depth": {"phy": FAST_WAKE_PHY},
     "fast_wake_saving": {"phy": FAST_WAKE_PHY, "policy": "oracle"},
 }

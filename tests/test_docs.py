@@ -304,9 +304,12 @@ def test_policies_table_rows_by_hand() -> None:
         row("timeout", 4.0, 50.0, 0.25),
         row("adaptive", -8.0, None, 12.5),
         row("perfbound", 2.0, 25.0, 0.0),
+        row("predictive", 6.0, 75.0, 1.0),
         row("oracle", 8.0, 100.0, 0.0),
         {**row("ideal", 75.0, 100.0, 0.0), "component": "dimms", "suite": "D"},
     ]
     lines = script.render(rows).splitlines()
-    assert lines[2] == "| S | w | 8.0 % | 50.0 % / +0.25 % | - / +12.50 % | 25.0 % / +0.00 % |"
+    assert lines[2] == (
+        "| S | w | 8.0 % | 50.0 % / +0.25 % | - / +12.50 % | 25.0 % / +0.00 % | 75.0 % / +1.00 % |"
+    )
     assert lines[-1] == "| D | `ideal` | 75.0 % | 100.0 % | +0.00 % |"

@@ -281,15 +281,23 @@ def test_the_oracle_delays_nothing_and_saves_the_most(example: str, seed: int) -
     """On every example and seed: the oracle's makespan is always-on's, and no other policy
     spends less link energy. A delaying policy could (it sleeps in gaps its delays stretch):
     none does on these runs, and docs/policies.md says why the oracle is the bound of those
-    that delay nothing."""
+    that delay nothing. One documented exception: in the run's last stretch the oracle sleeps
+    only past break-even, as if traffic came at the end, while `predictive` sleeps at once on
+    a node whose ranks have all finished; it can gain at most one wake time of LPI per link
+    direction there."""
     cfg = Config.load(EXAMPLES / example).with_overrides({"seed": seed})
-    c = compare_policies(cfg, ["timeout", "adaptive", "perfbound", "oracle"])
+    c = compare_policies(cfg, ["timeout", "adaptive", "perfbound", "predictive", "oracle"])
     rows = c.table.set_index("policy")
     oracle = rows.loc["oracle"]
     assert oracle["makespan_s"] == rows.loc["always_on", "makespan_s"]
     assert oracle["wake_delay_s"] == 0.0
+    links = c.runs["predictive"].links
+    last_stretch_j = float(
+        ((links["port_active_w"] - links["port_lpi_w"]) * links["wake_time_s"]).sum()
+    )
     for name, r in rows.iterrows():
-        assert oracle["link_energy_j"] <= r["link_energy_j"], name
+        slack = last_stretch_j if name == "predictive" else 0.0
+        assert oracle["link_energy_j"] <= r["link_energy_j"] + slack, name
 
 
 def test_policy_is_a_sweep_axis_like_any_field(tmp_path: Path) -> None:
@@ -339,7 +347,9 @@ def test_always_on_runs_once_whatever_a_policys_parameters(tmp_path: Path) -> No
     assert df.groupby("variant")["dir"].nunique().to_dict() == {"always_on": 1, "perfbound": 2}
 
 
-def test_tune_confirms_perfbound_at_its_share_of_the_budget(tmp_path: Path) -> None:
+def test_tune_confirms_perfbound_at_its_share_of_the_budget_and_predictive(
+    tmp_path: Path,
+) -> None:
     result = tune(
         Config.from_toml(PINGPONG_1MS),
         2.0,
@@ -347,24 +357,21 @@ def test_tune_confirms_perfbound_at_its_share_of_the_budget(tmp_path: Path) -> N
         k=1,
         out_dir=tmp_path / "runs",
         workers=1,
-        policies=["timeout", "perfbound"],
+        policies=["timeout", "perfbound", "predictive"],
     )
     settings = list(result.candidates["settings"])
-    # The screened timeout, then perfbound on both link kinds at half the budget and at it:
-    # a share of the run, 2 % -> 0.01 and 0.02.
+    # The screened timeout, then perfbound on both link kinds at half the budget and at it
+    # (a share of the run, 2 % -> 0.01 and 0.02), then predictive at its defaults.
     assert settings[0]["node"]["idle_timeout_us"] == 600.0
     assert settings[1:] == [
-        {"node": {"policy": "perfbound", "slowdown_bound": b}} for b in (0.01, 0.02)
+        *({"node": {"policy": "perfbound", "slowdown_bound": b}} for b in (0.01, 0.02)),
+        {"node": {"policy": "predictive"}},
     ]
     assert result.candidates["link_saving_pct"].iloc[1:].isna().all()
     # Each candidate confirmed as compare prices it.
     for s, saving in zip(settings[1:], result.candidates["saving_pct"].iloc[1:], strict=True):
-        cfg = Config.from_toml(PINGPONG_1MS).with_overrides(
-            {
-                "power.links.policy": "perfbound",
-                "power.links.slowdown_bound": s["node"]["slowdown_bound"],
-            }
-        )
+        overrides = {f"power.links.{k}": v for k, v in s["node"].items()}
+        cfg = Config.from_toml(PINGPONG_1MS).with_overrides(overrides)
         assert saving == pytest.approx(compare(cfg).saving_pct)
     assert result.chosen is not None
     assert result.candidates["slowdown_pct"].iloc[result.chosen] <= 2.0

@@ -3,6 +3,7 @@
 
 use crate::link::LinkPower;
 use crate::model::{Account, Activity, PowerModel};
+use crate::predict::MpiCall;
 use crate::timeline::Timeline;
 use tracewatt_core::Ps;
 use tracewatt_net::fabric::LinkObserver;
@@ -21,6 +22,8 @@ pub struct Power {
     wakes: Vec<usize>,
     computes: Vec<usize>,
     delivers: Option<usize>,
+    /// Whether a link follows the ranks' MPI calls (a `predictive` node link).
+    calls: bool,
     timeline_bin_ps: Ps,
     max_bins: usize,
     series: Vec<&'static str>,
@@ -64,6 +67,7 @@ impl Power {
             return Err(TwoDelayingModels);
         }
         Ok(Self {
+            calls: link_power.as_ref().is_some_and(LinkPower::forecasts),
             link_power,
             links,
             ranks,
@@ -87,6 +91,33 @@ impl Power {
     pub fn on_rank(&mut self, rank: u32, node: u32, activity: Activity, at: Ps) {
         for &i in &self.ranks {
             self.models[i].on_rank(rank, node, activity, at);
+        }
+    }
+
+    /// Whether a link follows the ranks' MPI calls (the engine signals none otherwise).
+    #[inline]
+    pub fn observes_calls(&self) -> bool {
+        self.calls
+    }
+
+    /// Rank `rank` enters `call` at `now`.
+    pub fn on_call(&mut self, rank: u32, call: MpiCall, now: Ps) {
+        if let Some(l) = &mut self.link_power {
+            l.on_call(rank, call, now);
+        }
+    }
+
+    /// Rank `rank` leaves MPI at `now`: it computes, or sleeps on a timer.
+    pub fn on_leave(&mut self, rank: u32, now: Ps) {
+        if let Some(l) = &mut self.link_power {
+            l.on_leave(rank, now);
+        }
+    }
+
+    /// Rank `rank` has finished at `now`.
+    pub fn on_done(&mut self, rank: u32, now: Ps) {
+        if let Some(l) = &mut self.link_power {
+            l.on_done(rank, now);
         }
     }
 

@@ -3,6 +3,8 @@
 //! state changes and reports rows of one energy account:
 //!
 //! - [`link`]: the EEE / On-Off state machine of every link direction, and its ports' power;
+//!   [`sleep`]: the policies that decide when it sleeps; [`predict`]: the MPI layer's forecasts
+//!   one of them follows;
 //! - [`switch`]: switch backplanes;
 //! - [`nic`]: NICs with interrupt coalescing (which delays receives);
 //! - [`core`]: cores by what their rank does, MPI wait policies (which delay wake-ups), and
@@ -19,6 +21,7 @@ pub mod link;
 pub mod model;
 pub mod nic;
 pub mod phy;
+pub mod predict;
 pub mod sleep;
 pub mod switch;
 pub mod timeline;
@@ -34,9 +37,10 @@ pub use link::{
 };
 pub use model::{Account, Activity, EnergyRow, PowerModel, Scalar, Signals};
 pub use nic::{NicParams, NicPort, NicPower};
+pub use predict::{Forecast, MpiCall, Predictor};
 pub use sleep::{
-    Adaptive, Depth, LinkPolicy, LinkSleep, Oracle, PerfBound, PolicySettings, Sleep, SleepPolicy,
-    Timeout,
+    Adaptive, Depth, LinkPolicy, LinkSleep, Oracle, PerfBound, PolicySettings, Predictive, Sleep,
+    SleepPolicy, Timeout,
 };
 pub use switch::Backplanes;
 pub use timeline::Timeline;

@@ -26,6 +26,7 @@
 //! and the timing alone, so no timer events exist and the state durations are exact.
 
 use crate::model::{Account, EnergyRow, PowerModel, Scalar, Signals};
+use crate::predict::{Forecast, MpiCall, Predictor};
 use crate::sleep::{Depth, LinkSleep, PolicySettings, Sleep, SleepPolicy};
 use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};
@@ -258,6 +259,10 @@ pub struct LinkPower {
     wake_delay_ps: Vec<Ps>,
     timeline: Timeline,
     first_series: usize,
+    /// With a `predictive` node link: the ranks' MPI layers' learners, and the units that
+    /// follow each node's forecasts.
+    predictor: Option<Box<Predictor>>,
+    node_units: Vec<Vec<u32>>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -314,7 +319,12 @@ impl LinkPower {
                     f.wake_time_ps = f.wake_time_ps.max(o.wake_time_ps);
                 }
             }
-            policies.push(setup[c].policy.build(&known));
+            // The link between a node and its switch, either way.
+            let node = [owner[c], owner[r]].into_iter().find_map(|o| match o {
+                PortOwner::Node(n) => Some(n),
+                PortOwner::Switch(_) => None,
+            });
+            policies.push(setup[c].policy.build(&known, node));
         }
         if members.iter().all(|m| m[1] == NONE) {
             // Every channel is its own unit, numbered as the channel: skip the lookup.
@@ -335,6 +345,79 @@ impl LinkPower {
             wake_delay_ps: vec![0; n],
             timeline,
             first_series: 0,
+            predictor: None,
+            node_units: Vec::new(),
+        }
+    }
+
+    /// Gives the MPI layers' forecasts to the `predictive` node links, if any: the ranks are
+    /// placed on `rank_node`, on `nodes` nodes; their learners use contexts of `ngram` calls
+    /// and are confident after `confidence` repetitions ([`crate::predict`]).
+    pub fn with_forecasts(
+        mut self,
+        rank_node: Vec<u32>,
+        nodes: usize,
+        ngram: u32,
+        confidence: u32,
+    ) -> Self {
+        let mut node_units = vec![Vec::new(); nodes];
+        for (u, p) in self.policies.iter().enumerate() {
+            if let LinkSleep::Predictive(p) = p {
+                node_units[p.node as usize].push(u as u32);
+            }
+        }
+        if node_units.iter().any(|u| !u.is_empty()) {
+            let p = Predictor::new(rank_node, nodes, ngram, confidence);
+            for (n, units) in node_units.iter().enumerate() {
+                for &u in units {
+                    if let LinkSleep::Predictive(s) = &mut self.policies[u as usize] {
+                        s.forecast(p.initial(n as u32), Some(0));
+                    }
+                }
+            }
+            self.predictor = Some(Box::new(p));
+            self.node_units = node_units;
+        }
+        self
+    }
+
+    /// Whether a `predictive` link follows the ranks' MPI calls.
+    pub fn forecasts(&self) -> bool {
+        self.predictor.is_some()
+    }
+
+    /// Rank `rank` enters `call` at `now`.
+    pub fn on_call(&mut self, rank: u32, call: MpiCall, now: Ps) {
+        if let Some(p) = &mut self.predictor {
+            let f = p.call(rank, call, now);
+            self.tell(f);
+        }
+    }
+
+    /// Rank `rank` leaves MPI at `now` (computes, or sleeps on a timer).
+    pub fn on_leave(&mut self, rank: u32, now: Ps) {
+        if let Some(p) = &mut self.predictor {
+            let f = p.leave(rank, now);
+            self.tell(f);
+        }
+    }
+
+    /// Rank `rank` has finished at `now`.
+    pub fn on_done(&mut self, rank: u32, now: Ps) {
+        if let Some(p) = &mut self.predictor {
+            let f = p.done(rank, now);
+            self.tell(f);
+        }
+    }
+
+    /// Hands a node's new forecast to its links.
+    fn tell(&mut self, f: Option<(u32, Forecast)>) {
+        let Some((node, f)) = f else { return };
+        for &u in &self.node_units[node as usize] {
+            let since = self.busy[u as usize].until;
+            if let LinkSleep::Predictive(p) = &mut self.policies[u as usize] {
+                p.forecast(f, (since <= f.made).then_some(since));
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 //! parameters beside it ([`PolicySettings`]).
 
 use crate::link::{refreshes, DepthTiming, PhyTiming};
+use crate::predict::Forecast;
 use serde::{Deserialize, Serialize};
 use tracewatt_core::Ps;
 
@@ -308,6 +309,101 @@ impl SleepPolicy for PerfBound {
     }
 }
 
+/// `predictive`: the link between a node and its switch sleeps at once when its node's MPI
+/// layer forecasts ([`crate::predict`]) a gap before the node's next network use longer than
+/// the depth's break-even time (sleep plus wake time), and wakes ahead of the forecast use, its
+/// wake time before it (after Dickov et al., ICPP 2014). The forecasts come as the ranks call
+/// and leave MPI: in an idle stretch, the first forecast (the one in force as the stretch
+/// begins, else one made within it) of a use `q` more than the break-even time away puts the
+/// link to sleep, waking at `q - Tw`; a later one made before that wake moves it (a forecast of
+/// none, a rank calling MPI, wakes the link at once). A misprediction costs what it would on a
+/// port: traffic before the wake waits for it; a wake ahead of traffic that comes later leaves
+/// the link active until then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predictive {
+    /// The node whose forecasts it follows.
+    pub node: u32,
+    pub depth: Depth,
+    pub sleep_time_ps: Ps,
+    pub wake_time_ps: Ps,
+    /// The node's latest forecast: in force when the next stretch begins, if made before.
+    latest: Forecast,
+    /// The sleep decided within the stretch that began at `.0`.
+    plan: Option<(Ps, Sleep)>,
+}
+
+impl Predictive {
+    /// Follows `node`'s forecasts, sleeping in `depth` (of `timing`); it has none yet.
+    pub fn new(node: u32, depth: Depth, timing: &DepthTiming) -> Self {
+        Self {
+            node,
+            depth,
+            sleep_time_ps: timing.sleep_time_ps,
+            wake_time_ps: timing.wake_time_ps,
+            latest: Forecast {
+                made: 0,
+                next: None,
+            },
+            plan: None,
+        }
+    }
+
+    /// The node forecasts `f` (no earlier than any forecast before); `idle_since`: the link has
+    /// been idle since then, or `None` if it is busy at `f.made`.
+    pub fn forecast(&mut self, f: Forecast, idle_since: Option<Ps>) {
+        let before = std::mem::replace(&mut self.latest, f);
+        let Some(s0) = idle_since else {
+            self.plan = None;
+            return;
+        };
+        // The first forecast within the stretch: the one before it decides first, if it was
+        // in force as the stretch began.
+        if !matches!(self.plan, Some((p0, _)) if p0 == s0) {
+            let first = (before.made <= s0).then(|| self.sleep_from(before, s0));
+            self.plan = first.flatten().map(|s| (s0, s));
+        }
+        self.plan = match self.plan {
+            // Asleep, the wake not begun: the new forecast sets it.
+            Some((_, mut sleep)) if f.made > sleep.at => {
+                let wake = sleep.wake_at.unwrap_or(Ps::MAX);
+                if f.made < wake {
+                    let q = f
+                        .next
+                        .map_or(f.made, |q| q.saturating_sub(self.wake_time_ps));
+                    sleep.wake_at = Some(q.max(f.made));
+                }
+                Some((s0, sleep))
+            }
+            _ => self.sleep_from(f, s0).map(|s| (s0, s)),
+        };
+    }
+
+    /// Sleeps on forecast `f` in a stretch idle since `idle_since`, if its gap is past
+    /// break-even.
+    fn sleep_from(&self, f: Forecast, idle_since: Ps) -> Option<Sleep> {
+        let next = f.next?;
+        let at = idle_since.max(f.made);
+        // Idle for exactly the break-even time reaches no LPI, as with the oracle.
+        (next > at + self.sleep_time_ps + self.wake_time_ps).then(|| Sleep {
+            at,
+            depth: self.depth,
+            wake_at: Some(next - self.wake_time_ps),
+        })
+    }
+}
+
+impl SleepPolicy for Predictive {
+    fn idle(&mut self, idle_since: Ps, until: Ps) -> Option<Sleep> {
+        let sleep = match self.plan {
+            Some((s0, sleep)) if s0 == idle_since => Some(sleep),
+            // No forecast within the stretch put it to sleep: the one in force as it began.
+            _ if self.latest.made <= idle_since => self.sleep_from(self.latest, idle_since),
+            _ => None,
+        };
+        sleep.filter(|s| s.at < until)
+    }
+}
+
 /// One state machine's policy, of any kind. The kinds with state of their own are boxed, so the
 /// common ones stay small in the packet path, and the kind is a plain byte (no niche in a
 /// field), which the dispatch compares at once.
@@ -319,6 +415,7 @@ pub enum LinkSleep {
     Oracle(Box<Oracle>),
     Adaptive(Box<Adaptive>),
     PerfBound(Box<PerfBound>),
+    Predictive(Box<Predictive>),
 }
 
 impl SleepPolicy for LinkSleep {
@@ -330,6 +427,7 @@ impl SleepPolicy for LinkSleep {
             LinkSleep::Oracle(p) => p.idle(idle_since, until),
             LinkSleep::Adaptive(p) => p.idle(idle_since, until),
             LinkSleep::PerfBound(p) => p.idle(idle_since, until),
+            LinkSleep::Predictive(p) => p.idle(idle_since, until),
         }
     }
 }
@@ -349,6 +447,8 @@ pub enum LinkPolicy {
     PerfBound,
     /// [`Oracle`].
     Oracle,
+    /// [`Predictive`] on a node's link; a `timeout` on the others.
+    Predictive,
 }
 
 /// A link's policy as configured: its name and the parameters of its link power table (each
@@ -382,8 +482,8 @@ impl PolicySettings {
     }
 
     /// A fresh instance of the policy, for one state machine on `phy` (whose wake times are the
-    /// longer of its ends').
-    pub fn build(&self, phy: &PhyTiming) -> LinkSleep {
+    /// longer of its ends'), attached to `node` if it is the link between a node and its switch.
+    pub fn build(&self, phy: &PhyTiming, node: Option<u32>) -> LinkSleep {
         // A PHY without fast wake sleeps deep, whatever the depth asked.
         let depth = if phy.fast_wake.is_some() {
             self.depth
@@ -397,6 +497,13 @@ impl PolicySettings {
         match self.policy {
             LinkPolicy::AlwaysOn => LinkSleep::AlwaysOn(AlwaysOn),
             LinkPolicy::Timeout => LinkSleep::Timeout(timeout),
+            LinkPolicy::Predictive => match node {
+                Some(n) => {
+                    LinkSleep::Predictive(Box::new(Predictive::new(n, depth, &phy.depth(depth))))
+                }
+                // No MPI layer forecasts a link between switches.
+                None => LinkSleep::Timeout(timeout),
+            },
             LinkPolicy::Oracle => LinkSleep::Oracle(Box::new(Oracle { phy: *phy })),
             LinkPolicy::Adaptive => LinkSleep::Adaptive(Box::new(Adaptive::new(
                 self.idle_timeout_ps,
@@ -508,6 +615,47 @@ mod tests {
                 wake_at: Some(2 * US + 1)
             })
         );
+    }
+
+    #[test]
+    fn predictive_sleeps_on_the_first_forecast_past_break_even_and_moves_its_wake() {
+        // Deep sleep only: Ts 2 us, Tw 3 us, break-even 5 us.
+        let mut phy = two_depths();
+        phy.fast_wake = None;
+        let mut p = Predictive::new(0, Depth::DeepSleep, &phy.depth(Depth::DeepSleep));
+        let f = |made: Ps, next: Option<Ps>| Forecast { made, next };
+        // No forecast yet: awake.
+        assert_eq!(p.idle(0, 100 * US), None);
+        // Made while the link is busy (to 10 us): in force as the stretch begins at 10 us, so it
+        // sleeps then, waking 3 us before the forecast 50 us.
+        p.forecast(f(8 * US, Some(50 * US)), None);
+        let at_10 = |wake_us: Ps| Sleep {
+            at: 10 * US,
+            depth: Depth::DeepSleep,
+            wake_at: Some(wake_us * US),
+        };
+        assert_eq!(p.idle(10 * US, 50 * US), Some(at_10(47)));
+        // Within a stretch from 60 us: a forecast of none keeps it awake; one of a use 5 us
+        // away (exactly break-even) too; one at 70 us of a use at 90 us puts it to sleep then.
+        p.forecast(f(61 * US, None), Some(60 * US));
+        p.forecast(f(62 * US, Some(67 * US)), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 69 * US), None);
+        p.forecast(f(70 * US, Some(90 * US)), Some(60 * US));
+        let s = p.idle(60 * US, 95 * US).unwrap();
+        assert_eq!((s.at, s.wake_at), (70 * US, Some(87 * US)));
+        // A later forecast before the wake moves it: to 100 - 3 us, then a rank calls at 80 us
+        // (none): it wakes at once.
+        p.forecast(f(75 * US, Some(100 * US)), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 95 * US).unwrap().wake_at, Some(97 * US));
+        p.forecast(f(80 * US, None), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 95 * US).unwrap().wake_at, Some(80 * US));
+        // Once the wake has begun a forecast changes nothing.
+        p.forecast(f(85 * US, Some(200 * US)), Some(60 * US));
+        assert_eq!(p.idle(60 * US, 95 * US).unwrap().wake_at, Some(80 * US));
+        // A forecast made as the stretch ends (by the call whose traffic ends it) is not one
+        // made within it.
+        p.forecast(f(300 * US, Some(400 * US)), Some(200 * US));
+        assert_eq!(p.idle(200 * US, 300 * US), None);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use tracewatt_core::time::PS_PER_US as US;
 use tracewatt_power::PowerModel;
 use tracewatt_power::{
-    Depth, FastWake, LinkControl, LinkPolicy, LinkPower, LinkSetup, PhyTiming, PolicySettings,
-    PortOwner, PortPower, Timeline,
+    Depth, FastWake, LinkControl, LinkPolicy, LinkPower, LinkSetup, MpiCall, PhyTiming,
+    PolicySettings, PortOwner, PortPower, Timeline,
 };
 
 fn timing(policy: LinkPolicy, refresh_period_us: u64, refresh_time_us: u64) -> LinkSetup {
@@ -388,4 +388,95 @@ fn a_paired_oracle_wakes_in_time_for_the_slower_end() {
         (r[0].lpi_ps, r[0].wake_ps, r[0].wake_delay_ps),
         (67 * US, 3 * US, 0)
     );
+}
+
+/// Rank 0 alone on node 0, whose link is channel 0 (node to switch) and channel 1 (back),
+/// both `predictive`, the MPI layer's contexts 3 calls long and confident after 2 repetitions.
+fn predictive_node_link() -> LinkPower {
+    let port = PortPower {
+        active_w: 4.0,
+        lpi_w: 1.0,
+    };
+    LinkPower::new(
+        &[LinkControl::Independent; 2],
+        &[1, 0],
+        vec![timing(LinkPolicy::Predictive, 0, 0); 2],
+        vec![port; 2],
+        vec![PortOwner::Node(0), PortOwner::Switch(0)],
+        Timeline::new(2, 0, 1024),
+    )
+    .with_forecasts(vec![0], 1, 3, 2)
+}
+
+#[test]
+fn predictive_learns_a_send_recv_loop_sleeps_its_gaps_and_pays_one_wake_when_it_changes() {
+    let mut lp = predictive_node_link();
+    assert!(lp.forecasts());
+    let call = |kind| MpiCall {
+        kind,
+        peer: 1,
+        bytes: 1024,
+    };
+    // Each iteration: send (its packet on channel 0, 1 us), receive (the reply on channel 1,
+    // 1 us after the send's start), leave MPI when the reply is in, then compute. Returns the
+    // send's start and when the rank leaves MPI.
+    let iteration = |lp: &mut LinkPower, t: u64| {
+        lp.on_call(0, call(0), t * US);
+        let s = send(lp, 0, t);
+        lp.on_call(0, call(2), (t + 1) * US);
+        let r = send(lp, 1, s / US + 1);
+        let left = r / US + 1;
+        lp.on_leave(0, left * US);
+        (s / US, left)
+    };
+    // Calls S R S R ...: the context (R, S, R) first has 3 calls after iteration 2's receive;
+    // its successor S with the 100 us gap is seen at iterations 3 and 4's sends, so from
+    // iteration 4's compute on (it leaves at 308 us) the node's forecast is "next use 100 us
+    // on". Iterations 1 to 3's gaps are not slept.
+    let mut t = 0;
+    let mut starts = Vec::new();
+    for _ in 0..6 {
+        let (s, left) = iteration(&mut lp, t);
+        starts.push(s);
+        t = left + 100;
+    }
+    // Every send goes when it asked: the wakes ahead (at 405 and 507 us) end just in time.
+    assert_eq!(starts, [0, 102, 204, 306, 408, 510]);
+    // Iteration 6 leaves at 512 us and the rank calls after 50 us instead of 100: its call at
+    // 562 us wakes the sleeping link at once, and the send waits for the wake: 3 us. The reply
+    // comes after it, its link woken by the same call: no delay.
+    assert_eq!(iteration(&mut lp, 562), (565, 567));
+    let (r, _) = lp.close(567 * US);
+    // Each direction slept in three gaps: from 308 us (LPI 310-405), 410 us (412-507) and
+    // 512 us (514-562): 238 us of LPI, three sleeps of 2 us and wakes of 3 us.
+    for (ch, delay) in [(0, 3 * US), (1, 0)] {
+        assert_eq!(
+            (r[ch].wakes, r[ch].sleep_ps, r[ch].lpi_ps, r[ch].wake_ps),
+            (3, 6 * US, 238 * US, 9 * US),
+            "channel {ch}"
+        );
+        assert_eq!(r[ch].wake_delay_ps, delay);
+        // 567 - 238 = 329 us at 4 W and 238 us at 1 W (always on: 2,268 uJ).
+        assert!(
+            close(r[ch].energy_j, 4.0 * 329e-6 + 1.0 * 238e-6),
+            "{}",
+            r[ch].energy_j
+        );
+    }
+}
+
+#[test]
+fn predictive_on_a_link_between_switches_is_a_timeout() {
+    // Both ends switches: no MPI layer forecasts for it, so it sleeps after its idle timeout
+    // (10 us): idle 1-20 us, asleep from 11 us, LPI 13-20 us, and the packet waits the wake.
+    let mut lp = link(
+        LinkControl::Independent,
+        timing(LinkPolicy::Predictive, 0, 0),
+    )
+    .with_forecasts(vec![0], 1, 3, 2);
+    assert!(!lp.forecasts());
+    send(&mut lp, 0, 0);
+    assert_eq!(send(&mut lp, 0, 20), 23 * US);
+    let (r, _) = lp.close(24 * US);
+    assert_eq!((r[0].lpi_ps, r[0].wake_delay_ps), (7 * US, 3 * US));
 }

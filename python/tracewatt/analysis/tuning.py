@@ -8,7 +8,8 @@ combinations that save the most link energy with a bound within the budget are c
 full simulation, as one sweep (one cell, a variant per candidate, always-on as the baseline);
 if fewer are within the bound (a bound, often loose), the rest of the ``k`` are spread over the
 settings beyond it. The policies that only a simulation can price (``adaptive``,
-``perfbound``: their decisions depend on what they have seen or on the delays they cause) join
+``perfbound``, ``predictive``: their decisions depend on what they have seen or on the delays
+they cause) join
 the confirming sweep directly, each at a few values of its parameters (:func:`policy_candidates`),
 every link class under it. The confirmed one with the largest whole-machine saving whose
 slowdown is within the budget wins. Screened on the flow-level network (``[machine] network =
@@ -55,7 +56,7 @@ __all__ = [
 DEFAULT_TIMEOUTS_US: tuple[float, ...] = (0, 1, 5, 10, 50, 250, 600, 1250, 1600, 16000)
 
 #: The link policies tune searches: ``timeout`` screened then confirmed, the others confirmed.
-TUNED_POLICIES = ("timeout", "adaptive", "perfbound")
+TUNED_POLICIES = ("timeout", "adaptive", "perfbound", "predictive")
 
 #: ``perfbound``'s bound on each port's delay and ``adaptive``'s delay target, tried by tune, as
 #: shares of the budget: the budget itself, and half of it, since delays on several links of a
@@ -87,7 +88,8 @@ def policy_candidates(
 ) -> list[dict[str, dict[str, Any]]]:
     """The candidates of the policies tune confirms without screening: every link kind of
     ``kinds`` under the policy, ``adaptive``'s delay target and ``perfbound``'s bound each at
-    every share of :data:`BUDGET_SHARES` of the budget (as a share of the run, at most 1)."""
+    every share of :data:`BUDGET_SHARES` of the budget (as a share of the run, at most 1),
+    ``predictive`` at its defaults (it has no budget to aim at)."""
     shares = dict.fromkeys(min(1.0, share * slowdown_pct / 100.0) for share in BUDGET_SHARES)
     params: list[dict[str, Any]] = []
     for policy in policies:
@@ -95,6 +97,8 @@ def policy_candidates(
             params += [{"policy": "adaptive", "adaptive_delay_share": s} for s in shares]
         elif policy == "perfbound":
             params += [{"policy": "perfbound", "slowdown_bound": s} for s in shares]
+        elif policy == "predictive":
+            params.append({"policy": "predictive"})
     return [{kind: dict(p) for kind in kinds} for p in params]
 
 

@@ -239,7 +239,7 @@ def _add_compare(sub: Subcommands) -> None:
         "--policies",
         metavar="P,...",
         help="instead, run these link policies (always_on, timeout, adaptive, perfbound, "
-        "oracle) side by side against always-on: a row each",
+        "predictive, oracle) side by side against always-on: a row each",
     )
     c.add_argument(
         "-o",
@@ -277,7 +277,7 @@ def _add_tune(sub: Subcommands) -> None:
         default="timeout",
         metavar="P,...",
         help="link policies to search: timeout (screened, the default), adaptive, perfbound "
-        "(confirmed at a few parameter values)",
+        "(confirmed at a few parameter values), predictive (confirmed at its defaults)",
     )
     t.add_argument("-k", type=int, default=4, help="candidates confirmed by simulation")
     t.add_argument("-o", "--output", metavar="TOML", help="write the chosen setting there")

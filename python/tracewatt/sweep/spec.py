@@ -362,6 +362,8 @@ _SLEEP_FIELDS = (
     "slowdown_bound",
     "adaptive_delay_share",
     "adaptive_window",
+    "predictive_ngram",
+    "predictive_confidence",
 )
 
 

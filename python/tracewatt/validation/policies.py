@@ -38,7 +38,7 @@ def repository_trace() -> Path:
 
 
 #: The policies compared, beside always-on.
-POLICIES = ["timeout", "adaptive", "perfbound", ORACLE]
+POLICIES = ["timeout", "adaptive", "perfbound", "predictive", ORACLE]
 
 #: The break-even time of the measured switch's links: 2.88 us of sleep and 17 us of wake.
 BREAK_EVEN_US = SLEEP_US + WAKE_US

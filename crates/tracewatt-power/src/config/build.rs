@@ -1,7 +1,8 @@
 //! The family of power models a resolved configuration asks for on a topology.
 
 use super::spec::{
-    NIC_RX_MAX_FRAMES, NIC_RX_USECS, NIC_TX_USECS, NIC_W_PER_INTERRUPT_PER_S, NIC_W_PER_MBPS,
+    DEFAULT_CONFIDENCE, DEFAULT_NGRAM, NIC_RX_MAX_FRAMES, NIC_RX_USECS, NIC_TX_USECS,
+    NIC_W_PER_INTERRUPT_PER_S, NIC_W_PER_MBPS,
 };
 use super::wait::{GovernorName, WaitPolicyName, C1, C3, NEHALEM_CSTATES_US};
 use super::{us_to_ps, ConfigError, DimmPolicyName, PowerSpec, WaitSpec};
@@ -50,6 +51,7 @@ pub fn models(
         })
         .collect();
     let (sw, nic) = (spec.switch_port(), spec.nic_port());
+    let rank_node: Vec<u32> = ranks.iter().map(|r| r.node).collect();
     let links = LinkPower::new(
         &ch.iter()
             .map(|c| spec.channel_control(c))
@@ -65,13 +67,20 @@ pub fn models(
             .collect(),
         owner,
         timeline(2),
+    )
+    .with_forecasts(
+        rank_node.clone(),
+        topo.num_nodes as usize,
+        spec.links.predictive_ngram.unwrap_or(DEFAULT_NGRAM),
+        spec.links
+            .predictive_confidence
+            .unwrap_or(DEFAULT_CONFIDENCE),
     );
     let backplanes = Backplanes::new(
         topo.num_switches,
         spec.switch.backplane_w.unwrap_or(0.0),
         timeline(1),
     );
-    let rank_node: Vec<u32> = ranks.iter().map(|r| r.node).collect();
     let c = &spec.cores;
     let (policy, governor) = match (wait.policy, wait.governor) {
         (WaitPolicyName::Spin, _) => (WaitPolicy::Spin, Governor::Fixed(C1)),

@@ -95,7 +95,7 @@ impl Default for PowerSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkPowerSpec {
-    /// `timeout` (default), `always_on`, `adaptive`, `perfbound` or `oracle`.
+    /// `timeout` (default), `always_on`, `adaptive`, `perfbound`, `oracle` or `predictive`.
     #[serde(default)]
     pub policy: Option<LinkPolicy>,
     /// `paired` or `independent` for these links (default: `[power].control`).
@@ -136,6 +136,13 @@ pub struct LinkPowerSpec {
     /// ... judged over epochs of this many gaps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_window: Option<u32>,
+    /// `predictive` (base table only: one MPI layer per rank forecasts for all its node's
+    /// links): the calls of a context ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predictive_ngram: Option<u32>,
+    /// ... and the repetitions of one successor that make it confident.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predictive_confidence: Option<u32>,
 }
 
 /// An assumption (docs/config.md): fast wake keeps the PHY signalling, so it saves half what
@@ -143,6 +150,14 @@ pub struct LinkPowerSpec {
 const DEFAULT_FAST_WAKE_SAVING: f64 = 0.5;
 /// The longest `adaptive_window`, gaps.
 const MAX_WINDOW: u32 = 4096;
+/// `predictive`'s defaults (docs/config.md): contexts of 3 calls (Dickov et al. predict from the
+/// calls before a phase; 3 is an assumption), confident after 2 repetitions (an assumption: one
+/// repetition shows a pattern, the second confirms it).
+pub(super) const DEFAULT_NGRAM: u32 = 3;
+pub(super) const DEFAULT_CONFIDENCE: u32 = 2;
+/// The longest `predictive_ngram` and highest `predictive_confidence`.
+const MAX_NGRAM: u32 = 64;
+const MAX_CONFIDENCE: u32 = 1_000_000;
 
 impl LinkPowerSpec {
     /// Whether this table sets the fast wake of its links: it names a PHY or gives fast-wake
@@ -449,6 +464,17 @@ impl PowerSpec {
             }
             _ => {}
         }
+        // The MPI layer's learner serves every predictive link, whichever table names it.
+        if self
+            .link_specs_mut()
+            .iter()
+            .any(|(_, s)| s.policy == Some(LinkPolicy::Predictive))
+        {
+            let l = &mut self.links;
+            l.predictive_ngram.get_or_insert(DEFAULT_NGRAM);
+            l.predictive_confidence.get_or_insert(DEFAULT_CONFIDENCE);
+        }
+        let l = &mut self.links;
         if l.fast_wake_us().is_some()
             && (l.policy == Some(LinkPolicy::Oracle) || l.depth == Some(Depth::FastWake))
         {
@@ -501,6 +527,30 @@ impl PowerSpec {
                             format!("must be a share from 0 to 1, got {v}"),
                         );
                     }
+                }
+            }
+            for (k, v, max) in [
+                ("predictive_ngram", s.predictive_ngram, MAX_NGRAM),
+                (
+                    "predictive_confidence",
+                    s.predictive_confidence,
+                    MAX_CONFIDENCE,
+                ),
+            ] {
+                let Some(v) = v else { continue };
+                if field != "power.links" {
+                    return err(
+                        &format!("{field}.{k}"),
+                        "set it in [power.links]: each rank's MPI layer forecasts for all its \
+                         node's links"
+                            .into(),
+                    );
+                }
+                if !(1..=max).contains(&v) {
+                    return err(
+                        &format!("{field}.{k}"),
+                        format!("must be from 1 to {max}, got {v}"),
+                    );
                 }
             }
             if let Some(w) = s.adaptive_window {
@@ -990,5 +1040,26 @@ mod tests {
         assert!(e.contains("power.torus[1].phy"), "{e}");
         assert!(e.contains("unknown PHY `10gbase-lr`"), "{e}");
         assert!(e.contains("10gbase-kr, 10gbase-kr-fec"), "{e}");
+    }
+
+    #[test]
+    fn predictives_learner_is_set_in_the_base_table_only() {
+        // Named by an override, its defaults show in the base table: 3 calls, 2 repetitions.
+        let p = resolved("[node]\npolicy = \"predictive\"").unwrap();
+        assert_eq!(
+            (p.links.predictive_ngram, p.links.predictive_confidence),
+            (Some(3), Some(2))
+        );
+        assert_eq!(resolved("").unwrap().links.predictive_ngram, None);
+        let e = resolved("[node]\npolicy = \"predictive\"\npredictive_ngram = 2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.node.predictive_ngram"), "{e}");
+        assert!(e.contains("set it in [power.links]"), "{e}");
+        let e = resolved("[links]\npolicy = \"predictive\"\npredictive_confidence = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power.links.predictive_confidence"), "{e}");
+        assert!(e.contains("must be from 1 to 1000000, got 0"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
 //! The ranks: each executes its program's operations until it blocks, computes or ends, and
-//! tells the power models what its core is doing.
+//! tells the power models what its core is doing (and, where a link follows them, its MPI calls).
 
 use super::mpi::{BLOCKING_REQ, RANK_OWNED};
 use super::{Engine, Ev, RankProgram, RankSummary};
@@ -8,10 +8,10 @@ use std::collections::VecDeque;
 use tracewatt_core::{FlatMap, Ps};
 use tracewatt_net::Network;
 use tracewatt_net::NodeId;
-use tracewatt_power::Activity;
+use tracewatt_power::{Activity, MpiCall};
 use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::matching::Matcher;
-use tracewatt_workload::{Op, Program, Rank, ReqId};
+use tracewatt_workload::{Op, Program, Rank, ReqId, SrcSel};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RankState {
@@ -167,7 +167,12 @@ impl<N: Network> Engine<'_, N> {
                     continue;
                 }
                 None => match self.ranks[ri].program.next() {
-                    Some(Ok(op)) => op,
+                    Some(Ok(op)) => {
+                        if self.observers.power.observes_calls() {
+                            self.note_call(rank, &op, now);
+                        }
+                        op
+                    }
                     Some(Err(e)) => return Err(SimError::Program(e)),
                     None => {
                         self.finished(rank, now);
@@ -289,6 +294,45 @@ impl<N: Network> Engine<'_, N> {
         self.done += 1;
         self.window.leave(rank);
         self.set_activity(rank, Activity::Done, now);
+        if self.observers.power.observes_calls() {
+            self.observers.power.on_done(rank, now);
+        }
+    }
+
+    /// Tells the links that follow MPI calls what the rank's program does next at `now`: an
+    /// MPI call (its kind, peer and size), or leaving MPI to compute or sleep on a timer.
+    #[inline(never)]
+    fn note_call(&mut self, rank: u32, op: &Op, now: Ps) {
+        const NO_PEER: u32 = u32::MAX;
+        let peer = |src: &SrcSel| match src {
+            SrcSel::Rank(r) => *r,
+            SrcSel::Any => NO_PEER,
+        };
+        // Kinds 0-6 are point-to-point, waits and alltoallv; a collective's is 16 + its
+        // kind, a non-blocking one's 32 + its kind.
+        let (kind, peer, bytes) = match op {
+            Op::Compute { ps: 0 } | Op::Window { .. } => return,
+            Op::Compute { .. } | Op::WaitUntil { .. } => {
+                self.observers.power.on_leave(rank, now);
+                return;
+            }
+            Op::Send { dst, bytes, .. } => (0, *dst, *bytes),
+            Op::Isend { dst, bytes, .. } => (1, *dst, *bytes),
+            Op::Recv { src, bytes, .. } => (2, peer(src), *bytes),
+            Op::Irecv { src, bytes, .. } => (3, peer(src), *bytes),
+            Op::Wait { .. } => (4, NO_PEER, 0),
+            Op::Waitall { reqs } => (5, NO_PEER, reqs.len() as u64),
+            Op::Collective {
+                kind, root, bytes, ..
+            } => (16 + *kind as u32, *root, *bytes),
+            Op::Icollective {
+                kind, root, bytes, ..
+            } => (32 + *kind as u32, *root, *bytes),
+            Op::Alltoallv { send_bytes, .. } => (6, NO_PEER, send_bytes.iter().sum()),
+        };
+        self.observers
+            .power
+            .on_call(rank, MpiCall { kind, peer, bytes }, now);
     }
 
     /// The rank's core starts `activity` (signalled to the power models that watch ranks).
