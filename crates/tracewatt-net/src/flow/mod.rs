@@ -20,8 +20,18 @@
 //!   model can hide a wake behind the serialisation at a slower link upstream; a flow pays
 //!   every wake in full, so the two agree whenever no link before a wake is slower than it).
 //!
+//! A message of one packet (at most `packet_bytes`: control messages, small sends, the pieces
+//! of small collectives) is the exception: sharing bandwidth would only cost two rate updates
+//! for a few nanoseconds of transfer, and a packet is never shared anyway. It crosses each
+//! channel whole at the channel's rate, starting when its head gets there or when the
+//! one-packet messages before it there are through, whichever is later (a first-in first-out
+//! output port without buffer limits), and is delivered as a lone message would be from its
+//! start on the last channel. It takes nothing from the flows that share the channel (one
+//! packet's time), and they do not delay it.
+//!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
-//! the end of its transfer): one busy stretch per such period, reported through
+//! the end of its transfer), or a one-packet message crosses it: one busy stretch per such
+//! period, reported through
 //! [`LinkObserver::on_transmit`] in contiguous pieces, one as each flow leaves (with that flow's
 //! bytes and source). A flow's own piece reaches back only to its claim plus its transfer time,
 //! as its bytes cross that channel, not to the end of the transfer at the destination. Before a
@@ -97,6 +107,10 @@ struct Flow {
     src: NodeId,
     dst: NodeId,
     bytes: u64,
+    /// A message of one packet (at most `packet_bytes`) does not share bandwidth: it crosses
+    /// each link at the link's rate, after what the link is already sending of other such
+    /// messages, as the packet model's single packet does (see `claim`).
+    packet: bool,
     notify_injected: bool,
     route: RouteState,
     path: Vec<Hop>,
@@ -352,6 +366,7 @@ impl FlowFabric {
             path,
             at: NIL,
             rem: i128::from(bytes) * WORK_PER_BYTE,
+            packet: bytes <= u64::from(self.params.packet_bytes),
             due: NEVER,
             alarm: NEVER,
             bottleneck: NIL,
@@ -555,9 +570,21 @@ impl FlowFabric {
 
     /// The head of `flow` reaches `ch` at `now`: it joins the busy stretch under way there, or
     /// opens one, after the link's wake if it sleeps. Returns when the head starts on it.
+    ///
+    /// A flow that shares bandwidth holds the channel busy until its transfer ends. A one-packet
+    /// message instead starts after the one-packet messages the channel is still sending, is
+    /// through it at the channel's rate, and reports that piece at once: the channel may then be
+    /// idle, and sleep, while the message goes on.
     fn claim<O: LinkObserver>(&mut self, flow: u32, ch: ChannelId, now: Ps, obs: &mut O) -> Ps {
         let c = ch as usize;
-        let start = if self.ch[c].holders > 0 {
+        let reported = self.ch[c].reported;
+        let start = if reported > now {
+            if self.flows[flow].packet {
+                reported
+            } else {
+                now
+            }
+        } else if self.ch[c].holders > 0 {
             now
         } else {
             let rev = self.ch[c].reverse as usize;
@@ -579,9 +606,17 @@ impl FlowFabric {
             slot: NIL,
         });
         let o = &mut self.ch[c];
-        o.holders += 1;
         o.work += f.rem;
         self.stats.packet_hops += 1;
+        if f.packet {
+            let end = start.max(o.reported)
+                + tracewatt_core::time::serialization_ps(f.bytes, o.bits_per_s);
+            obs.on_transmit(ch, o.reported, end, f.bytes as u32, f.src);
+            o.reported = end;
+            obs.on_packet(ch, flow, f.token, f.path.len() == 1);
+        } else {
+            o.holders += 1;
+        }
         start
     }
 
@@ -619,6 +654,12 @@ impl FlowFabric {
             self.end_transfer(flow, now, q, obs);
             return;
         }
+        if f.packet {
+            f.due = now + at_rate;
+            f.alarm = f.due;
+            q.schedule(f.due, FlowEvent::Done { flow });
+            return;
+        }
         for i in 0..f.path.len() {
             let ch = f.path[i].ch as usize;
             let c = &mut self.ch[ch];
@@ -640,9 +681,17 @@ impl FlowFabric {
         obs: &mut O,
     ) {
         let seeded = self.solver.seeds.len();
-        let (rate, bottleneck, since, src, bytes, sharing) = {
+        let (rate, bottleneck, since, src, bytes, sharing, packet) = {
             let f = &self.flows[flow];
-            (f.rate, f.bottleneck, f.since, f.src, f.bytes, f.sharing)
+            (
+                f.rate,
+                f.bottleneck,
+                f.since,
+                f.src,
+                f.bytes,
+                f.sharing,
+                f.packet,
+            )
         };
         if bottleneck != NIL {
             self.release(flow);
@@ -674,6 +723,10 @@ impl FlowFabric {
             }
             let o = &mut self.ch[c];
             o.work -= contribution;
+            if packet {
+                // Its pieces, and what it did on each channel, were reported as it crossed.
+                continue;
+            }
             o.holders -= 1;
             let end = (h.start + elapsed).max(o.reported);
             // A piece carries at most `u32::MAX` bytes; a larger message ends its piece with
@@ -693,8 +746,10 @@ impl FlowFabric {
         // What a packet of the message would have reported on each channel, now that every
         // channel's piece is: the statistics read each hop's idle gap from the stretch it joined.
         let token = self.flows[flow].token;
-        for (i, h) in self.flows[flow].path.iter().enumerate() {
-            obs.on_packet(h.ch, flow, token, i == 0);
+        if !packet {
+            for (i, h) in self.flows[flow].path.iter().enumerate() {
+                obs.on_packet(h.ch, flow, token, i == 0);
+            }
         }
         {
             let f = &mut self.flows[flow];

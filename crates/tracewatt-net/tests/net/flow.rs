@@ -506,9 +506,8 @@ fn a_nic_sends_a_message_that_fits_in_the_first_buffer_at_its_link_rate() {
 fn a_control_message_does_not_wait_behind_bulk_data() {
     // Buffers of 4,000 B: node 0 sends 10,000 B to node 1 at 0, and at 1 us an 8-byte control
     // message to node 2. It does not queue: its head reaches node 2's link at 1,150 ns, it
-    // shares node 0's link with the bulk transfer at 0.5 B/ns (16 ns) and is delivered at
-    // 1,150 + 16 + 100 = 1,266 ns. Queued, it would start only at 6,150 ns (and share the link as
-    // well).
+    // crosses at the link's rate as one packet (8 ns) and is delivered at 1,150 + 8 + 100 =
+    // 1,258 ns. Queued, it would start only at 6,150 ns: delivered at 6,408 ns.
     let (spec, topo) = single_switch(3, GBPS_8);
     let p = FabricParams {
         buffer_bytes: 4_000,
@@ -517,10 +516,49 @@ fn a_control_message_does_not_wait_behind_bulk_data() {
     let sends = [(0, 0, 1, 10_000, false), (US, 0, 2, 8, false)];
     let mut f = flow_fabric(&spec, topo.clone(), p);
     let n = run_sends(&mut f, &sends, &[1], &mut Recorder::default(), Ps::MAX);
-    assert_eq!(delivered(&n, 1), 1_266 * NS);
+    assert_eq!(delivered(&n, 1), 1_258 * NS);
     let mut f = flow_fabric(&spec, topo, p);
     let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-    assert_eq!(delivered(&n, 1), (6_150 + 150 + 16 + 100) * NS);
+    assert_eq!(delivered(&n, 1), 6_408 * NS);
+}
+
+#[test]
+fn one_packet_messages_cross_a_link_one_after_the_other() {
+    // Nodes 0 and 1 each send one packet of 1,000 B to node 2 at t = 0 (1 B/ns links, 100 ns,
+    // switch 50 ns). Both heads reach node 2's link at 150 ns: the first crosses it from 150 to
+    // 1,150 ns (delivered 1,250 ns), the second from 1,150 to 2,150 ns (delivered 2,250 ns),
+    // as the packet model's two packets queued at one output port. (As flows sharing the link,
+    // both would arrive at 2,250 ns.) Node 2's link reports the two pieces as they are sent.
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let ej = topo.node_ejection[2];
+    let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
+    let mut obs = Recorder::default();
+    let sends = [(0, 0, 2, 1_000, false), (0, 1, 2, 1_000, false)];
+    let n = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
+    let mut times = [delivered(&n, 0), delivered(&n, 1)];
+    times.sort_unstable();
+    assert_eq!(times, [1_250 * NS, 2_250 * NS]);
+    let pieces: Vec<(Ps, Ps, u32)> = obs
+        .calls
+        .iter()
+        .filter_map(|c| match *c {
+            Call::Transmit {
+                ch,
+                start,
+                end,
+                bytes,
+                ..
+            } if ch == ej => Some((start, end, bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        pieces,
+        vec![
+            (150 * NS, 1_150 * NS, 1_000),
+            (1_150 * NS, 2_150 * NS, 1_000)
+        ]
+    );
 }
 
 /// Links of different bandwidths and latencies per class, so bottlenecks move along paths.
