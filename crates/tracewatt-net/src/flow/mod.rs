@@ -20,17 +20,17 @@
 //!   model can hide a wake behind the serialisation at a slower link upstream; a flow pays
 //!   every wake in full, so the two agree whenever no link before a wake is slower than it).
 //!
-//! A message of one packet (at most `packet_bytes`: control messages, small sends, the pieces
-//! of small collectives) is the exception: sharing bandwidth would only cost two rate updates
-//! for a few nanoseconds of transfer, and a packet is never shared anyway. It crosses each
-//! channel whole at the channel's rate, starting when its head gets there or when the
-//! one-packet messages before it there are through, whichever is later (a first-in first-out
-//! output port without buffer limits), and is delivered as a lone message would be from its
-//! start on the last channel. It takes nothing from the flows that share the channel (one
-//! packet's time), and they do not delay it.
+//! A short message ([`FlowFabric::short_bytes`]: one packet or half an input buffer; control
+//! messages, small sends, the pieces of collectives) is the exception: sharing bandwidth would
+//! cost two rate updates for a short transfer, and its packets go back to back through buffers
+//! with room for them. It crosses each channel whole at the channel's rate, starting when its
+//! head gets there or when the short messages before it there are through, whichever is later
+//! (a first-in first-out output port without buffer limits), and is delivered as a lone
+//! message would be from its start on the last channel. It takes nothing from the flows that
+//! share the channel, and they do not delay it.
 //!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
-//! the end of its transfer), or a one-packet message crosses it: one busy stretch per such
+//! the end of its transfer), or a short message crosses it: one busy stretch per such
 //! period, reported through
 //! [`LinkObserver::on_transmit`] in contiguous pieces, one as each flow leaves (with that flow's
 //! bytes and source). A flow's own piece reaches back only to its claim plus its transfer time,
@@ -107,10 +107,10 @@ struct Flow {
     src: NodeId,
     dst: NodeId,
     bytes: u64,
-    /// A message of one packet (at most `packet_bytes`) does not share bandwidth: it crosses
-    /// each link at the link's rate, after what the link is already sending of other such
-    /// messages, as the packet model's single packet does (see `claim`).
-    packet: bool,
+    /// A short message (see [`FlowFabric::short_bytes`]) does not share bandwidth: it crosses
+    /// each link whole at the link's rate, after the short messages the link is still sending,
+    /// as the packet model's packets do while buffers do not fill (see `claim`).
+    short: bool,
     notify_injected: bool,
     route: RouteState,
     path: Vec<Hop>,
@@ -336,6 +336,16 @@ impl FlowFabric {
         self.notices.drain(..)
     }
 
+    /// The size up to which a message is short, not a flow that shares bandwidth: one packet, or
+    /// half a switch's input buffer if that is more. Such a message leaves room behind it in the
+    /// buffers it crosses, so it moves as the packet model's packets do while buffers do not
+    /// fill: back to back, at each link's rate, one message after another. Larger messages fill
+    /// buffers and feel the back-pressure of congestion, which sharing bandwidth approximates
+    /// better. (The half is an assumption, measured in docs/fast-mode.md.)
+    pub fn short_bytes(&self) -> u64 {
+        u64::from(self.params.packet_bytes.max(self.params.buffer_bytes / 2))
+    }
+
     /// Hands a message to `src`'s NIC at `now`, as [`crate::fabric::Fabric::send`] does: its
     /// head claims the injection channel when the NIC comes to it ([`Nic`]), at once if it is
     /// `urgent`. A zero-byte message still sends its head. Routing happens at each switch its head
@@ -366,7 +376,7 @@ impl FlowFabric {
             path,
             at: NIL,
             rem: i128::from(bytes) * WORK_PER_BYTE,
-            packet: bytes <= u64::from(self.params.packet_bytes),
+            short: bytes <= self.short_bytes(),
             due: NEVER,
             alarm: NEVER,
             bottleneck: NIL,
@@ -571,15 +581,15 @@ impl FlowFabric {
     /// The head of `flow` reaches `ch` at `now`: it joins the busy stretch under way there, or
     /// opens one, after the link's wake if it sleeps. Returns when the head starts on it.
     ///
-    /// A flow that shares bandwidth holds the channel busy until its transfer ends. A one-packet
-    /// message instead starts after the one-packet messages the channel is still sending, is
-    /// through it at the channel's rate, and reports that piece at once: the channel may then be
-    /// idle, and sleep, while the message goes on.
+    /// A flow that shares bandwidth holds the channel busy until its transfer ends. A short
+    /// message instead starts after the short messages the channel is still sending, is through
+    /// it at the channel's rate, and reports that piece at once: the channel may then be idle,
+    /// and sleep, while the message goes on.
     fn claim<O: LinkObserver>(&mut self, flow: u32, ch: ChannelId, now: Ps, obs: &mut O) -> Ps {
         let c = ch as usize;
         let reported = self.ch[c].reported;
         let start = if reported > now {
-            if self.flows[flow].packet {
+            if self.flows[flow].short {
                 reported
             } else {
                 now
@@ -608,7 +618,7 @@ impl FlowFabric {
         let o = &mut self.ch[c];
         o.work += f.rem;
         self.stats.packet_hops += 1;
-        if f.packet {
+        if f.short {
             let end = start.max(o.reported)
                 + tracewatt_core::time::serialization_ps(f.bytes, o.bits_per_s);
             obs.on_transmit(ch, o.reported, end, f.bytes as u32, f.src);
@@ -654,7 +664,7 @@ impl FlowFabric {
             self.end_transfer(flow, now, q, obs);
             return;
         }
-        if f.packet {
+        if f.short {
             f.due = now + at_rate;
             f.alarm = f.due;
             q.schedule(f.due, FlowEvent::Done { flow });
@@ -681,7 +691,7 @@ impl FlowFabric {
         obs: &mut O,
     ) {
         let seeded = self.solver.seeds.len();
-        let (rate, bottleneck, since, src, bytes, sharing, packet) = {
+        let (rate, bottleneck, since, src, bytes, sharing, short) = {
             let f = &self.flows[flow];
             (
                 f.rate,
@@ -690,7 +700,7 @@ impl FlowFabric {
                 f.src,
                 f.bytes,
                 f.sharing,
-                f.packet,
+                f.short,
             )
         };
         if bottleneck != NIL {
@@ -723,7 +733,7 @@ impl FlowFabric {
             }
             let o = &mut self.ch[c];
             o.work -= contribution;
-            if packet {
+            if short {
                 // Its pieces, and what it did on each channel, were reported as it crossed.
                 continue;
             }
@@ -746,7 +756,7 @@ impl FlowFabric {
         // What a packet of the message would have reported on each channel, now that every
         // channel's piece is: the statistics read each hop's idle gap from the stretch it joined.
         let token = self.flows[flow].token;
-        if !packet {
+        if !short {
             for (i, h) in self.flows[flow].path.iter().enumerate() {
                 obs.on_packet(h.ch, flow, token, i == 0);
             }

@@ -90,11 +90,20 @@ impl LinkObserver for Recorder {
 fn params(packet_bytes: u32, switching: Switching) -> FabricParams {
     FabricParams {
         packet_bytes,
-        // Large enough that no lone message ever waits for credit.
-        buffer_bytes: 1 << 30,
+        // Two packets: a message of more than one packet is a flow that shares bandwidth.
+        buffer_bytes: 2 * packet_bytes,
         switch_latency_ps: 50 * NS,
         switching,
         credits: Credits::OutOfBand,
+    }
+}
+
+/// `p` with buffers large enough that no lone message ever waits for credit in the packet
+/// model, and every message is short in the flow model.
+fn deep(p: FabricParams) -> FabricParams {
+    FabricParams {
+        buffer_bytes: 1 << 30,
+        ..p
     }
 }
 
@@ -561,6 +570,27 @@ fn one_packet_messages_cross_a_link_one_after_the_other() {
     );
 }
 
+#[test]
+fn messages_of_up_to_half_a_buffer_cross_a_link_one_after_the_other() {
+    // As above with 10,000 B messages (10 packets) and 1 GiB buffers, so they are short: the
+    // first crosses node 2's link from 150 to 10,150 ns (delivered 10,250 ns), the second from
+    // 10,150 to 20,150 ns (delivered 20,250 ns). With buffers of two packets they are flows,
+    // share the link, and both arrive at 20,250 ns.
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let sends = [(0, 0, 2, 10_000, false), (0, 1, 2, 10_000, false)];
+    let p = params(1000, Switching::CutThrough);
+    for (fp, want) in [
+        (deep(p), [10_250 * NS, 20_250 * NS]),
+        (p, [20_250 * NS, 20_250 * NS]),
+    ] {
+        let mut f = flow_fabric(&spec, topo.clone(), fp);
+        let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+        let mut times = [delivered(&n, 0), delivered(&n, 1)];
+        times.sort_unstable();
+        assert_eq!(times, want, "short up to {} B", f.short_bytes());
+    }
+}
+
 /// Links of different bandwidths and latencies per class, so bottlenecks move along paths.
 fn mixed(class: LinkClass) -> LinkParams {
     let (gbps, ns) = match class {
@@ -595,19 +625,26 @@ fn a_lone_message_takes_exactly_the_packet_models_time() {
             let mut hops_seen = std::collections::BTreeSet::new();
             for dst in 1..n {
                 for &bytes in &sizes {
-                    let want = packet_delivery(topo.clone(), p, 0, dst, bytes);
-                    let mut f = flow_fabric(spec, topo.clone(), p);
-                    let got = delivered(
-                        &run_flows(
-                            &mut f,
-                            &[(0, 0, dst, bytes, false)],
-                            &mut Recorder::default(),
-                            Ps::MAX,
-                        ),
-                        0,
-                    );
-                    assert_eq!(got, want, "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B");
-                    hops_seen.insert(f.stats().packet_hops);
+                    let want = packet_delivery(topo.clone(), deep(p), 0, dst, bytes);
+                    // As a flow (over one packet) and as a short message.
+                    for fp in [p, deep(p)] {
+                        let mut f = flow_fabric(spec, topo.clone(), fp);
+                        let got = delivered(
+                            &run_flows(
+                                &mut f,
+                                &[(0, 0, dst, bytes, false)],
+                                &mut Recorder::default(),
+                                Ps::MAX,
+                            ),
+                            0,
+                        );
+                        let short = bytes <= f.short_bytes();
+                        assert_eq!(
+                            got, want,
+                            "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B, short {short}"
+                        );
+                        hops_seen.insert(f.stats().packet_hops);
+                    }
                 }
             }
             // The longest paths of the topology were covered: as many channels as its diameter.

@@ -40,7 +40,10 @@ fn network<N: Network>() -> N {
         router,
         FabricParams {
             packet_bytes: 1000,
-            buffer_bytes: 1 << 20,
+            // Two packets: enough that the packet model never waits for credit here (a packet
+            // takes 1 us a link, a credit 0.1 us to come back), few enough that a message of
+            // more than one packet is a flow in the flow model.
+            buffer_bytes: 2_000,
             switch_latency_ps: 50 * NS,
             switching: Switching::CutThrough,
             credits: Credits::OutOfBand,
