@@ -34,7 +34,7 @@ MACHINES = {
     "tracerp-torus-4x8x8": "torus",
     "tracerp-dragonfly-342": "dragonfly",
 }
-BENCHMARKS = ["near_neighbor", "permutation", "stencil4d"]
+BENCHMARKS = ["near_neighbor", "permutation", "stencil4d", "qbox", "a2a"]
 TS = "power.links.idle_timeout_us"
 NET = "machine.network"
 #: The sweep's columns the dataset keeps.
