@@ -64,8 +64,9 @@ Where these figures and a full simulation differ, and why:
   run, slept when past break-even too, needs no wake: ``g - T_s``. Its rows' timeout is the
   break-even time. The screen prices the PHY's deep sleep alone: with a fast-wake depth
   configured the simulated oracle picks the better depth per gap, and can save more. The
-  others decide from what they have seen (``adaptive``), or from the delays they cause
-  (``perfbound``): only a simulation prices them (``tracewatt compare --policies``).
+  others decide from what they have seen (``adaptive``), from the delays they cause
+  (``perfbound``), or from the MPI calls they forecast (``predictive``): only a simulation
+  prices them (``tracewatt compare --policies``).
 - Resolution. Counts and totals are exact at the thresholds the run kept
   (``output.idle_thresholds_us``); between them they are interpolated from the log-spaced
   histogram (``exact`` is False in those rows).
