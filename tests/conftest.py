@@ -4,6 +4,7 @@ real extension module."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -54,6 +56,15 @@ RANDOM_FATTREE: dict[str, Any] = {
         }
     ],
 }
+
+
+def load_script(name: str) -> ModuleType:
+    """The project's ``scripts/NAME.py``, imported as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

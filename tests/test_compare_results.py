@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -10,15 +9,11 @@ from types import ModuleType
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "compare_results.py"
+from conftest import load_script
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("compare_results", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("compare_results")
 
 
 def _results(d: Path, energy_j: list[float], wall_s: float) -> Path:

@@ -4,7 +4,6 @@ is what ``tracewatt validate`` gives (through docs/data/validation.json)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 from tracewatt import validation
 
 DOCS = sorted(
@@ -189,13 +188,7 @@ def test_history_patterns_leave_product_text_alone() -> None:
 
 
 def table_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "validation_table", ROOT / "scripts" / "validation_table.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("validation_table")
 
 
 def committed_checks(network: str = "packet") -> list[dict[str, Any]]:
@@ -267,13 +260,7 @@ def test_every_check_gives_the_committed_validate_output() -> None:
 
 
 def policies_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "policies_table", ROOT / "scripts" / "policies_table.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("policies_table")
 
 
 def test_policies_page_table_is_the_committed_dataset() -> None:

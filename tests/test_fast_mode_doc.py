@@ -4,23 +4,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from types import ModuleType
 
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "fast_mode_table", ROOT / "scripts" / "fast_mode_table.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fast_mode_table")
 
 
 def test_page_tables_are_the_committed_datasets() -> None:
