@@ -244,7 +244,7 @@ fn jobs_of(
                 None,
             ));
         }
-        let comms = communicators(i, job.ranks, wl.as_ref(), source)?;
+        let comms = communicators(i, job.ranks, wl.as_ref(), source, &placement.rank_node[i])?;
         let start_ps = us_to_ps(job.start_us);
         for r in 0..job.ranks {
             programs.push(RankProgram {
@@ -277,13 +277,15 @@ fn jobs_of(
 }
 
 /// Job `i`'s communicators: all its `ranks` first, then those its workload declares.
+/// `rank_node` gives each job rank's node.
 fn communicators(
     i: usize,
     ranks: u32,
     wl: &dyn Workload,
     source: &str,
+    rank_node: &[u32],
 ) -> Result<Vec<Comm>, SimError> {
-    let mut comms = vec![Comm::new((0..ranks).collect())];
+    let mut comms = vec![Comm::new((0..ranks).collect(), rank_node)];
     for (k, members) in wl.comms().into_iter().enumerate() {
         if let Some(bad) = members.iter().find(|r| **r >= ranks) {
             return Err(SimError::Workload {
@@ -295,7 +297,7 @@ fn communicators(
                 ),
             });
         }
-        comms.push(Comm::new(members));
+        comms.push(Comm::new(members, rank_node));
     }
     Ok(comms)
 }

@@ -82,7 +82,7 @@ pub fn valid_algorithms(kind: CollKind) -> &'static [CollAlgo] {
         CollKind::Reduce => &[BinomialTree],
         CollKind::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
         CollKind::Allgather => &[RecursiveDoubling, Ring, Bruck],
-        CollKind::Alltoall => &[PairwiseExchange, Bruck, Scattered],
+        CollKind::Alltoall => &[PairwiseExchange, Bruck, Scattered, FullLane],
         CollKind::Gather | CollKind::Scatter => &[BinomialTree],
         CollKind::ReduceScatter => &[RecursiveHalving, PairwiseExchange, Ring],
         CollKind::Scan | CollKind::Exscan => &[RecursiveDoubling],
@@ -330,6 +330,12 @@ enum Plan {
         counts: Counts,
         block: u64,
     },
+    /// `node` consecutive ranks per node; each of its two parts posts `block` peers at a time.
+    AlltoallFullLane {
+        bytes: u64,
+        node: u64,
+        block: u64,
+    },
     GatherBinomial {
         root: u64,
         bytes: u64,
@@ -417,6 +423,12 @@ impl Expansion {
                 block: scatter_block(throttle, n),
             },
             (CollKind::Alltoall, Bruck) => Plan::AlltoallBruck { bytes },
+            // One rank per node until `with_node_ranks` says otherwise.
+            (CollKind::Alltoall, FullLane) => Plan::AlltoallFullLane {
+                bytes,
+                node: 1,
+                block: scatter_block(throttle, n),
+            },
             (CollKind::Gather, BinomialTree) => Plan::GatherBinomial { root, bytes },
             (CollKind::Scatter, BinomialTree) => Plan::ScatterBinomial { root, bytes },
             (CollKind::ReduceScatter, RecursiveHalving) => Plan::ReduceScatterHalving { bytes },
@@ -491,6 +503,7 @@ impl Expansion {
             | Plan::ReduceScatterRing { .. } => steps,
             Plan::BcastScatterAllgather { .. } => 1 + steps,
             Plan::AlltoallScattered { block, .. } => n.div_ceil(*block),
+            Plan::AlltoallFullLane { node, block, .. } => full_lane_phases(n, *node, *block).1,
             _ => 1,
         };
         Self {
@@ -517,6 +530,20 @@ impl Expansion {
         let lanes = (i32::MAX as u64 / span).saturating_sub(1).max(1);
         let offset = (1 + seq % lanes).saturating_mul(span);
         self.tag_offset = -(offset.min(i32::MAX as u64) as Tag);
+        self
+    }
+
+    /// Tells a full-lane alltoall that its communicator's ranks sit `node_ranks` to a node, in
+    /// order (comm ranks `0..node_ranks` on one node, the next `node_ranks` on another, ...).
+    /// Where `node_ranks` does not divide the communicator, the lanes span the whole
+    /// communicator (one rank per node), as a flat alltoall. Other collectives are unchanged.
+    /// Must come before the first [`fill`](Self::fill).
+    pub fn with_node_ranks(mut self, node_ranks: u32) -> Self {
+        let k = node_ranks as u64;
+        if let Plan::AlltoallFullLane { node, block, .. } = &mut self.plan {
+            *node = if k >= 1 && self.n % k == 0 { k } else { 1 };
+            self.phases = full_lane_phases(self.n, *node, *block).1;
+        }
         self
     }
 
@@ -580,6 +607,9 @@ impl Expansion {
             Plan::AlltoallPairwise(counts) => alltoall_pairwise_step(s, n, me, counts, phase + 1),
             Plan::AlltoallScattered { counts, block } => {
                 alltoall_scattered_block(s, n, me, counts, phase * block, *block)
+            }
+            Plan::AlltoallFullLane { bytes, node, block } => {
+                alltoall_full_lane_phase(s, n, me, *bytes, *node, *block, phase)
             }
             Plan::GatherBinomial { root, bytes } => gather_binomial(s, n, me, *root, *bytes),
             Plan::ScatterBinomial { root, bytes } => {
@@ -1129,6 +1159,60 @@ fn alltoall_scattered_block<S: Sink>(
     for i in offsets {
         let dst = (me + n - i) % n;
         send_if(s, c.skip_zero(), dst, tag(0), c.send(dst), me * n + dst);
+    }
+    s.wait();
+}
+
+/// A full-lane alltoall's phases on `n` ranks, `node` per node, `block` peers at a time: those
+/// of the exchange between nodes, and the total.
+fn full_lane_phases(n: u64, node: u64, block: u64) -> (u64, u64) {
+    let lane = (n / node - 1).div_ceil(block);
+    (lane, lane + (node - 1).div_ceil(block))
+}
+
+/// One phase of Träff and Hunold's full-lane alltoall ("Decomposing MPI collectives for
+/// exploiting multi-lane communication", IEEE Cluster 2020). Rank `me` is rank `l` of node `b`
+/// (ranks `b * node .. (b + 1) * node`). First, along its lane (rank `l` of every node) it sends
+/// each other node, in one message, its blocks for all that node's ranks, as a scattered
+/// alltoall does between ranks (receive from node `b + j`, send to node `b - j`). Then, inside
+/// its node, it gives each other rank of it the blocks for that rank it now holds: one from
+/// every node's rank `l`, its own included. A node's ranks thus send `nodes - 1` messages each
+/// over the network instead of `n - node`.
+fn alltoall_full_lane_phase<S: Sink>(
+    s: &mut S,
+    n: u64,
+    me: u64,
+    bytes: u64,
+    node: u64,
+    block: u64,
+    phase: u64,
+) {
+    let nodes = n / node;
+    let (b, l) = (me / node, me % node);
+    let (lane_phases, _) = full_lane_phases(n, node, block);
+    if phase < lane_phases {
+        let offsets = phase * block + 1..((phase + 1) * block + 1).min(nodes);
+        for j in offsets.clone() {
+            s.recv((b + j) % nodes * node + l, tag(0), node * bytes);
+        }
+        for j in offsets {
+            let to = (b + nodes - j) % nodes;
+            s.send(to * node + l, tag(0), node * bytes, Mode::Copy, &|v| {
+                v.extend((0..node).map(|i| (me * n + to * node + i) as usize))
+            });
+        }
+    } else {
+        let first = (phase - lane_phases) * block + 1;
+        let offsets = first..(first + block).min(node);
+        for i in offsets.clone() {
+            s.recv(b * node + (l + i) % node, tag(1), nodes * bytes);
+        }
+        for i in offsets {
+            let to = b * node + (l + node - i) % node;
+            s.send(to, tag(1), nodes * bytes, Mode::Copy, &|v| {
+                v.extend((0..nodes).map(|c| ((c * node + l) * n + to) as usize))
+            });
+        }
     }
     s.wait();
 }

@@ -385,7 +385,7 @@ fn check_received(kind: CollKind, algo: CollAlgo, n: u64, root: u64, bytes: u64,
         use CollAlgo::*;
         match (kind, eff) {
             (CollKind::Allgather, _) => Some((n - 1) * bytes),
-            (CollKind::Alltoall, PairwiseExchange | Scattered) => Some((n - 1) * bytes),
+            (CollKind::Alltoall, PairwiseExchange | Scattered | FullLane) => Some((n - 1) * bytes),
             (CollKind::Alltoall, Bruck) => {
                 let mut total = 0;
                 let mut p = 1;
@@ -900,4 +900,83 @@ fn nonblocking_collectives_overlap_in_the_checker() {
         .collect();
     let t = run(4, &[], programs, &mut crate::check::NoData).expect("runs");
     assert_eq!((t.messages, t.sent.iter().sum::<u64>()), (28, 160));
+}
+
+#[test]
+fn full_lane_alltoall_delivers_every_block_on_multi_rank_nodes() {
+    // Ranks per node dividing n, and two that do not (the lanes then span all ranks).
+    for (n, node) in [
+        (12u64, 3u32),
+        (12, 4),
+        (12, 6),
+        (12, 12),
+        (8, 2),
+        (9, 3),
+        (10, 4),
+        (7, 2),
+    ] {
+        for throttle in [0, 1, 2, DEFAULT_ALLTOALL_THROTTLE] {
+            for bytes in [0, 1, 1000] {
+                let c = case(CollKind::Alltoall, CollAlgo::FullLane, n, 0, bytes);
+                let sched = |s: &mut Recorder, me: u64| {
+                    Expansion::collective(
+                        0,
+                        CollKind::Alltoall,
+                        CollAlgo::FullLane,
+                        n as u32,
+                        me as Rank,
+                        0,
+                        bytes,
+                        throttle,
+                    )
+                    .expect("schedule")
+                    .with_node_ranks(node)
+                    .emit_all(s);
+                };
+                let got = check_case(c, &sched).unwrap_or_else(|e| {
+                    panic!("n={n} node={node} throttle={throttle} bytes={bytes}: {e}")
+                });
+                // Each rank receives, from the other nodes' ranks of its lane, those nodes'
+                // blocks for its whole node, and from each other rank of its node the blocks of
+                // every node's rank of that lane: (nodes - 1) k + (k - 1) nodes blocks.
+                let k = if n % node as u64 == 0 { node as u64 } else { 1 };
+                let nodes = n / k;
+                let want = ((nodes - 1) * k + (k - 1) * nodes) * bytes;
+                assert!(
+                    got.iter().all(|&g| g == want),
+                    "n={n} node={node} throttle={throttle}: received {got:?}, want {want} each"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn full_lane_alltoall_sends_one_message_per_other_node_then_shares_inside_the_node() {
+    // 12 ranks, 4 per node (3 nodes): rank 5 is rank 1 of node 1. Along lane 1 it receives
+    // from node 2 (rank 9) and node 0 (rank 1) and sends to node 0 (rank 1) and node 2
+    // (rank 9), 4 blocks of 10 B each; then, in its node (ranks 4-7), 3 blocks of 10 B to each.
+    let mut e = Expansion::collective(0, CollKind::Alltoall, CollAlgo::FullLane, 12, 5, 0, 10, 32)
+        .expect("plan")
+        .with_node_ranks(4);
+    let mut out = Vec::new();
+    e.fill(&mut out, usize::MAX);
+    let got: Vec<String> = out.iter().map(shape).collect();
+    assert_eq!(
+        got,
+        [
+            "irecv Rank(9) Tag(-1) 40",
+            "irecv Rank(1) Tag(-1) 40",
+            "isend 1 -1 40",
+            "isend 9 -1 40",
+            "waitall 4",
+            "irecv Rank(6) Tag(-2) 30",
+            "irecv Rank(7) Tag(-2) 30",
+            "irecv Rank(4) Tag(-2) 30",
+            "isend 4 -2 30",
+            "isend 7 -2 30",
+            "isend 6 -2 30",
+            "waitall 6",
+        ]
+    );
 }

@@ -92,6 +92,10 @@ pub enum CollAlgo {
     Rabenseifner,
     /// Reduce-scatter by recursive halving.
     RecursiveHalving,
+    /// Alltoall by Träff and Hunold's full-lane decomposition: one combined message per other
+    /// node along each lane (the ranks with the same index on their nodes), then an alltoall
+    /// inside each node.
+    FullLane,
 }
 
 /// One operation of a rank program.
@@ -227,6 +231,7 @@ impl CollAlgo {
             CollAlgo::ScatterAllgather => "scatter_allgather",
             CollAlgo::Rabenseifner => "rabenseifner",
             CollAlgo::RecursiveHalving => "recursive_halving",
+            CollAlgo::FullLane => "full_lane",
         }
     }
 }

@@ -76,6 +76,7 @@ impl<N: Network> Engine<'_, N> {
             bytes,
             self.costs.alltoall_throttle,
         )
+        .map(|e| e.with_node_ranks(c.node_ranks))
         .map_err(|e| self.program_error(rank, e.to_string()))
     }
 

@@ -27,17 +27,26 @@ pub(crate) struct Comm {
     pub members: Vec<Rank>,
     /// (job rank, comm rank), sorted by job rank.
     index: Vec<(Rank, Rank)>,
+    /// Members per node where every node holds the same number of them in consecutive comm
+    /// ranks (a full-lane alltoall's lanes), else 1.
+    pub node_ranks: u32,
 }
 
 impl Comm {
-    pub fn new(members: Vec<Rank>) -> Self {
+    /// `rank_node` gives each job rank's node.
+    pub fn new(members: Vec<Rank>, rank_node: &[u32]) -> Self {
         let mut index: Vec<(Rank, Rank)> = members
             .iter()
             .enumerate()
             .map(|(i, r)| (*r, i as Rank))
             .collect();
         index.sort_unstable();
-        Self { members, index }
+        let node_ranks = node_blocks(&members, rank_node);
+        Self {
+            members,
+            index,
+            node_ranks,
+        }
     }
     fn rank_of(&self, job_rank: Rank) -> Option<Rank> {
         self.index
@@ -45,6 +54,30 @@ impl Comm {
             .ok()
             .map(|i| self.index[i].1)
     }
+}
+
+/// The size of the equal blocks of consecutive members that share a node, each node holding one
+/// block; 1 if the members are not laid out so.
+fn node_blocks(members: &[Rank], rank_node: &[u32]) -> u32 {
+    let node = |i: usize| rank_node[members[i] as usize];
+    let Some(&first) = members.first() else {
+        return 1;
+    };
+    let k = members
+        .iter()
+        .take_while(|&&m| rank_node[m as usize] == rank_node[first as usize])
+        .count();
+    if members.len() % k != 0 {
+        return 1;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for start in (0..members.len()).step_by(k) {
+        let n = node(start);
+        if !seen.insert(n) || (start..start + k).any(|i| node(i) != n) {
+            return 1;
+        }
+    }
+    k as u32
 }
 
 /// A request, in 32 bytes on a 32-byte boundary: a message's completion touches its receive
