@@ -478,6 +478,7 @@ def test_sweep_report_reads_as_the_command_line_and_fits_the_page(
     # The header: the machine and scale of the base, each variant's change, each axis' values.
     for line in (
         "machine\tsingle_switch: 4 nodes, 1 switches, 4 links, 1 rank(s) per node",
+        "network model\tpacket (every packet through every switch)",
         "variant eee\tthe base configuration as it is",
         "variant always_on (the baseline)\tpower.links.policy = always_on",
         "axis workload\tpingpong, halo (jobs[0])",

@@ -84,6 +84,13 @@ def _header(results: Results) -> list[tuple[str, str]]:
     return setting_rows(results.config, results.summary.get("machine", {}))
 
 
+#: How a page names each `[machine] network` model.
+_NETWORK_MODELS = {
+    "packet": "packet (every packet through every switch)",
+    "flow": "flow (each message a flow sharing link bandwidth max-min fairly; docs/fast-mode.md)",
+}
+
+
 def setting_rows(config: dict[str, Any], machine: dict[str, Any]) -> list[tuple[str, str]]:
     """A resolved configuration's key settings as (what, how): its machine and scale (from
     ``machine``, ``tracewatt machine --json`` or a summary's ``machine``), its jobs, and the
@@ -98,7 +105,9 @@ def setting_rows(config: dict[str, Any], machine: dict[str, Any]) -> list[tuple[
             f" {_format.count(machine.get('switches'))} switches,"
             f" {_format.count(machine.get('links'))} links,"
             f" {_format.count(per_node)} rank(s) per node",
-        )
+        ),
+        # Named on every page so that a flow result is never taken for a packet one.
+        ("network model", _NETWORK_MODELS[m.get("network", "packet")]),
     ]
     # Named as the summary names them: `job0` for a job without a name.
     for i, job in enumerate(config.get("jobs", [])):
