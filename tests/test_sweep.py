@@ -262,7 +262,8 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
         cfg = r.config.resolved()
         assert cfg["machine"]["preset"] == r.values["machine.preset"]
         assert cfg["jobs"][0]["workload"]["kind"] == r.values["jobs[0]"]
-        assert cfg["jobs"][0]["ranks"] == 1024
+        # TraceRP's Fig. 2 at its own scale, on the flow model.
+        assert cfg["jobs"][0]["ranks"] == 8192 and cfg["machine"]["network"] == "flow"
         policy = "always_on" if r.variant == "always_on" else "timeout"
         assert cfg["power"]["links"]["policy"] == policy
     assert {p for p, _ in cells} == {
@@ -270,6 +271,28 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
         "tracerp-torus-4x8x8",
         "tracerp-dragonfly-342",
     }
+
+
+def test_default_study_is_tracerp_fig2_on_flows() -> None:
+    """The main job is the `tracerp` spec's Fig. 2 group, cell for cell, run on the flow model
+    with the all-to-all's full-lane algorithm: nothing else differs."""
+    tracerp = {
+        (r.values["machine.preset"], r.values["jobs[0]"], r.variant): r.config.resolved()
+        for r in sweep.SweepSpec.load(sweep.shipped_spec_path("tracerp")).runs()
+        if r.group == "fig2"
+    }
+    runs = sweep.SweepSpec.load(sweep.shipped_spec_path("default")).runs()
+    assert len(runs) == len(tracerp) == 30
+    for r in runs:
+        variant = {"eee": "on_off"}.get(r.variant, r.variant)
+        want = tracerp[(r.values["machine.preset"], r.values["jobs[0]"], variant)]
+        want["machine"]["network"] = "flow"
+        if r.values["jobs[0]"] == "a2a":
+            want["jobs"][0]["workload"]["algo"] = "full_lane"
+        got = r.config.resolved()
+        # Only the job's name may differ (each spec names its own).
+        assert got["jobs"][0].pop("name") == want["jobs"][0].pop("name") == r.values["jobs[0]"]
+        assert got == want, (r.values, r.variant)
 
 
 # --------------------------------------------------------------------------- dataset
