@@ -93,6 +93,22 @@ compute_us = 0.0
 {size}
 """
 
+    # The same all-to-all by full lanes (the main job's): the same bytes between nodes in 31
+    # times fewer messages.
+    SCENARIOS[f"c: {preset} a2a full_lane 8192 ranks, TraceRP's sizes, 1 it"] = f"""
+seed = 1
+[machine]
+preset = "{preset}"
+[[jobs]]
+ranks = 8192
+[jobs.workload]
+kind = "a2a"
+iterations = 1
+compute_us = 0.0
+bytes = 1024
+algo = "full_lane"
+"""
+
 # 8,320 nodes (65 groups x 32 routers x 4 nodes, TraceRP's 10 Gb/s links), a 64-KiB 4-D stencil
 # on 8 ranks per node: two iterations are about 100 ms of simulated time, too long for the packet
 # model (about 70 s per simulated ms).

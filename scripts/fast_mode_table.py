@@ -8,6 +8,13 @@ Usage:
     python3 scripts/fast_mode_table.py                # the tables from the kept dataset
     python3 scripts/fast_mode_table.py --check        # exit 1 if the page is not the dataset's
 
+The main job's comparison (TraceRP's Fig. 2 at 8,192 ranks, the `default` study) comes from
+its two sweeps, kept in docs/data/fig2-8192.parquet:
+
+    tracewatt study -o study-flow                              # the main job, on flows
+    tracewatt sweep default --network packet -o study-packet   # the same 30 runs on packets
+    python3 scripts/fast_mode_table.py --fig2-from study-flow study-packet
+
 Each table goes between the markers ``<!-- fast-mode:NAME:start -->`` and
 ``<!-- fast-mode:NAME:end -->`` of docs/fast-mode.md. A flow row's error is its value against the
 packet row of the same machine, benchmark, variant and timeout: (flow - packet) / packet, in %;
@@ -29,6 +36,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "fast-mode.md"
 DATA = ROOT / "docs" / "data" / "fast-mode.parquet"
+FIG2_DATA = ROOT / "docs" / "data" / "fig2-8192.parquet"
 MACHINES = {
     "tracerp-fattree-288": "fat-tree",
     "tracerp-torus-4x8x8": "torus",
@@ -185,6 +193,66 @@ def summary_table(pairs: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+#: The main job's sweep columns its comparison keeps (the model is in `network`: the study sets
+#: it in its base, not on an axis).
+FIG2_KEEP = [
+    "variant",
+    "machine.preset",
+    "jobs[0]",
+    "network",
+    "status",
+    "makespan_s",
+    "energy_switch_ports_j",
+    "energy_nic_ports_j",
+    "link_saving_pct",
+    "slowdown_pct",
+    "run_cpu_s",
+]
+
+
+def fig2_kept(flow: pd.DataFrame, packet: pd.DataFrame, sources: tuple[str, str]) -> pd.DataFrame:
+    """The main job's runs on both models, checked: every run finished, each sweep on its model,
+    the same cells in both."""
+    frames = []
+    for df, source, net in ((flow, sources[0], "flow"), (packet, sources[1], "packet")):
+        missing = [c for c in FIG2_KEEP if c not in df.columns]
+        if missing:
+            raise TableError(f"{source}: not a `default` study dataset: no {', '.join(missing)}")
+        if set(df["network"]) != {net} or (df["status"] != "ok").any():
+            raise TableError(f"{source}: expected every run finished on the {net} model")
+        frames.append(df[FIG2_KEEP])
+    keys = ["machine.preset", "jobs[0]", "variant"]
+    if sorted(map(tuple, frames[0][keys].values)) != sorted(map(tuple, frames[1][keys].values)):
+        raise TableError(f"{sources[0]} and {sources[1]} do not hold the same runs")
+    return pd.concat(frames).drop(columns=["status"]).reset_index(drop=True)
+
+
+def fig2_table(df: pd.DataFrame) -> str:
+    """Per machine and benchmark: always-on run time, On/Off's link saving and slowdown, on each
+    model, and what the two runs cost on each."""
+    rows = [
+        "| machine | benchmark | run time always on, packet / flow | error "
+        "| link saving, packet / flow | slowdown, packet / flow | CPU time, packet / flow |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    keys = ["machine.preset", "jobs[0]"]
+    by = {k: g.set_index(["network", "variant"]) for k, g in df.groupby(keys)}
+    for machine, label in MACHINES.items():
+        for bench in BENCHMARKS:
+            g = by[(machine, bench)]
+            on_p, on_f = (g.loc[(n, "always_on"), "makespan_s"] for n in ("packet", "flow"))
+            eee_p, eee_f = g.loc[("packet", "eee")], g.loc[("flow", "eee")]
+            cpu_p, cpu_f = (g.loc[n, "run_cpu_s"].sum() for n in ("packet", "flow"))
+            rows.append(
+                f"| {label} | {bench} | {on_p:.3f} / {on_f:.3f} s "
+                f"| {fmt_pct(err_pct(on_f, on_p))} "
+                f"| {eee_p['link_saving_pct']:.1f} / {eee_f['link_saving_pct']:.1f} % "
+                f"| {eee_p['slowdown_pct']:.2f} / {eee_f['slowdown_pct']:.2f} % "
+                f"| {cpu_p:,.0f} / {cpu_f:,.1f} s |"
+            )
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[pd.DataFrame], str]] = {
     "summary": summary_table,
     "always-on": always_on_table,
@@ -202,15 +270,16 @@ def span(text: str, name: str) -> tuple[int, int]:
 
 def page_tables(text: str) -> dict[str, str]:
     out = {}
-    for name in TABLES:
+    for name in [*TABLES, "fig2-8192"]:
         a, b = span(text, name)
         out[name] = text[a:b].strip()
     return out
 
 
-def rendered(df: pd.DataFrame) -> dict[str, str]:
+def rendered(df: pd.DataFrame, fig2: pd.DataFrame) -> dict[str, str]:
+    """Every table of the page: the study's from `df`, the main job's from `fig2`."""
     pairs = paired(df)
-    return {name: draw(pairs) for name, draw in TABLES.items()}
+    return {**{name: draw(pairs) for name, draw in TABLES.items()}, "fig2-8192": fig2_table(fig2)}
 
 
 def with_tables(text: str, tables: dict[str, str]) -> str:
@@ -230,21 +299,31 @@ def load(path: Path) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--from", dest="source", type=Path, help="a `fast-mode` sweep's directory")
+    ap.add_argument(
+        "--fig2-from",
+        nargs=2,
+        type=Path,
+        metavar=("FLOW", "PACKET"),
+        help="the main job's sweep directories on flows and on packets",
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 if the page is not the dataset's")
     a = ap.parse_args(argv)
     try:
+        DATA.parent.mkdir(parents=True, exist_ok=True)
         if a.source is not None:
             sweep = a.source / "sweep.parquet"
-            df = kept(load(sweep), str(sweep))
-            DATA.parent.mkdir(parents=True, exist_ok=True)
-            df.to_parquet(DATA, index=False)
-        else:
-            df = load(DATA)
-        tables = rendered(df)
+            kept(load(sweep), str(sweep)).to_parquet(DATA, index=False)
+        if a.fig2_from is not None:
+            flow, packet = (d / "sweep.parquet" for d in a.fig2_from)
+            fig2 = fig2_kept(load(flow), load(packet), (str(flow), str(packet)))
+            fig2.to_parquet(FIG2_DATA, index=False)
+        tables = rendered(load(DATA), load(FIG2_DATA))
         text = PAGE.read_text(encoding="utf-8")
         if a.check:
             if page_tables(text) != tables:
-                print(f"{PAGE}: its tables are not those of {DATA}", file=sys.stderr)
+                print(
+                    f"{PAGE}: its tables are not those of {DATA} and {FIG2_DATA}", file=sys.stderr
+                )
                 return 1
             return 0
         PAGE.write_text(with_tables(text, tables), encoding="utf-8")

@@ -19,7 +19,8 @@ def script() -> ModuleType:
 def test_page_tables_are_the_committed_datasets() -> None:
     s = script()
     page = (ROOT / "docs" / "fast-mode.md").read_text(encoding="utf-8")
-    assert s.page_tables(page) == s.rendered(pd.read_parquet(s.DATA))
+    tables = s.rendered(pd.read_parquet(s.DATA), pd.read_parquet(s.FIG2_DATA))
+    assert s.page_tables(page) == tables
     assert s.main(["--check"]) == 0
 
 
@@ -55,7 +56,7 @@ def synthetic() -> pd.DataFrame:
 
 def test_figures_by_hand() -> None:
     s = script()
-    tables = s.rendered(s.kept(synthetic(), "synthetic"))
+    tables = s.rendered(s.kept(synthetic(), "synthetic"), fig2_synthetic())
     # Always on: makespan (2.1 - 2.0) / 2.0 = +5 %, link energy (39 - 40) / 40 = -2.5 %, whole
     # machine (139 - 140) / 140 = -0.714 %, CPU time 8 / 0.5 = 16x.
     assert tables["always-on"].splitlines()[2] == (
@@ -72,6 +73,62 @@ def test_figures_by_hand() -> None:
         "| always on | 1 | 5.00 % | 1 | 2.50 % | 1 | - | - |",
         "| EEE, T_s = 10 us | 1 | 0.00 % | 1 | 5.00 % | 0 | 6.00 pp | 0 |",
     ]
+
+
+def fig2_synthetic() -> pd.DataFrame:
+    """Both models' runs of every main-job cell: always-on 2.0 s on packets, 1.9 s on flows;
+    On/Off saves 20 % / 22 % of link energy and costs 1.5 % / 0.5 %; each run 30 s of CPU on
+    packets, 0.25 s on flows."""
+    rows = []
+    for machine in ("tracerp-fattree-288", "tracerp-torus-4x8x8", "tracerp-dragonfly-342"):
+        for bench in ("near_neighbor", "permutation", "stencil4d", "qbox", "a2a"):
+            for net, on_s, saving, slow, cpu in (
+                ("packet", 2.0, 20.0, 1.5, 30.0),
+                ("flow", 1.9, 22.0, 0.5, 0.25),
+            ):
+                for variant in ("eee", "always_on"):
+                    eee = variant == "eee"
+                    rows.append(
+                        {
+                            "variant": variant,
+                            "machine.preset": machine,
+                            "jobs[0]": bench,
+                            "network": net,
+                            "status": "ok",
+                            "makespan_s": on_s * (1 + slow / 100) if eee else on_s,
+                            "energy_switch_ports_j": 3.0,
+                            "energy_nic_ports_j": 1.0,
+                            "link_saving_pct": saving if eee else float("nan"),
+                            "slowdown_pct": slow if eee else float("nan"),
+                            "run_cpu_s": cpu,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_main_job_comparison_by_hand() -> None:
+    s = script()
+    df = fig2_synthetic()
+    kept = s.fig2_kept(df[df["network"] == "flow"], df[df["network"] == "packet"], ("f", "p"))
+    lines = s.fig2_table(kept).splitlines()
+    # (1.9 - 2.0) / 2.0 = -5 %; CPU time of the two runs: 60 s and 0.5 s.
+    assert lines[2] == (
+        "| fat-tree | near_neighbor | 2.000 / 1.900 s | -5.00 % | 20.0 / 22.0 % "
+        "| 1.50 / 0.50 % | 60 / 0.5 s |"
+    )
+    assert len(lines) == 2 + 15 and lines[-1].startswith("| dragonfly | a2a |")
+
+
+def test_main_job_comparison_refuses_mismatched_sweeps() -> None:
+    s = script()
+    df = fig2_synthetic()
+    flow, packet = df[df["network"] == "flow"], df[df["network"] == "packet"]
+    with pytest.raises(
+        s.TableError, match=r"flow\.parquet: expected every run finished on the flow"
+    ):
+        s.fig2_kept(packet, packet, ("flow.parquet", "p"))
+    with pytest.raises(s.TableError, match="do not hold the same runs"):
+        s.fig2_kept(flow.iloc[2:], packet.iloc[:-2], ("f", "p"))
 
 
 def test_an_unfinished_run_is_refused_by_name() -> None:

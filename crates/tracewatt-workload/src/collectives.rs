@@ -541,7 +541,11 @@ impl Expansion {
     pub fn with_node_ranks(mut self, node_ranks: u32) -> Self {
         let k = node_ranks as u64;
         if let Plan::AlltoallFullLane { node, block, .. } = &mut self.plan {
-            *node = if k >= 1 && self.n % k == 0 { k } else { 1 };
+            *node = if k >= 1 && self.n.is_multiple_of(k) {
+                k
+            } else {
+                1
+            };
             self.phases = full_lane_phases(self.n, *node, *block).1;
         }
         self

@@ -939,7 +939,11 @@ fn full_lane_alltoall_delivers_every_block_on_multi_rank_nodes() {
                 // Each rank receives, from the other nodes' ranks of its lane, those nodes'
                 // blocks for its whole node, and from each other rank of its node the blocks of
                 // every node's rank of that lane: (nodes - 1) k + (k - 1) nodes blocks.
-                let k = if n % node as u64 == 0 { node as u64 } else { 1 };
+                let k = if n.is_multiple_of(node as u64) {
+                    node as u64
+                } else {
+                    1
+                };
                 let nodes = n / k;
                 let want = ((nodes - 1) * k + (k - 1) * nodes) * bytes;
                 assert!(

@@ -67,7 +67,7 @@ fn node_blocks(members: &[Rank], rank_node: &[u32]) -> u32 {
         .iter()
         .take_while(|&&m| rank_node[m as usize] == rank_node[first as usize])
         .count();
-    if members.len() % k != 0 {
+    if !members.len().is_multiple_of(k) {
         return 1;
     }
     let mut seen = std::collections::BTreeSet::new();
