@@ -656,3 +656,54 @@ fn a_nonblocking_collective_overlaps_compute_until_its_wait() {
     assert_eq!(span(&c, overlapped(5_000_000)), 6_000_000);
     assert_eq!(span(&c, overlapped(500_000)), 2_300_000);
 }
+
+#[test]
+fn full_lane_alltoall_follows_the_ranks_per_node() {
+    // 6 ranks on 3 nodes of one switch, blocks of 1,000 B. Two ranks per node in order
+    // (linear): each rank sends the other 2 nodes one message of 2 blocks and its node's other
+    // rank one of 3 blocks (one from each node's rank of its lane): 6 x 3 = 18 messages,
+    // 6 x (2 x 2,000 + 3,000) = 42,000 B, and the 12 between nodes one packet each. Round robin
+    // puts consecutive ranks on different nodes: no lanes, a flat alltoall of 30 blocks, 24 of
+    // them between nodes.
+    for (mapping, messages, bytes, packets) in
+        [("linear", 18, 42_000, 12), ("round_robin", 30, 30_000, 24)]
+    {
+        let text = format!(
+            r#"
+seed = 1
+[machine]
+ranks_per_node = 2
+packet_bytes = 4096
+[machine.topology]
+kind = "single_switch"
+nodes = 3
+[machine.links]
+bandwidth_gbps = 10.0
+[[jobs]]
+ranks = 6
+mapping = "{mapping}"
+[jobs.workload]
+kind = "a2a"
+bytes = 1000
+algo = "full_lane"
+"#
+        );
+        let c = Config::parse(&text, Format::Toml, "lanes.toml").unwrap_or_else(|e| panic!("{e}"));
+        let r = simulate(&c, "lanes.toml", &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            r.summary["messages"]["count"].as_u64(),
+            Some(messages),
+            "{mapping}"
+        );
+        assert_eq!(
+            r.summary["messages"]["bytes"].as_u64(),
+            Some(bytes),
+            "{mapping}"
+        );
+        assert_eq!(
+            r.summary["network"]["packets"].as_u64(),
+            Some(packets),
+            "{mapping}"
+        );
+    }
+}
