@@ -487,7 +487,8 @@ impl FlowFabric {
     fn nic_started<S: Schedule<FlowEvent>>(&mut self, flow: u32, start: Ps, q: &mut S) {
         let f = &mut self.flows[flow];
         let ahead = u64::from(self.params.buffer_bytes);
-        let free_at = if f.bytes <= ahead {
+        // A short message crosses the injection channel at its rate, whatever its size.
+        let free_at = if f.short || f.bytes <= ahead {
             let inj = self.topo.node_injection[f.src as usize];
             start
                 + tracewatt_core::time::serialization_ps(f.bytes, self.ch[inj as usize].bits_per_s)
