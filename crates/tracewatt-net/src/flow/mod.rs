@@ -24,10 +24,11 @@
 //! messages, small sends, the pieces of collectives) is the exception: sharing bandwidth would
 //! cost two rate updates for a short transfer, and its packets go back to back through buffers
 //! with room for them. It crosses each channel whole at the channel's rate, starting when its
-//! head gets there or when the short messages before it there are through, whichever is later
-//! (a first-in first-out output port without buffer limits), and is delivered as a lone
-//! message would be from its start on the last channel. It takes nothing from the flows that
-//! share the channel, and they do not delay it.
+//! head gets there, when the short messages before it there are through, and when the next
+//! switch's input buffer has room for it, whichever is latest (a first-in first-out output port
+//! with credit flow control, see [`Buf`]), and is delivered as a lone message would be from its
+//! start on the last channel. It takes nothing from the flows that share the channel, and they
+//! do not delay it.
 //!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
 //! the end of its transfer), or a short message crosses it: one busy stretch per such
@@ -39,9 +40,10 @@
 //! instant, so a power model that pairs the two directions sees that direction busy.
 //!
 //! What a flow cannot represent, and so what this model leaves out: finite input buffers, credits
-//! and back-pressure (a flow is never held by a full buffer; `buffer_bytes` and `credits` are
-//! ignored, and the time of a message alone is the packet model's only when its buffers cover
-//! the credit round trip); the order in which packets of different messages interleave on a
+//! and back-pressure for flows that share bandwidth (such a flow is never held by a full buffer,
+//! and the time of a message alone is the packet model's only when its buffers cover the credit
+//! round trip; `credits` is ignored, and short messages' space comes back a link latency after
+//! it frees, as with out-of-band credits); the order in which packets of different messages interleave on a
 //! switch's link (flows share it evenly; a NIC, as the packet model's, sends its messages one
 //! after another, see [`Nic`]);
 //! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
@@ -404,11 +406,11 @@ impl FlowFabric {
     }
 
     /// The size up to which a message is short, not a flow that shares bandwidth: one packet, or
-    /// half a switch's input buffer if that is more. Such a message leaves room behind it in the
-    /// buffers it crosses, so it moves as the packet model's packets do while buffers do not
-    /// fill: back to back, at each link's rate, one message after another. Larger messages fill
-    /// buffers and feel the back-pressure of congestion, which sharing bandwidth approximates
-    /// better. (The half is an assumption, measured in docs/fast-mode.md.)
+    /// half a switch's input buffer if that is more. Such a message moves as the packet model's
+    /// packets do: back to back, at each link's rate, one message after another, each once the
+    /// next switch's buffer has room for it ([`Buf`]). Larger messages are flows that share
+    /// bandwidth, which approximates how they fill buffers better. (The half is an assumption,
+    /// measured in docs/fast-mode.md.)
     pub fn short_bytes(&self) -> u64 {
         u64::from(self.params.packet_bytes.max(self.params.buffer_bytes / 2))
     }

@@ -1,6 +1,7 @@
 //! The flow model: max-min shares worked out by hand, a lone message's time against the packet
-//! model itself, wakes along the path, the busy stretches power sees, determinism, and the
-//! max-min optimality conditions under random traffic.
+//! model itself, short messages held back by full input buffers, wakes along the path, the busy
+//! stretches power sees, determinism, and the max-min optimality conditions under random
+//! traffic.
 
 use crate::common::{dragonfly, fat_tree, torus, with_ft};
 use proptest::prelude::*;
@@ -819,14 +820,15 @@ fn a_full_input_buffer_holds_back_the_nics_that_feed_it() {
     //   behind 0b): node 0's link 3,250-4,250, node 3's link 3,400-4,400, delivered 4,500.
     //
     // Without the buffer limit node 0 would send back to back (0-1,000, 1,000-2,000,
-    // 2,000-3,000) and 0c would be delivered at 2,000 + 150 + 1,000 + 100 = 3,250.
+    // 2,000-3,000) and 0c would be delivered at 2,000 + 150 + 1,000 + 100 = 3,250. The packet
+    // model, one packet per message, delivers each at the same time.
     let (spec, topo) = single_switch(4, GBPS_8);
     let (inj0, inj1) = (topo.node_injection[0], topo.node_injection[1]);
     let p = FabricParams {
         buffer_bytes: 1_000,
         ..params(1000, Switching::CutThrough)
     };
-    let mut f = flow_fabric(&spec, topo, p);
+    let mut f = flow_fabric(&spec, topo.clone(), p);
     let mut obs = Recorder::default();
     let sends = [
         (0, 0, 2, 1_000, false),
@@ -838,6 +840,8 @@ fn a_full_input_buffer_holds_back_the_nics_that_feed_it() {
     let n = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
     let times: Vec<Ps> = (0..5).map(|t| delivered(&n, t) / NS).collect();
     assert_eq!(times, [1_250, 2_250, 3_250, 4_250, 4_500]);
+    let packet: Vec<Ps> = packet_deliveries(topo, p, &sends);
+    assert_eq!(packet.iter().map(|t| t / NS).collect::<Vec<_>>(), times);
     let ns = |v: Vec<(Ps, Ps, u32)>| -> Vec<(Ps, Ps)> {
         v.into_iter().map(|(a, b, _)| (a / NS, b / NS)).collect()
     };
@@ -871,4 +875,65 @@ fn a_message_larger_than_the_input_buffer_passes_once_the_buffer_is_empty() {
     let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
     assert_eq!(delivered(&n, 0), 1_400 * NS);
     assert_eq!(delivered(&n, 1), 2_650 * NS);
+}
+
+#[test]
+fn full_buffers_around_a_torus_ring_do_not_deadlock() {
+    // A ring of four switches, one node each, buffers of one packet: every node sends eight
+    // one-packet messages two switches on, all at t = 0, so the switch-to-switch buffers fill
+    // and wait on one another around the ring. The dateline's second virtual channel breaks the
+    // cycle, as in the packet model: every message is delivered, each when the packet model
+    // delivers it (one packet per message, so the two models move the same units).
+    let spec = torus(&[4], 1);
+    let topo = topo_with(&spec, &uniform(GBPS_8));
+    let p = FabricParams {
+        buffer_bytes: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let sends: Vec<Send> = (0..8)
+        .flat_map(|_| (0..4).map(|i| (0, i, (i + 2) % 4, 1_000, false)))
+        .collect();
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    let times: Vec<Ps> = (0..sends.len() as u32).map(|t| delivered(&n, t)).collect();
+    assert_eq!(f.flows_in_flight(), 0);
+    assert_eq!(times, packet_deliveries(topo, p, &sends));
+}
+
+/// Delivery times of `sends` in the packet model, by token.
+fn packet_deliveries(topo: Topology, p: FabricParams, sends: &[Send]) -> Vec<Ps> {
+    let router = make_router(&RoutingSpec::default(), &topo).expect("router");
+    let mut fab = Fabric::new(topo, router, p);
+    let mut q = EventQueue::new();
+    for (i, s) in sends.iter().enumerate() {
+        q.push(s.0, Ev::Send(i as u32));
+    }
+    let mut rng = Rng::new(7);
+    let mut obs = Recorder::default();
+    let mut out = vec![Ps::MAX; sends.len()];
+    while let Some((now, ev)) = q.pop() {
+        match ev {
+            Ev::Send(i) => {
+                let (_, src, dst, bytes, notify) = sends[i as usize];
+                fab.send(
+                    now,
+                    i,
+                    (src, dst),
+                    bytes,
+                    false,
+                    notify,
+                    &mut Q(&mut q),
+                    &mut obs,
+                );
+            }
+            Ev::Packet(e) => fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
+            Ev::Flow(_) => unreachable!(),
+        }
+        for n in fab.drain_notices() {
+            if let Notice::Delivered { token } = n {
+                out[token as usize] = now;
+            }
+        }
+    }
+    out
 }
