@@ -241,6 +241,8 @@ pub struct FlowFabric {
     vcs: usize,
     /// Input buffers, `channel * vcs + vc`; only those of channels into a switch are used.
     bufs: Vec<Buf>,
+    /// Scratch: the space of a buffer's packets as it comes back, with when.
+    steps: Vec<(Ps, u64)>,
 }
 
 /// A switch's input buffer for one virtual channel of one channel, as short messages use it.
@@ -264,28 +266,13 @@ struct Buf {
 }
 
 /// A message's space in a buffer coming back to the sender as its packets leave: its first
-/// packet's at `from`, the rest evenly until `to`, when all of its `bytes` are back.
+/// packet's at `from`, the others evenly spaced until `to`, when all of its `bytes` are back.
 #[derive(Debug, Clone, Copy)]
 struct Back {
     from: Ps,
     to: Ps,
     first: u64,
     bytes: u64,
-}
-
-impl Back {
-    /// The bytes back at `t`.
-    fn returned(&self, t: Ps) -> u64 {
-        if t >= self.to {
-            self.bytes
-        } else if t < self.from {
-            0
-        } else {
-            let rest = u128::from(self.bytes - self.first) * u128::from(t - self.from)
-                / u128::from(self.to - self.from);
-            self.first + rest as u64
-        }
-    }
 }
 
 /// A node's NIC. It sends one message at a time, in order, as the packet model's does; the next
@@ -352,6 +339,7 @@ impl FlowFabric {
             nics: vec![Nic::default(); nodes],
             vcs,
             bufs,
+            steps: Vec::new(),
         }
     }
 
@@ -615,29 +603,35 @@ impl FlowFabric {
         if used <= all_left {
             return Some(now);
         }
-        let back = &buf.back;
-        let returned = |t: Ps| back.iter().map(|r| r.returned(t)).sum::<u64>();
-        let last = back.iter().map(|r| r.to).max()?;
-        // The earliest instant from `now` at which no more than `left` is taken: the space
-        // returned only grows with time.
-        let earliest = |left: u64| -> Option<Ps> {
-            let goal = used - left.min(used);
-            if returned(last) < goal {
-                return None;
+        // Every packet's space as it comes back, in order.
+        let steps = &mut self.steps;
+        steps.clear();
+        let packet = u64::from(self.params.packet_bytes);
+        for r in &buf.back {
+            steps.push((r.from, r.first));
+            let n = (r.bytes - r.first).div_ceil(packet);
+            for k in 1..=n {
+                let span = u128::from(r.to - r.from) * u128::from(k) / u128::from(n);
+                steps.push((
+                    r.from + span as Ps,
+                    packet.min(r.bytes - r.first - (k - 1) * packet),
+                ));
             }
-            let (mut lo, mut hi) = (now, last);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if returned(mid) >= goal {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
+        }
+        steps.sort_unstable();
+        let mut first_at = (used <= first_left).then_some(now);
+        let mut all_at = None;
+        for &(t, by) in steps.iter() {
+            used -= by;
+            if first_at.is_none() && used <= first_left {
+                first_at = Some(t.max(now));
             }
-            Some(lo)
-        };
-        let first_at = earliest(first_left)?;
-        let all_at = earliest(all_left)?;
+            if used <= all_left {
+                all_at = Some(t.max(now));
+                break;
+            }
+        }
+        let (first_at, all_at) = (first_at?, all_at?);
         let bps = self.ch[b / self.vcs].bits_per_s;
         let lead = tracewatt_core::time::serialization_ps(bytes - first, bps);
         Some(first_at.max(all_at.saturating_sub(lead)))
@@ -892,7 +886,7 @@ impl FlowFabric {
             (f.bytes, f.route.vc, f.buf, f.tail_out)
         };
         let c = &self.ch[ch as usize];
-        if held != NIL {
+        if held != NIL && bytes > 0 {
             let b = held as usize;
             let first = bytes.min(u64::from(self.params.packet_bytes));
             let lat = self.ch[b / self.vcs].latency_ps;
