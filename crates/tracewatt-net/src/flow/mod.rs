@@ -553,8 +553,12 @@ impl FlowFabric {
         if f.short && !c.to_node {
             let b = ch as usize * self.vcs + usize::from(f.route.vc);
             let at = now.max(c.reported);
-            if !self.bufs[b].waiting.is_empty() || self.room_at(b, flow, now).is_none_or(|t| t > at)
-            {
+            let room = if self.bufs[b].waiting.is_empty() {
+                self.room_at(b, flow, now)
+            } else {
+                None
+            };
+            if room.is_none_or(|t| t > at) {
                 let f = &mut self.flows[flow];
                 f.wait_buf = b as u32;
                 // A control message goes ahead of the NIC's messages waiting to start, as the
@@ -569,8 +573,11 @@ impl FlowFabric {
                 } else {
                     waiting.len()
                 };
+                let alone = waiting.is_empty();
                 waiting.insert(at, flow);
-                if at == 0 {
+                if alone {
+                    self.wake(flow, room, q);
+                } else if at == 0 {
                     self.wake_when_room(b, now, q);
                 }
                 return None;
@@ -587,7 +594,13 @@ impl FlowFabric {
         let cap = u64::from(self.params.buffer_bytes);
         let bytes = self.flows[flow].bytes;
         let first = bytes.min(u64::from(self.params.packet_bytes));
+        // Room for `need` bytes: at most `cap - need` taken, or none at all for a message larger
+        // than the buffer.
+        let (first_left, all_left) = (cap.saturating_sub(first), cap.saturating_sub(bytes));
         let buf = &mut self.bufs[b];
+        if buf.used <= all_left {
+            return Some(now);
+        }
         let mut used = buf.used;
         buf.back.retain(|r| {
             let gone = r.to <= now;
@@ -597,9 +610,6 @@ impl FlowFabric {
             !gone
         });
         buf.used = used;
-        // Room for `need` bytes: at most `cap - need` taken, or none at all for a message larger
-        // than the buffer.
-        let (first_left, all_left) = (cap.saturating_sub(first), cap.saturating_sub(bytes));
         if used <= all_left {
             return Some(now);
         }
@@ -611,9 +621,10 @@ impl FlowFabric {
             steps.push((r.from, r.first));
             let n = (r.bytes - r.first).div_ceil(packet);
             for k in 1..=n {
-                let span = u128::from(r.to - r.from) * u128::from(k) / u128::from(n);
+                // A message's span is its serialisation: far from overflowing.
+                let span = (r.to - r.from) * k / n;
                 steps.push((
-                    r.from + span as Ps,
+                    r.from + span,
                     packet.min(r.bytes - r.first - (k - 1) * packet),
                 ));
             }
@@ -644,11 +655,15 @@ impl FlowFabric {
         let Some(&flow) = self.bufs[b].waiting.front() else {
             return;
         };
-        let Some(at) = self.room_at(b, flow, now) else {
-            return;
-        };
+        let room = self.room_at(b, flow, now);
+        self.wake(flow, room, q);
+    }
+
+    /// Books a `Room` event for `flow`, first in line at a buffer, at `room` (its `room_at`),
+    /// unless one sooner is booked.
+    fn wake<S: Schedule<FlowEvent>>(&mut self, flow: u32, room: Option<Ps>, q: &mut S) {
         let f = &mut self.flows[flow];
-        if at < f.wake_at {
+        if let Some(at) = room.filter(|&at| at < f.wake_at) {
             f.wake_at = at;
             q.schedule(at, FlowEvent::Room { flow });
         }
@@ -665,8 +680,9 @@ impl FlowFabric {
         let ch = (b / self.vcs) as ChannelId;
         while let Some(&flow) = self.bufs[b].waiting.front() {
             let at = now.max(self.ch[ch as usize].reported);
-            if self.room_at(b, flow, now).is_none_or(|t| t > at) {
-                self.wake_when_room(b, now, q);
+            let room = self.room_at(b, flow, now);
+            if room.is_none_or(|t| t > at) {
+                self.wake(flow, room, q);
                 return;
             }
             self.bufs[b].waiting.pop_front();
