@@ -42,17 +42,16 @@
 //! What a flow cannot represent, and so what this model leaves out: finite input buffers, credits
 //! and back-pressure for flows that share bandwidth (such a flow is never held by a full buffer,
 //! and the time of a message alone is the packet model's only when its buffers cover the credit
-//! round trip; `credits` is ignored, and short messages' space comes back a link latency after
-//! it frees, as with out-of-band credits); the order in which packets of different messages interleave on a
-//! switch's link (flows share it evenly; a NIC, as the packet model's, sends its messages one
-//! after another, see [`Nic`]);
-//! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
-//! transfer, and cannot sleep between packets); and link-level control frames. `packet_bytes` and
-//! `switching` matter only through the residue, `switch_latency_ps` through the head. There are
-//! no packets: an observer counting `on_transmit` calls counts pieces of busy stretches (one per
-//! flow per channel), and [`LinkObserver::on_packet`] is called once per channel of a flow's path
-//! (the flow's slot as the packet, its first channel as the first hop) when its transfer ends,
-//! after every piece of it has been reported.
+//! round trip; `credits` is ignored, and short messages' space comes back a link latency after it
+//! frees, as with out-of-band credits); the order in which packets of different messages interleave
+//! on a switch's link (flows share it evenly; a NIC, as the packet model's, sends its messages one
+//! after another, see [`Nic`]); per-packet gaps on links faster than the path's bottleneck (such a
+//! link is busy for the whole transfer, and cannot sleep between packets); and link-level control
+//! frames. `packet_bytes` and `switching` matter only through the residue (and `packet_bytes`
+//! through the short messages' buffers, [`Buf`]), `switch_latency_ps` through the head. There are no packets: an observer counting `on_transmit` calls counts pieces
+//! of busy stretches (one per flow per channel), and [`LinkObserver::on_packet`] is called once per
+//! channel of a flow's path (the flow's slot as the packet, its first channel as the first hop)
+//! when its transfer ends, after every piece of it has been reported.
 
 mod share;
 mod timing;
