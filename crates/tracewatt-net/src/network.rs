@@ -187,7 +187,9 @@ impl Network for FlowFabric {
             FlowEvent::Head { flow } => (0, flow),
             FlowEvent::Done { flow } => (1, flow),
             FlowEvent::Deliver { flow } => (2, flow),
-            FlowEvent::Update => (3, 0),
+            // Kind 3 carries both: an update needs no flow, so it takes the one value no flow has.
+            FlowEvent::Room { flow } => (3, flow),
+            FlowEvent::Update => (3, u32::MAX),
         }
     }
 
@@ -197,7 +199,8 @@ impl Network for FlowFabric {
             0 => FlowEvent::Head { flow: arg },
             1 => FlowEvent::Done { flow: arg },
             2 => FlowEvent::Deliver { flow: arg },
-            _ => FlowEvent::Update,
+            _ if arg == u32::MAX => FlowEvent::Update,
+            _ => FlowEvent::Room { flow: arg },
         }
     }
 

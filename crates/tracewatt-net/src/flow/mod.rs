@@ -24,10 +24,11 @@
 //! messages, small sends, the pieces of collectives) is the exception: sharing bandwidth would
 //! cost two rate updates for a short transfer, and its packets go back to back through buffers
 //! with room for them. It crosses each channel whole at the channel's rate, starting when its
-//! head gets there or when the short messages before it there are through, whichever is later
-//! (a first-in first-out output port without buffer limits), and is delivered as a lone
-//! message would be from its start on the last channel. It takes nothing from the flows that
-//! share the channel, and they do not delay it.
+//! head gets there, when the short messages before it there are through, and when the next
+//! switch's input buffer has room for it, whichever is latest (a first-in first-out output port
+//! with credit flow control, see [`Buf`]), and is delivered as a lone message would be from its
+//! start on the last channel. It takes nothing from the flows that share the channel, and they
+//! do not delay it.
 //!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
 //! the end of its transfer), or a short message crosses it: one busy stretch per such
@@ -39,18 +40,18 @@
 //! instant, so a power model that pairs the two directions sees that direction busy.
 //!
 //! What a flow cannot represent, and so what this model leaves out: finite input buffers, credits
-//! and back-pressure (a flow is never held by a full buffer; `buffer_bytes` and `credits` are
-//! ignored, and the time of a message alone is the packet model's only when its buffers cover
-//! the credit round trip); the order in which packets of different messages interleave on a
-//! switch's link (flows share it evenly; a NIC, as the packet model's, sends its messages one
-//! after another, see [`Nic`]);
-//! per-packet gaps on links faster than the path's bottleneck (such a link is busy for the whole
-//! transfer, and cannot sleep between packets); and link-level control frames. `packet_bytes` and
-//! `switching` matter only through the residue, `switch_latency_ps` through the head. There are
-//! no packets: an observer counting `on_transmit` calls counts pieces of busy stretches (one per
-//! flow per channel), and [`LinkObserver::on_packet`] is called once per channel of a flow's path
-//! (the flow's slot as the packet, its first channel as the first hop) when its transfer ends,
-//! after every piece of it has been reported.
+//! and back-pressure for flows that share bandwidth (such a flow is never held by a full buffer,
+//! and the time of a message alone is the packet model's only when its buffers cover the credit
+//! round trip; `credits` is ignored, and short messages' space comes back a link latency after it
+//! frees, as with out-of-band credits); the order in which packets of different messages interleave
+//! on a switch's link (flows share it evenly; a NIC, as the packet model's, sends its messages one
+//! after another, see [`Nic`]); per-packet gaps on links faster than the path's bottleneck (such a
+//! link is busy for the whole transfer, and cannot sleep between packets); and link-level control
+//! frames. `packet_bytes` and `switching` matter only through the residue (and `packet_bytes`
+//! through the short messages' buffers, [`Buf`]), `switch_latency_ps` through the head. There are no packets: an observer counting `on_transmit` calls counts pieces
+//! of busy stretches (one per flow per channel), and [`LinkObserver::on_packet`] is called once per
+//! channel of a flow's path (the flow's slot as the packet, its first channel as the first hop)
+//! when its transfer ends, after every piece of it has been reported.
 
 mod share;
 mod timing;
@@ -75,6 +76,9 @@ pub enum FlowEvent {
     Done { flow: u32 },
     /// The flow's tail reaches its destination node: it is delivered.
     Deliver { flow: u32 },
+    /// The short message may find room in the input buffer it waits for (see [`Buf`]). A message
+    /// keeps one such event in force (`Flow::wake_at`); any other is stale and ignored.
+    Room { flow: u32 },
     /// Rates are recomputed for the flows that started or ended at this instant, all at once.
     Update,
 }
@@ -109,8 +113,19 @@ struct Flow {
     bytes: u64,
     /// A short message (see [`FlowFabric::short_bytes`]) does not share bandwidth: it crosses
     /// each link whole at the link's rate, after the short messages the link is still sending,
-    /// as the packet model's packets do while buffers do not fill (see `claim`).
+    /// and only once the next switch's input buffer has room for it (see `claim` and [`Buf`]).
     short: bool,
+    /// The NIC's current message: its start on the injection channel frees the NIC (see [`Nic`]).
+    from_nic: bool,
+    /// The input buffer a short message is in (`channel * vcs + vc`), or `NIL`.
+    buf: u32,
+    /// The earliest its tail can leave that buffer's switch: the tail's arrival plus the switch
+    /// latency.
+    tail_out: Ps,
+    /// The input buffer a short message waits to enter, or `NIL`.
+    wait_buf: u32,
+    /// The time of the `Room` event in force while it waits (`NEVER` if none).
+    wake_at: Ps,
     notify_injected: bool,
     route: RouteState,
     path: Vec<Hop>,
@@ -221,6 +236,42 @@ pub struct FlowFabric {
     update_at: Ps,
     solver: share::Scratch,
     nics: Vec<Nic>,
+    /// Virtual channels per channel (the router's).
+    vcs: usize,
+    /// Input buffers, `channel * vcs + vc`; only those of channels into a switch are used.
+    bufs: Vec<Buf>,
+    /// Scratch: the space of a buffer's packets as it comes back, with when.
+    steps: Vec<(Ps, u64)>,
+}
+
+/// A switch's input buffer for one virtual channel of one channel, as short messages use it.
+/// A short message takes `bytes` of it from when it starts on the channel until its tail has left
+/// the switch on the next channel; the space is back at the sender a link latency later, as the
+/// packet model's credits are. It may start on the channel only when the buffer has room for it
+/// (or, larger than the buffer, when the buffer is empty); until then it waits in `waiting`, and
+/// with it every message after it for that virtual channel, and the NIC or the input buffer it
+/// is in stays held: full buffers push back hop by hop to the source NIC. Channels into a node
+/// have no such buffer (a NIC takes what arrives at line rate), so every wait ends once the
+/// messages ahead move on, as routing's channel dependencies have no cycle. Flows that share
+/// bandwidth neither take space nor wait: sharing already slows them where links are contended.
+#[derive(Debug, Clone, Default)]
+struct Buf {
+    /// Bytes taken, including those whose return is known but not yet due.
+    used: u64,
+    /// The space of the messages that have moved on, coming back to the sender.
+    back: Vec<Back>,
+    /// Short messages waiting to start on the channel, in order.
+    waiting: std::collections::VecDeque<u32>,
+}
+
+/// A message's space in a buffer coming back to the sender as its packets leave: its first
+/// packet's at `from`, the others evenly spaced until `to`, when all of its `bytes` are back.
+#[derive(Debug, Clone, Copy)]
+struct Back {
+    from: Ps,
+    to: Ps,
+    first: u64,
+    bytes: u64,
 }
 
 /// A node's NIC. It sends one message at a time, in order, as the packet model's does; the next
@@ -256,6 +307,8 @@ impl QueueView for Remaining<'_> {
 impl FlowFabric {
     pub fn new(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
         let nodes = topo.node_injection.len();
+        let vcs = usize::from(router.num_vcs().max(1));
+        let bufs = vec![Buf::default(); topo.channels.len() * vcs];
         let ch = topo
             .channels
             .iter()
@@ -283,6 +336,9 @@ impl FlowFabric {
             update_at: NEVER,
             solver: share::Scratch::default(),
             nics: vec![Nic::default(); nodes],
+            vcs,
+            bufs,
+            steps: Vec::new(),
         }
     }
 
@@ -337,11 +393,11 @@ impl FlowFabric {
     }
 
     /// The size up to which a message is short, not a flow that shares bandwidth: one packet, or
-    /// half a switch's input buffer if that is more. Such a message leaves room behind it in the
-    /// buffers it crosses, so it moves as the packet model's packets do while buffers do not
-    /// fill: back to back, at each link's rate, one message after another. Larger messages fill
-    /// buffers and feel the back-pressure of congestion, which sharing bandwidth approximates
-    /// better. (The half is an assumption, measured in docs/fast-mode.md.)
+    /// half a switch's input buffer if that is more. Such a message moves as the packet model's
+    /// packets do: back to back, at each link's rate, one message after another, each once the
+    /// next switch's buffer has room for it ([`Buf`]). Larger messages are flows that share
+    /// bandwidth, which approximates how they fill buffers better. (The half is an assumption,
+    /// measured in docs/fast-mode.md.)
     pub fn short_bytes(&self) -> u64 {
         u64::from(self.params.packet_bytes.max(self.params.buffer_bytes / 2))
     }
@@ -377,6 +433,9 @@ impl FlowFabric {
             at: NIL,
             rem: i128::from(bytes) * WORK_PER_BYTE,
             short: bytes <= self.short_bytes(),
+            buf: NIL,
+            wait_buf: NIL,
+            wake_at: NEVER,
             due: NEVER,
             alarm: NEVER,
             bottleneck: NIL,
@@ -405,10 +464,20 @@ impl FlowFabric {
         q: &mut S,
         obs: &mut O,
     ) {
-        let start = self.start_head(flow, now, q, obs);
+        let src = self.flows[flow].src;
+        self.flows[flow].from_nic = true;
+        // Until its head starts on the injection channel (it may wait for room downstream).
+        self.nics[src as usize].free_at = NEVER;
+        self.start_head(flow, now, q, obs);
+    }
+
+    /// The NIC's current message `flow` started on the injection channel at `start`: books when
+    /// the NIC is free again, and when the next message waiting there is to start.
+    fn nic_started<S: Schedule<FlowEvent>>(&mut self, flow: u32, start: Ps, q: &mut S) {
         let f = &mut self.flows[flow];
         let ahead = u64::from(self.params.buffer_bytes);
-        let free_at = if f.bytes <= ahead {
+        // A short message crosses the injection channel at its rate, whatever its size.
+        let free_at = if f.short || f.bytes <= ahead {
             let inj = self.topo.node_injection[f.src as usize];
             start
                 + tracewatt_core::time::serialization_ps(f.bytes, self.ch[inj as usize].bits_per_s)
@@ -416,7 +485,13 @@ impl FlowFabric {
             f.due_rem = i128::from(ahead) * WORK_PER_BYTE;
             NEVER
         };
-        self.nics[f.src as usize].free_at = free_at;
+        let nic = &mut self.nics[f.src as usize];
+        nic.free_at = free_at;
+        if let Some(&after) = nic.queue.front() {
+            if free_at != NEVER {
+                q.schedule(free_at, FlowEvent::Head { flow: after });
+            }
+        }
     }
 
     /// The NIC of `node` has sent its message at `now`: it starts the next one waiting, if any.
@@ -433,27 +508,189 @@ impl FlowFabric {
             return;
         };
         self.nic_start(next, now, q, obs);
-        let nic = &self.nics[node as usize];
-        if let Some(&after) = nic.queue.front() {
-            if nic.free_at != NEVER {
-                q.schedule(nic.free_at, FlowEvent::Head { flow: after });
-            }
-        }
     }
 
-    /// `flow`'s head claims its injection channel at `now`; returns when it starts on it.
+    /// `flow`'s head claims its injection channel at `now`, or waits for room behind it.
     fn start_head<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
         flow: u32,
         now: Ps,
         q: &mut S,
         obs: &mut O,
-    ) -> Ps {
+    ) {
         let inj = self.topo.node_injection[self.flows[flow].src as usize];
-        let start = self.claim(flow, inj, now, obs);
-        self.flows[flow].born = start;
-        self.advance_head(flow, inj, start, q);
-        start
+        if let Some(start) = self.enter(flow, inj, now, q, obs) {
+            self.started(flow, inj, start, q);
+        }
+    }
+
+    /// The head of `flow` started on `ch`, a channel into a switch, at `start`.
+    fn started<S: Schedule<FlowEvent>>(&mut self, flow: u32, ch: ChannelId, start: Ps, q: &mut S) {
+        let f = &mut self.flows[flow];
+        if f.path.len() == 1 {
+            f.born = start;
+            if f.from_nic {
+                self.nic_started(flow, start, q);
+            }
+        }
+        self.advance_head(flow, ch, start, q);
+    }
+
+    /// The head of `flow` is ready to take `ch` at `now`. A short message into a switch takes it
+    /// only if the switch's input buffer has room for it and no message waits there before it
+    /// ([`Buf`]); otherwise it waits, and `None` is returned. Returns when the head starts on it.
+    fn enter<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        ch: ChannelId,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) -> Option<Ps> {
+        let c = &self.ch[ch as usize];
+        let f = &self.flows[flow];
+        if f.short && !c.to_node {
+            let b = ch as usize * self.vcs + usize::from(f.route.vc);
+            let at = now.max(c.reported);
+            let room = if self.bufs[b].waiting.is_empty() {
+                self.room_at(b, flow, now)
+            } else {
+                None
+            };
+            if room.is_none_or(|t| t > at) {
+                let f = &mut self.flows[flow];
+                f.wait_buf = b as u32;
+                // A control message goes ahead of the NIC's messages waiting to start, as the
+                // packet model's NIC queues it ahead of them.
+                let waiting = &mut self.bufs[b].waiting;
+                let at = if f.path.is_empty() && !f.from_nic {
+                    let flows = &self.flows;
+                    waiting
+                        .iter()
+                        .position(|&w| flows[w].from_nic)
+                        .unwrap_or(waiting.len())
+                } else {
+                    waiting.len()
+                };
+                let alone = waiting.is_empty();
+                waiting.insert(at, flow);
+                if alone {
+                    self.wake(flow, room, q);
+                } else if at == 0 {
+                    self.wake_when_room(b, now, q);
+                }
+                return None;
+            }
+        }
+        Some(self.claim(flow, ch, now, q, obs))
+    }
+
+    /// The earliest start on buffer `b`'s channel at which `b` has room for short message `flow`,
+    /// from the space known to come back: room for its first packet as it starts, and for all of
+    /// it by the time its last packet starts, as the packet model's credits let its packets go
+    /// one by one. `None` while that needs messages still to move on.
+    fn room_at(&mut self, b: usize, flow: u32, now: Ps) -> Option<Ps> {
+        let cap = u64::from(self.params.buffer_bytes);
+        let bytes = self.flows[flow].bytes;
+        let first = bytes.min(u64::from(self.params.packet_bytes));
+        // Room for `need` bytes: at most `cap - need` taken, or none at all for a message larger
+        // than the buffer.
+        let (first_left, all_left) = (cap.saturating_sub(first), cap.saturating_sub(bytes));
+        let buf = &mut self.bufs[b];
+        if buf.used <= all_left {
+            return Some(now);
+        }
+        let mut used = buf.used;
+        buf.back.retain(|r| {
+            let gone = r.to <= now;
+            if gone {
+                used -= r.bytes;
+            }
+            !gone
+        });
+        buf.used = used;
+        if used <= all_left {
+            return Some(now);
+        }
+        // Every packet's space as it comes back, in order.
+        let steps = &mut self.steps;
+        steps.clear();
+        let packet = u64::from(self.params.packet_bytes);
+        for r in &buf.back {
+            steps.push((r.from, r.first));
+            let n = (r.bytes - r.first).div_ceil(packet);
+            for k in 1..=n {
+                // A message's span is its serialisation: far from overflowing.
+                let span = (r.to - r.from) * k / n;
+                steps.push((
+                    r.from + span,
+                    packet.min(r.bytes - r.first - (k - 1) * packet),
+                ));
+            }
+        }
+        steps.sort_unstable();
+        let mut first_at = (used <= first_left).then_some(now);
+        let mut all_at = None;
+        for &(t, by) in steps.iter() {
+            used -= by;
+            if first_at.is_none() && used <= first_left {
+                first_at = Some(t.max(now));
+            }
+            if used <= all_left {
+                all_at = Some(t.max(now));
+                break;
+            }
+        }
+        let (first_at, all_at) = (first_at?, all_at?);
+        let bps = self.ch[b / self.vcs].bits_per_s;
+        let lead = tracewatt_core::time::serialization_ps(bytes - first, bps);
+        Some(first_at.max(all_at.saturating_sub(lead)))
+    }
+
+    /// Schedules a `Room` event for the first message waiting at buffer `b` when the space known
+    /// to come back makes room for it (none while that needs messages still to move on: each
+    /// calls this again as it does).
+    fn wake_when_room<S: Schedule<FlowEvent>>(&mut self, b: usize, now: Ps, q: &mut S) {
+        let Some(&flow) = self.bufs[b].waiting.front() else {
+            return;
+        };
+        let room = self.room_at(b, flow, now);
+        self.wake(flow, room, q);
+    }
+
+    /// Books a `Room` event for `flow`, first in line at a buffer, at `room` (its `room_at`),
+    /// unless one sooner is booked.
+    fn wake<S: Schedule<FlowEvent>>(&mut self, flow: u32, room: Option<Ps>, q: &mut S) {
+        let f = &mut self.flows[flow];
+        if let Some(at) = room.filter(|&at| at < f.wake_at) {
+            f.wake_at = at;
+            q.schedule(at, FlowEvent::Room { flow });
+        }
+    }
+
+    /// Starts the messages waiting at buffer `b` for which it has room at `now`, in order.
+    fn serve<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        b: usize,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) {
+        let ch = (b / self.vcs) as ChannelId;
+        while let Some(&flow) = self.bufs[b].waiting.front() {
+            let at = now.max(self.ch[ch as usize].reported);
+            let room = self.room_at(b, flow, now);
+            if room.is_none_or(|t| t > at) {
+                self.wake(flow, room, q);
+                return;
+            }
+            self.bufs[b].waiting.pop_front();
+            let f = &mut self.flows[flow];
+            f.wait_buf = NIL;
+            f.wake_at = NEVER;
+            let start = self.claim(flow, ch, now, q, obs);
+            self.started(flow, ch, start, q);
+        }
     }
 
     /// Handles one of the flow model's own events.
@@ -501,6 +738,14 @@ impl FlowFabric {
                 }
             }
             FlowEvent::Deliver { flow } => self.deliver(flow, now),
+            FlowEvent::Room { flow } => {
+                let f = &mut self.flows[flow];
+                if f.wait_buf != NIL && f.wake_at == now {
+                    f.wake_at = NEVER;
+                    let b = f.wait_buf as usize;
+                    self.serve(b, now, q, obs);
+                }
+            }
             FlowEvent::Update => {
                 self.update_at = NEVER;
                 self.solver.batch += 1;
@@ -543,7 +788,9 @@ impl FlowFabric {
         let (out, vc) = self.router.route(sw, src, dst, &mut route, &view, rng);
         route.vc = vc;
         self.flows[flow].route = route;
-        let start = self.claim(flow, out, now, obs);
+        let Some(start) = self.enter(flow, out, now, q, obs) else {
+            return;
+        };
         if start == now && self.ch[out as usize].to_node {
             self.flows[flow].at = NIL;
             self.begin_transfer(flow, now, q, obs);
@@ -585,7 +832,14 @@ impl FlowFabric {
     /// message instead starts after the short messages the channel is still sending, is through
     /// it at the channel's rate, and reports that piece at once: the channel may then be idle,
     /// and sleep, while the message goes on.
-    fn claim<O: LinkObserver>(&mut self, flow: u32, ch: ChannelId, now: Ps, obs: &mut O) -> Ps {
+    fn claim<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        ch: ChannelId,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) -> Ps {
         let c = ch as usize;
         let reported = self.ch[c].reported;
         let start = if reported > now {
@@ -624,10 +878,56 @@ impl FlowFabric {
             obs.on_transmit(ch, o.reported, end, f.bytes as u32, f.src);
             o.reported = end;
             obs.on_packet(ch, flow, f.token, f.path.len() == 1);
+            self.move_buffers(flow, ch, end, now, q);
         } else {
             o.holders += 1;
         }
         start
+    }
+
+    /// Short message `flow`, claiming `ch` at `now`, is through it at `end`: its tail leaves the
+    /// buffer it was in, whose space is back at the sender a link latency later, and it takes its
+    /// place in `ch`'s.
+    fn move_buffers<S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        ch: ChannelId,
+        end: Ps,
+        now: Ps,
+        q: &mut S,
+    ) {
+        let (bytes, vc, held, tail_out) = {
+            let f = &self.flows[flow];
+            (f.bytes, f.route.vc, f.buf, f.tail_out)
+        };
+        let c = &self.ch[ch as usize];
+        if held != NIL && bytes > 0 {
+            let b = held as usize;
+            let first = bytes.min(u64::from(self.params.packet_bytes));
+            let lat = self.ch[b / self.vcs].latency_ps;
+            let serial = tracewatt_core::time::serialization_ps(bytes, c.bits_per_s);
+            let to = end.max(tail_out) + lat;
+            let from =
+                (end - serial + tracewatt_core::time::serialization_ps(first, c.bits_per_s) + lat)
+                    .min(to);
+            self.bufs[b].back.push(Back {
+                from,
+                to,
+                first,
+                bytes,
+            });
+            self.wake_when_room(b, now, q);
+        }
+        let c = &self.ch[ch as usize];
+        let f = &mut self.flows[flow];
+        if c.to_node {
+            f.buf = NIL;
+        } else {
+            let b = ch as usize * self.vcs + usize::from(vc);
+            f.buf = b as u32;
+            f.tail_out = end + c.latency_ps + self.params.switch_latency_ps;
+            self.bufs[b].used += bytes;
+        }
     }
 
     /// The head holds the whole path: the flow's bytes start to flow at the max-min rate.

@@ -1,6 +1,7 @@
 //! The flow model: max-min shares worked out by hand, a lone message's time against the packet
-//! model itself, wakes along the path, the busy stretches power sees, determinism, and the
-//! max-min optimality conditions under random traffic.
+//! model itself, short messages held back by full input buffers, wakes along the path, the busy
+//! stretches power sees, determinism, and the max-min optimality conditions under random
+//! traffic.
 
 use crate::common::{dragonfly, fat_tree, torus, with_ft};
 use proptest::prelude::*;
@@ -782,4 +783,157 @@ proptest! {
         prop_assert_eq!(delivered, sends.len());
         prop_assert_eq!(f.flows_in_flight(), 0);
     }
+}
+
+/// The transmissions reported on `ch`: (start, end, bytes).
+fn pieces(obs: &Recorder, on: ChannelId) -> Vec<(Ps, Ps, u32)> {
+    obs.calls
+        .iter()
+        .filter_map(|c| match *c {
+            Call::Transmit {
+                ch,
+                start,
+                end,
+                bytes,
+                ..
+            } if ch == on => Some((start, end, bytes)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_full_input_buffer_holds_back_the_nics_that_feed_it() {
+    // One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 1,000 B
+    // (one message each). Nodes 0 and 1 each send two 1,000 B messages to node 2 at t = 0, and
+    // node 0 then one to node 3, whose link is idle. A message's space in the switch's buffer
+    // is back at its NIC a link latency after its tail has left on node 2's link.
+    //
+    // - 0a: node 0's link 0-1,000; node 2's link 150-1,150; delivered 1,250; space back 1,250.
+    // - 1a: node 1's link 0-1,000; node 2's link after 0a, 1,150-2,150; delivered 2,250; space
+    //   back 2,250.
+    // - 0b: node 0's NIC is free at 1,000, the buffer at 1,250: its link 1,250-2,250; head at
+    //   the switch 1,400, node 2's link after 1a, 2,150-3,150; delivered 3,250; space back 3,250.
+    // - 1b: buffer free at 2,250: its link 2,250-3,250; node 2's link 3,150-4,150; delivered
+    //   4,250.
+    // - 0c to node 3: the NIC is free at 2,250, the buffer at 3,250 (head-of-line blocking
+    //   behind 0b): node 0's link 3,250-4,250, node 3's link 3,400-4,400, delivered 4,500.
+    //
+    // Without the buffer limit node 0 would send back to back (0-1,000, 1,000-2,000,
+    // 2,000-3,000) and 0c would be delivered at 2,000 + 150 + 1,000 + 100 = 3,250. The packet
+    // model, one packet per message, delivers each at the same time.
+    let (spec, topo) = single_switch(4, GBPS_8);
+    let (inj0, inj1) = (topo.node_injection[0], topo.node_injection[1]);
+    let p = FabricParams {
+        buffer_bytes: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let mut obs = Recorder::default();
+    let sends = [
+        (0, 0, 2, 1_000, false),
+        (0, 1, 2, 1_000, false),
+        (0, 0, 2, 1_000, false),
+        (0, 1, 2, 1_000, false),
+        (0, 0, 3, 1_000, false),
+    ];
+    let n = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
+    let times: Vec<Ps> = (0..5).map(|t| delivered(&n, t) / NS).collect();
+    assert_eq!(times, [1_250, 2_250, 3_250, 4_250, 4_500]);
+    let packet: Vec<Ps> = packet_deliveries(topo, p, &sends);
+    assert_eq!(packet.iter().map(|t| t / NS).collect::<Vec<_>>(), times);
+    let ns = |v: Vec<(Ps, Ps, u32)>| -> Vec<(Ps, Ps)> {
+        v.into_iter().map(|(a, b, _)| (a / NS, b / NS)).collect()
+    };
+    assert_eq!(
+        ns(pieces(&obs, inj0)),
+        [(0, 1_000), (1_250, 2_250), (3_250, 4_250)]
+    );
+    assert_eq!(ns(pieces(&obs, inj1)), [(0, 1_000), (2_250, 3_250)]);
+}
+
+#[test]
+fn a_message_larger_than_the_input_buffer_passes_once_the_buffer_is_empty() {
+    // A ring of four switches, one node each; 1 B/ns links of 100 ns, switch 50 ns, packets of
+    // 1,000 B and buffers of 500 B, so a one-packet message is larger than every buffer. Node 0
+    // sends two to node 1 at t = 0.
+    // - a: node 0's link 0-1,000; switch 0 -> 1 150-1,150; node 1's link 300-1,300; delivered
+    //   300 + 1,000 + 100 = 1,400, as alone. Its space at switch 0 is back at
+    //   1,150 + 100 = 1,250, at switch 1 at 1,300 + 100 = 1,400.
+    // - b: the NIC is free at 1,000, switch 0's buffer empty at 1,250: node 0's link
+    //   1,250-2,250; at switch 0 at 1,400, when switch 1's buffer is empty: 1,400-2,400; node
+    //   1's link from 1,550; delivered 2,650.
+    let spec = torus(&[4], 1);
+    let topo = topo_with(&spec, &uniform(GBPS_8));
+    let p = FabricParams {
+        buffer_bytes: 500,
+        ..params(1000, Switching::CutThrough)
+    };
+    let mut f = flow_fabric(&spec, topo, p);
+    assert_eq!(f.short_bytes(), 1_000);
+    let sends = [(0, 0, 1, 1_000, false), (0, 0, 1, 1_000, false)];
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 0), 1_400 * NS);
+    assert_eq!(delivered(&n, 1), 2_650 * NS);
+}
+
+#[test]
+fn full_buffers_around_a_torus_ring_do_not_deadlock() {
+    // A ring of four switches, one node each, buffers of one packet: every node sends eight
+    // one-packet messages two switches on, all at t = 0, so the switch-to-switch buffers fill
+    // and wait on one another around the ring. The dateline's second virtual channel breaks the
+    // cycle, as in the packet model: every message is delivered, each when the packet model
+    // delivers it (one packet per message, so the two models move the same units).
+    let spec = torus(&[4], 1);
+    let topo = topo_with(&spec, &uniform(GBPS_8));
+    let p = FabricParams {
+        buffer_bytes: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let sends: Vec<Send> = (0..8)
+        .flat_map(|_| (0..4).map(|i| (0, i, (i + 2) % 4, 1_000, false)))
+        .collect();
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    let times: Vec<Ps> = (0..sends.len() as u32).map(|t| delivered(&n, t)).collect();
+    assert_eq!(f.flows_in_flight(), 0);
+    assert_eq!(times, packet_deliveries(topo, p, &sends));
+}
+
+/// Delivery times of `sends` in the packet model, by token.
+fn packet_deliveries(topo: Topology, p: FabricParams, sends: &[Send]) -> Vec<Ps> {
+    let router = make_router(&RoutingSpec::default(), &topo).expect("router");
+    let mut fab = Fabric::new(topo, router, p);
+    let mut q = EventQueue::new();
+    for (i, s) in sends.iter().enumerate() {
+        q.push(s.0, Ev::Send(i as u32));
+    }
+    let mut rng = Rng::new(7);
+    let mut obs = Recorder::default();
+    let mut out = vec![Ps::MAX; sends.len()];
+    while let Some((now, ev)) = q.pop() {
+        match ev {
+            Ev::Send(i) => {
+                let (_, src, dst, bytes, notify) = sends[i as usize];
+                fab.send(
+                    now,
+                    i,
+                    (src, dst),
+                    bytes,
+                    false,
+                    notify,
+                    &mut Q(&mut q),
+                    &mut obs,
+                );
+            }
+            Ev::Packet(e) => fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
+            Ev::Flow(_) => unreachable!(),
+        }
+        for n in fab.drain_notices() {
+            if let Notice::Delivered { token } = n {
+                out[token as usize] = now;
+            }
+        }
+    }
+    out
 }
