@@ -1,7 +1,7 @@
 //! One simulation of a configuration file, natively, with the product's allocator: what a
 //! whole-process benchmark (alternating builds) or cachegrind's instruction count measures.
 //!
-//! `cargo run --release -p tracewatt-bench --example run_config -- CONFIG.toml`
+//! `cargo run --release -p tracewatt-bench --example run_config -- CONFIG.toml` (or a `.json` one)
 
 use tracewatt_sim::{simulate, Config, Format};
 
@@ -15,7 +15,8 @@ fn main() {
     };
     let run = || -> Result<String, String> {
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        let config = Config::parse(&text, Format::Toml, &path).map_err(|e| e.to_string())?;
+        let format = if path.ends_with(".json") { Format::Json } else { Format::Toml };
+        let config = Config::parse(&text, format, &path).map_err(|e| e.to_string())?;
         let r = simulate(&config, &path, &mut |_| true).map_err(|e| e.to_string())?;
         Ok(format!(
             "makespan_s {} events {} total_j {}",
