@@ -240,8 +240,6 @@ pub struct FlowFabric {
     vcs: usize,
     /// Input buffers, `channel * vcs + vc`; only those of channels into a switch are used.
     bufs: Vec<Buf>,
-    /// Scratch: the space of a buffer's packets as it comes back, with when.
-    steps: Vec<(Ps, u64)>,
 }
 
 /// A switch's input buffer for one virtual channel of one channel, as short messages use it.
@@ -258,20 +256,11 @@ pub struct FlowFabric {
 struct Buf {
     /// Bytes taken, including those whose return is known but not yet due.
     used: u64,
-    /// The space of the messages that have moved on, coming back to the sender.
-    back: Vec<Back>,
+    /// The space of the messages that have moved on as it comes back to the sender, packet by
+    /// packet: `(when, bytes)` in time order, so that finding room reads it from the front.
+    back: std::collections::VecDeque<(Ps, u64)>,
     /// Short messages waiting to start on the channel, in order.
     waiting: std::collections::VecDeque<u32>,
-}
-
-/// A message's space in a buffer coming back to the sender as its packets leave: its first
-/// packet's at `from`, the others evenly spaced until `to`, when all of its `bytes` are back.
-#[derive(Debug, Clone, Copy)]
-struct Back {
-    from: Ps,
-    to: Ps,
-    first: u64,
-    bytes: u64,
 }
 
 /// A node's NIC. It sends one message at a time, in order, as the packet model's does; the next
@@ -338,7 +327,6 @@ impl FlowFabric {
             nics: vec![Nic::default(); nodes],
             vcs,
             bufs,
-            steps: Vec::new(),
         }
     }
 
@@ -600,45 +588,26 @@ impl FlowFabric {
         if buf.used <= all_left {
             return Some(now);
         }
-        let mut used = buf.used;
-        buf.back.retain(|r| {
-            let gone = r.to <= now;
-            if gone {
-                used -= r.bytes;
-            }
-            !gone
-        });
-        buf.used = used;
-        if used <= all_left {
-            return Some(now);
-        }
-        // Every packet's space as it comes back, in order.
-        let steps = &mut self.steps;
-        steps.clear();
-        let packet = u64::from(self.params.packet_bytes);
-        for r in &buf.back {
-            steps.push((r.from, r.first));
-            let n = (r.bytes - r.first).div_ceil(packet);
-            for k in 1..=n {
-                // A message's span is its serialisation: far from overflowing.
-                let span = (r.to - r.from) * k / n;
-                steps.push((
-                    r.from + span,
-                    packet.min(r.bytes - r.first - (k - 1) * packet),
-                ));
-            }
-        }
-        steps.sort_unstable();
-        let mut first_at = (used <= first_left).then_some(now);
-        let mut all_at = None;
-        for &(t, by) in steps.iter() {
-            used -= by;
-            if first_at.is_none() && used <= first_left {
-                first_at = Some(t.max(now));
-            }
-            if used <= all_left {
-                all_at = Some(t.max(now));
+        while let Some(&(t, by)) = buf.back.front() {
+            if t > now {
                 break;
+            }
+            buf.used -= by;
+            buf.back.pop_front();
+        }
+        let mut used = buf.used;
+        let mut first_at = (used <= first_left).then_some(now);
+        let mut all_at = (used <= all_left).then_some(now);
+        if all_at.is_none() {
+            for &(t, by) in &buf.back {
+                used -= by;
+                if first_at.is_none() && used <= first_left {
+                    first_at = Some(t);
+                }
+                if used <= all_left {
+                    all_at = Some(t);
+                    break;
+                }
             }
         }
         let (first_at, all_at) = (first_at?, all_at?);
@@ -910,12 +879,25 @@ impl FlowFabric {
             let from =
                 (end - serial + tracewatt_core::time::serialization_ps(first, c.bits_per_s) + lat)
                     .min(to);
-            self.bufs[b].back.push(Back {
-                from,
-                to,
-                first,
-                bytes,
-            });
+            // Its first packet's space is back at `from`, the others' evenly spaced until `to`.
+            let packet = u64::from(self.params.packet_bytes);
+            let n = (bytes - first).div_ceil(packet);
+            let back = &mut self.bufs[b].back;
+            let mut put = |t: Ps, by: u64| match back.back() {
+                Some(&(last, _)) if last > t => {
+                    let at = back.partition_point(|&(u, _)| u <= t);
+                    back.insert(at, (t, by));
+                }
+                _ => back.push_back((t, by)),
+            };
+            put(from, first);
+            for k in 1..=n {
+                // A message's span is its serialisation: far from overflowing.
+                put(
+                    from + (to - from) * k / n,
+                    packet.min(bytes - first - (k - 1) * packet),
+                );
+            }
             self.wake_when_room(b, now, q);
         }
         let c = &self.ch[ch as usize];
