@@ -45,8 +45,14 @@ MACHINES = {
 BENCHMARKS = ["near_neighbor", "permutation", "stencil4d", "qbox", "a2a"]
 TS = "power.links.idle_timeout_us"
 NET = "machine.network"
+SWITCH = "machine.switch_latency_ns"
+#: The study's group of runs compared cell by cell, and the one that moves every switch latency
+#: by a picosecond either way (its `SWITCH` axis; the first group's runs keep the preset's).
+ACCURACY, SPREAD = "accuracy", "spread"
 #: The sweep's columns the dataset keeps.
 KEEP = [
+    "group",
+    SWITCH,
     "variant",
     "machine.preset",
     "jobs[0]",
@@ -88,6 +94,11 @@ def kept(sweep: pd.DataFrame, source: str) -> pd.DataFrame:
     nets = set(df[NET])
     if nets != {"packet", "flow"}:
         raise TableError(f"{source}: expected runs of both network models, found {sorted(nets)}")
+    groups = set(df["group"])
+    if groups != {ACCURACY, SPREAD}:
+        raise TableError(
+            f"{source}: expected the groups {ACCURACY!r} and {SPREAD!r}, found {sorted(groups)}"
+        )
     df["link_j"] = df["energy_switch_ports_j"] + df["energy_nic_ports_j"]
     return df.drop(columns=["status"]).reset_index(drop=True)
 
@@ -96,7 +107,7 @@ def paired(df: pd.DataFrame) -> pd.DataFrame:
     """A row per machine, benchmark, variant and timeout with the packet and flow values side by
     side (``_packet``, ``_flow``). The always-on runs are one per cell (their timeout pinned)."""
     keys = ["machine.preset", "jobs[0]", "variant", TS]
-    df = df.copy()
+    df = df[df["group"] == ACCURACY].drop(columns=["group", SWITCH])
     on = df["variant"] == "always_on"
     df.loc[on, TS] = math.nan
     df = df.drop_duplicates(subset=[*keys, NET])
@@ -193,6 +204,50 @@ def summary_table(pairs: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+def spread_table(df: pd.DataFrame) -> str:
+    """Per machine and benchmark, on each model: the always-on makespan and the slowdown at
+    T_s = 600 us over the switch latency of the preset and one picosecond less and more (the
+    slowdown of each against the always-on run of the same latency), as min-max; the spread is
+    (max - min) / the preset's makespan."""
+    df = df[(df["variant"] == "always_on") | (df[TS] == 600.0)]
+    base = df[df["group"] == ACCURACY]
+    spread = df[df["group"] == SPREAD]
+    if set(spread[SWITCH]) != {99.999, 100.001} or base[SWITCH].notna().any():
+        raise TableError(
+            "the spread group must move the presets' 100 ns switch latency to 99.999 and "
+            "100.001 ns, and only it"
+        )
+    keys = ["machine.preset", "jobs[0]", NET, "variant"]
+    # The always-on run is in the accuracy group once per timeout, the same run each time.
+    base = base.drop_duplicates(subset=keys)
+    runs = pd.concat([base, spread])
+    rows = [
+        "| machine | benchmark | always on, packet | spread | always on, flow | spread "
+        "| slowdown at 600 us, packet | slowdown at 600 us, flow |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    by = {k: g for k, g in runs.groupby(keys)}
+    nominal = {k: g for k, g in base.groupby(keys)}
+    present = set(zip(runs["machine.preset"], runs["jobs[0]"], strict=True))
+    for machine, label in MACHINES.items():
+        for bench in (b for b in BENCHMARKS if (machine, b) in present):
+            cells = [label, bench]
+            slow = []
+            for net in ("packet", "flow"):
+                on = by[(machine, bench, net, "always_on")]["makespan_s"]
+                if len(on) != 3:
+                    raise TableError(f"{machine} {bench} {net}: expected 3 always-on runs")
+                mid = nominal[(machine, bench, net, "always_on")]["makespan_s"].iloc[0]
+                cells += [
+                    f"{on.min() * 1e3:.3f}-{on.max() * 1e3:.3f} ms",
+                    f"{100 * (on.max() - on.min()) / mid:.2f} %",
+                ]
+                sd = by[(machine, bench, net, "eee")]["slowdown_pct"]
+                slow.append(f"{sd.min():.2f}-{sd.max():.2f} %")
+            rows.append("| " + " | ".join(cells + slow) + " |")
+    return "\n".join(rows)
+
+
 #: The main job's sweep columns its comparison keeps (the model is in `network`: the study sets
 #: it in its base, not on an axis).
 FIG2_KEEP = [
@@ -270,7 +325,7 @@ def span(text: str, name: str) -> tuple[int, int]:
 
 def page_tables(text: str) -> dict[str, str]:
     out = {}
-    for name in [*TABLES, "fig2-8192"]:
+    for name in [*TABLES, "spread", "fig2-8192"]:
         a, b = span(text, name)
         out[name] = text[a:b].strip()
     return out
@@ -279,7 +334,11 @@ def page_tables(text: str) -> dict[str, str]:
 def rendered(df: pd.DataFrame, fig2: pd.DataFrame) -> dict[str, str]:
     """Every table of the page: the study's from `df`, the main job's from `fig2`."""
     pairs = paired(df)
-    return {**{name: draw(pairs) for name, draw in TABLES.items()}, "fig2-8192": fig2_table(fig2)}
+    return {
+        **{name: draw(pairs) for name, draw in TABLES.items()},
+        "spread": spread_table(df),
+        "fig2-8192": fig2_table(fig2),
+    }
 
 
 def with_tables(text: str, tables: dict[str, str]) -> str:
