@@ -15,7 +15,11 @@ fn main() {
     };
     let run = || -> Result<String, String> {
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        let format = if path.ends_with(".json") { Format::Json } else { Format::Toml };
+        let format = if path.ends_with(".json") {
+            Format::Json
+        } else {
+            Format::Toml
+        };
         let config = Config::parse(&text, format, &path).map_err(|e| e.to_string())?;
         let r = simulate(&config, &path, &mut |_| true).map_err(|e| e.to_string())?;
         Ok(format!(
