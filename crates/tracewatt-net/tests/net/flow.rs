@@ -772,6 +772,111 @@ fn a_lone_segmented_message_pays_one_wake_per_sleeping_link() {
     }
 }
 
+#[test]
+fn a_segment_waits_for_the_space_of_the_one_before() {
+    // One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 32,768 B:
+    // node 0's 65,536 B go as two segments of one packet, and the switch's buffer holds one.
+    // - The first: node 0's link 0-32,768 ns; node 1's link 150-32,918 ns; its space in the
+    //   switch is back at node 0 a link latency after its tail has left, at 33,018 ns.
+    // - The second: the NIC is free at 32,768 ns, the buffer at 33,018: node 0's link
+    //   33,018-65,786 ns (it has left the NIC: injected at 65,786); node 1's link from
+    //   33,168 ns; the message is delivered at 33,168 + 32,768 + 100 = 66,036 ns, as in the
+    //   packet model. With room for both (or as one flow) it would arrive at
+    //   150 + 65,536 + 100 = 65,786 ns.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 32_768,
+        ..params(32_768, Switching::CutThrough)
+    };
+    let sends = [(0, 0, 1, 65_536, true)];
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    assert_eq!(f.segment_bytes(), 32_768);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(
+        n,
+        vec![
+            (
+                33_018 * NS,
+                Notice::Injected {
+                    token: 0,
+                    at: 65_786 * NS
+                }
+            ),
+            (66_036 * NS, Notice::Delivered { token: 0 }),
+        ]
+    );
+    assert_eq!(packet_deliveries(topo.clone(), p, &sends), [66_036 * NS]);
+    let s = f.stats();
+    assert_eq!(
+        (s.packets_delivered, s.packet_hops, s.packet_latency_sum_ps),
+        (1, 4, u128::from(66_036 * NS))
+    );
+    let mut f = flow_fabric(&spec, topo, deep(p));
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 0), 65_786 * NS);
+}
+
+#[test]
+fn a_segmented_message_behind_a_full_buffer_holds_back_its_nic() {
+    // The full buffer of `a_full_input_buffer_holds_back_the_nics_that_feed_it`, with node 0's
+    // and node 1's two messages to node 2 each one message of 2,000 B: two segments of one
+    // packet, which move as the two messages did. Node 0's is delivered with its second
+    // segment at 3,250 ns, node 1's at 4,250 ns; node 0's message to node 3, whose link is idle,
+    // waits behind node 0's to node 2 for the switch's buffer and is delivered at 4,500 ns.
+    // Each message is delivered once, as in the packet model.
+    let (spec, topo) = single_switch(4, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let sends = [
+        (0, 0, 2, 2_000, false),
+        (0, 1, 2, 2_000, false),
+        (0, 0, 3, 1_000, false),
+    ];
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let mut obs = Recorder::default();
+    let n = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
+    let times: Vec<Ps> = (0..3).map(|t| delivered(&n, t) / NS).collect();
+    assert_eq!(times, [3_250, 4_250, 4_500]);
+    assert_eq!(n.len(), 3);
+    let packet: Vec<Ps> = packet_deliveries(topo.clone(), p, &sends);
+    assert_eq!(packet.iter().map(|t| t / NS).collect::<Vec<_>>(), times);
+    assert_eq!(f.stats().packets_delivered, 3);
+    let ns = |v: Vec<(Ps, Ps, u32)>| -> Vec<(Ps, Ps)> {
+        v.into_iter().map(|(a, b, _)| (a / NS, b / NS)).collect()
+    };
+    assert_eq!(
+        ns(pieces(&obs, topo.node_injection[0])),
+        [(0, 1_000), (1_250, 2_250), (3_250, 4_250)]
+    );
+}
+
+#[test]
+fn up_to_sixteen_segments_a_message_is_a_train_above_it_a_flow() {
+    // Packets of 1,000 B, buffers of two, so segments of one packet. Nodes 0 and 1 send to
+    // node 2 at t = 0 (1 B/ns links, 100 ns, switch 50 ns).
+    // - 16,000 B each: 16 segments. They take node 2's link in turn from 150 ns, 1,000 ns
+    //   each, node 0's first: node 0's last one ends at 150 + 31 x 1,000 = 31,150 ns
+    //   (delivered 31,250 ns), node 1's at 32,150 ns (delivered 32,250 ns), as the packet
+    //   model's packets do.
+    // - 16,001 B each: two flows, which share node 2's link at 0.5 B/ns from 150 ns: both
+    //   through at 150 + 32,002 = 32,152 ns, delivered at 32,252 ns.
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let p = params(1000, Switching::CutThrough);
+    for (bytes, want) in [(16_000, [31_250, 32_250]), (16_001, [32_252, 32_252])] {
+        let sends = [(0, 0, 2, bytes, false), (0, 1, 2, bytes, false)];
+        let mut f = flow_fabric(&spec, topo.clone(), p);
+        let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+        let times = [delivered(&n, 0) / NS, delivered(&n, 1) / NS];
+        assert_eq!(times, want, "{bytes} B");
+        if bytes == 16_000 {
+            let packet = packet_deliveries(topo.clone(), p, &sends);
+            assert_eq!([packet[0] / NS, packet[1] / NS], want);
+        }
+    }
+}
+
 /// An all-to-all of `bytes` on a dragonfly with UGAL (random intermediate groups, load-based
 /// choice), sends spread over time.
 fn ugal_all_to_all(seed: u64) -> (Vec<(Ps, Notice)>, Vec<Call>) {
