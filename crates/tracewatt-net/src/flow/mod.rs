@@ -30,6 +30,14 @@
 //! start on the last channel. It takes nothing from the flows that share the channel, and they
 //! do not delay it.
 //!
+//! A mid-size message (more than `short_bytes`, at most [`MAX_SEGMENTS`] segments of
+//! [`FlowFabric::segment_bytes`]) is a train of short messages, its segments, which its NIC
+//! sends one after another and each switch routes on its own, as the packet model does its
+//! packets: so it fills input buffers and holds the ports behind it, which a flow sharing
+//! bandwidth never does. It is delivered once every segment is; its last segment's tail is the
+//! whole message's time alone less the segments before it at the bottleneck's rate, so a train
+//! alone is delivered when the packet model delivers the message.
+//!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
 //! the end of its transfer), or a short message crosses it: one busy stretch per such
 //! period, reported through
@@ -95,7 +103,10 @@ const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
 /// exchanges end at the same picosecond, and a message is delivered at most 0.75% off.
 pub const SLACK_DIVISOR: u64 = 64;
 /// The most segments a message is sent as ([`FlowFabric::segment_bytes`]); a larger message is
-/// a flow that shares bandwidth. The number is an assumption, measured in docs/fast-mode.md.
+/// a flow that shares bandwidth. The number is an assumption, measured in docs/fast-mode.md
+/// ("Trains up to 16 segments"): trains bring the torus permutation of up to 512 KiB closer to
+/// the packet model at 2-3 times less CPU than its packets, and leave 1 MiB and larger messages
+/// flows, whose cost does not grow with their size.
 pub const MAX_SEGMENTS: u64 = 16;
 
 /// One channel of a flow's path.
@@ -223,7 +234,6 @@ struct Chan {
 /// its own: the message is delivered once all of them are.
 #[derive(Debug, Clone, Copy)]
 struct Train {
-    token: u32,
     /// The whole message's bytes, the size of its segments and their number.
     bytes: u64,
     segment: u64,
@@ -376,10 +386,11 @@ impl FlowFabric {
         self.flows.live()
     }
 
-    /// Totals over the run so far, in the packet model's terms with one packet per message:
-    /// `packet_hops` counts channels claimed by flows' heads, `packets_delivered` messages
-    /// delivered, `switch_hops_delivered` their switch-to-switch hops, and the latency runs from
-    /// the head's start on the injection channel to delivery.
+    /// Totals over the run so far, in the packet model's terms: `packet_hops` counts channels
+    /// claimed by the heads of flows and segments, `packets_delivered` messages delivered,
+    /// `switch_hops_delivered` their switch-to-switch hops (a train's, its segment delivered last),
+    /// and the latency runs from the head's (a train's first segment's) start on the injection
+    /// channel to delivery.
     pub fn stats(&self) -> FabricStats {
         self.stats
     }
@@ -465,7 +476,6 @@ impl FlowFabric {
             return;
         }
         let train = self.trains.insert(Train {
-            token,
             bytes,
             segment,
             segments,
@@ -615,7 +625,7 @@ impl FlowFabric {
         if f.path.len() == 1 {
             f.born = start;
             if f.train != NIL {
-                let (bytes, last, src) = (f.bytes, f.last, f.src);
+                let (token, bytes, last, src) = (f.token, f.bytes, f.last, f.src);
                 let t = &mut self.trains[f.train];
                 t.born = t.born.min(start);
                 if last && t.notify_injected {
@@ -626,7 +636,7 @@ impl FlowFabric {
                             bytes,
                             self.ch[inj as usize].bits_per_s,
                         );
-                    self.notices.push(Notice::Injected { token: t.token, at });
+                    self.notices.push(Notice::Injected { token, at });
                 }
             }
             let f = &self.flows[flow];
@@ -1199,7 +1209,7 @@ impl FlowFabric {
 
     fn deliver(&mut self, flow: u32, now: Ps) {
         let f = &mut self.flows[flow];
-        let (mut token, mut born) = (f.token, f.born);
+        let mut born = f.born;
         if f.train != NIL {
             let t = &mut self.trains[f.train];
             t.left -= 1;
@@ -1208,7 +1218,7 @@ impl FlowFabric {
                 self.flows.remove(flow);
                 return;
             }
-            (token, born) = (t.token, t.born);
+            born = t.born;
             self.trains.remove(f.train);
         }
         let lat = now - born;
@@ -1216,7 +1226,7 @@ impl FlowFabric {
         self.stats.switch_hops_delivered += u64::from(f.route.hops);
         self.stats.packet_latency_sum_ps += u128::from(lat);
         self.stats.packet_latency_max_ps = self.stats.packet_latency_max_ps.max(lat);
-        self.notices.push(Notice::Delivered { token });
+        self.notices.push(Notice::Delivered { token: f.token });
         self.spare_paths.push(std::mem::take(&mut f.path));
         self.flows.remove(flow);
     }
