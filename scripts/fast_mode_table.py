@@ -8,6 +8,11 @@ Usage:
     python3 scripts/fast_mode_table.py                # the tables from the kept dataset
     python3 scripts/fast_mode_table.py --check        # exit 1 if the page is not the dataset's
 
+After a change to the flow model alone, the packet model's runs stand: a sweep of a copy of the
+spec whose `machine.network` axis is ``["flow"]`` replaces the dataset's flow runs only:
+
+    python3 scripts/fast_mode_table.py --flow-from fm-flow
+
 The main job's comparison (TraceRP's Fig. 2 at 8,192 ranks, the `default` study) comes from
 its two sweeps, kept in docs/data/fig2-8192.parquet:
 
@@ -78,8 +83,9 @@ class TableError(Exception):
     """Input the script cannot use; the message names the file and what was expected."""
 
 
-def kept(sweep: pd.DataFrame, source: str) -> pd.DataFrame:
-    """The dataset's rows and columns, checked: every run finished, both models in every cell."""
+def kept(sweep: pd.DataFrame, source: str, flow_only: bool = False) -> pd.DataFrame:
+    """The dataset's rows and columns, checked: every run finished, both models in every cell
+    (or, `flow_only`, the flow model's alone)."""
     missing = [c for c in KEEP if c not in sweep.columns]
     if missing:
         raise TableError(f"{source}: not a fast-mode sweep dataset: no {', '.join(missing)}")
@@ -92,7 +98,9 @@ def kept(sweep: pd.DataFrame, source: str) -> pd.DataFrame:
             f"{r['jobs[0]']} {r[NET]} {r['variant']} T_s={r[TS]}: rerun the sweep to complete it"
         )
     nets = set(df[NET])
-    if nets != {"packet", "flow"}:
+    if flow_only and nets != {"flow"}:
+        raise TableError(f"{source}: expected runs of the flow model only, found {sorted(nets)}")
+    if not flow_only and nets != {"packet", "flow"}:
         raise TableError(f"{source}: expected runs of both network models, found {sorted(nets)}")
     groups = set(df["group"])
     if groups != {ACCURACY, SPREAD}:
@@ -101,6 +109,16 @@ def kept(sweep: pd.DataFrame, source: str) -> pd.DataFrame:
         )
     df["link_j"] = df["energy_switch_ports_j"] + df["energy_nic_ports_j"]
     return df.drop(columns=["status"]).reset_index(drop=True)
+
+
+def with_flow_runs(data: pd.DataFrame, sweep: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The dataset `data` with its flow runs replaced by those of a flow-only sweep, checked:
+    each of its cells has a run on both models."""
+    merged = pd.concat(
+        [data[data[NET] == "packet"], kept(sweep, source, flow_only=True)], ignore_index=True
+    )
+    paired(merged)
+    return merged
 
 
 def paired(df: pd.DataFrame) -> pd.DataFrame:
@@ -357,7 +375,13 @@ def load(path: Path) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--from", dest="source", type=Path, help="a `fast-mode` sweep's directory")
+    given = ap.add_mutually_exclusive_group()
+    given.add_argument("--from", dest="source", type=Path, help="a `fast-mode` sweep's directory")
+    given.add_argument(
+        "--flow-from",
+        type=Path,
+        help="a flow-only `fast-mode` sweep's directory: its runs replace the dataset's flow runs",
+    )
     ap.add_argument(
         "--fig2-from",
         nargs=2,
@@ -372,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.source is not None:
             sweep = a.source / "sweep.parquet"
             kept(load(sweep), str(sweep)).to_parquet(DATA, index=False)
+        if a.flow_from is not None:
+            sweep = a.flow_from / "sweep.parquet"
+            with_flow_runs(load(DATA), load(sweep), str(sweep)).to_parquet(DATA, index=False)
         if a.fig2_from is not None:
             flow, packet = (d / "sweep.parquet" for d in a.fig2_from)
             fig2 = fig2_kept(load(flow), load(packet), (str(flow), str(packet)))

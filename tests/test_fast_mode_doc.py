@@ -203,3 +203,22 @@ def test_a_dataset_of_one_model_is_refused() -> None:
     s = script()
     with pytest.raises(s.TableError, match=r"both network models, found \['packet'\]"):
         s.kept(synthetic().iloc[[0, 4, 8]], "sweep.parquet")
+
+
+def test_a_flow_sweep_replaces_the_flow_runs_only() -> None:
+    s = script()
+    data = s.kept(synthetic(), "synthetic")
+    both = synthetic()
+    sweep = both[both["machine.network"] == "flow"].copy()
+    sweep.loc[sweep["variant"] == "always_on", "makespan_s"] = 1.9e-3
+    merged = s.with_flow_runs(data, sweep, "fm-flow")
+    flow = merged[merged["machine.network"] == "flow"]
+    assert set(flow.loc[flow["variant"] == "always_on", "makespan_s"]) == {1.9e-3}
+    packet = merged[merged["machine.network"] == "packet"].reset_index(drop=True)
+    assert packet.equals(data[data["machine.network"] == "packet"].reset_index(drop=True))
+    # Always on: (1.9 - 2.0) / 2.0 = -5 %.
+    assert "| 2.000 ms | 1.900 ms | -5.00 % |" in s.always_on_table(s.paired(merged))
+    with pytest.raises(s.TableError, match=r"fm-flow: expected runs of the flow model only"):
+        s.with_flow_runs(data, both, "fm-flow")
+    with pytest.raises(s.TableError, match="lacks a flow or a packet run"):
+        s.with_flow_runs(data, sweep[sweep["power.links.idle_timeout_us"] != 10.0], "fm-flow")

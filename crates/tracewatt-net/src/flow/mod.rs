@@ -30,6 +30,14 @@
 //! start on the last channel. It takes nothing from the flows that share the channel, and they
 //! do not delay it.
 //!
+//! A mid-size message (more than `short_bytes`, at most [`MAX_SEGMENTS`] segments of
+//! [`FlowFabric::segment_bytes`]) is a train of short messages, its segments, which its NIC
+//! sends one after another and each switch routes on its own, as the packet model does its
+//! packets: so it fills input buffers and holds the ports behind it, which a flow sharing
+//! bandwidth never does. It is delivered once every segment is; its last segment's tail is the
+//! whole message's time alone less the segments before it at the bottleneck's rate, so a train
+//! alone is delivered when the packet model delivers the message.
+//!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
 //! the end of its transfer), or a short message crosses it: one busy stretch per such
 //! period, reported through
@@ -94,6 +102,12 @@ const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
 /// measured against the exact filling, is in the `share` module's documentation: the bench's
 /// exchanges end at the same picosecond, and a message is delivered at most 0.75% off.
 pub const SLACK_DIVISOR: u64 = 64;
+/// The most segments a message is sent as ([`FlowFabric::segment_bytes`]); a larger message is
+/// a flow that shares bandwidth. The number is an assumption, measured in docs/fast-mode.md
+/// ("Trains up to 16 segments"): trains bring the torus permutation of up to 512 KiB closer to
+/// the packet model at 2-3 times less CPU than its packets, and leave 1 MiB and larger messages
+/// flows, whose cost does not grow with their size.
+pub const MAX_SEGMENTS: u64 = 16;
 
 /// One channel of a flow's path.
 #[derive(Debug, Clone, Copy)]
@@ -127,6 +141,10 @@ struct Flow {
     /// The time of the `Room` event in force while it waits (`NEVER` if none).
     wake_at: Ps,
     notify_injected: bool,
+    /// The message this flow is a segment of (`trains`), or `NIL`.
+    train: u32,
+    /// The last segment of its message.
+    last: bool,
     route: RouteState,
     path: Vec<Hop>,
     /// The switch the head is at, waiting for its `Head` event; `NIL` once it holds its last
@@ -212,6 +230,21 @@ struct Chan {
     seeded: u64,
 }
 
+/// A message sent as a train of segments ([`FlowFabric::segment_bytes`]), each a short message of
+/// its own: the message is delivered once all of them are.
+#[derive(Debug, Clone, Copy)]
+struct Train {
+    /// The whole message's bytes, the size of its segments and their number.
+    bytes: u64,
+    segment: u64,
+    segments: u64,
+    /// Segments not yet delivered.
+    left: u64,
+    notify_injected: bool,
+    /// When its first segment started on the injection channel.
+    born: Ps,
+}
+
 /// The flow-level network state of one simulation: the same interface as
 /// [`crate::fabric::Fabric`], so the layer above drives either the same way.
 #[derive(Debug)]
@@ -221,6 +254,7 @@ pub struct FlowFabric {
     params: FabricParams,
     ch: Vec<Chan>,
     flows: Slab<Flow>,
+    trains: Slab<Train>,
     /// Path vectors of delivered flows, kept for reuse.
     spare_paths: Vec<Vec<Hop>>,
     /// The bandwidths along the path of a flow starting its transfer, kept for reuse.
@@ -315,6 +349,7 @@ impl FlowFabric {
             params,
             ch,
             flows: Slab::new(),
+            trains: Slab::new(),
             spare_paths: Vec::new(),
             path_bps: Vec::new(),
             notices: Vec::new(),
@@ -339,10 +374,11 @@ impl FlowFabric {
         self.flows.live()
     }
 
-    /// Totals over the run so far, in the packet model's terms with one packet per message:
-    /// `packet_hops` counts channels claimed by flows' heads, `packets_delivered` messages
-    /// delivered, `switch_hops_delivered` their switch-to-switch hops, and the latency runs from
-    /// the head's start on the injection channel to delivery.
+    /// Totals over the run so far, in the packet model's terms: `packet_hops` counts channels
+    /// claimed by the heads of flows and segments, `packets_delivered` messages delivered,
+    /// `switch_hops_delivered` their switch-to-switch hops (a train's, its segment delivered last),
+    /// and the latency runs from the head's (a train's first segment's) start on the injection
+    /// channel to delivery.
     pub fn stats(&self) -> FabricStats {
         self.stats
     }
@@ -390,12 +426,24 @@ impl FlowFabric {
         u64::from(self.params.packet_bytes.max(self.params.buffer_bytes / 2))
     }
 
+    /// The size of the segments a mid-size message is sent as: `short_bytes` in whole packets.
+    /// A message larger than `short_bytes` and of at most [`MAX_SEGMENTS`] segments is a train
+    /// of short messages of this size (the last one the remainder), one after another from the
+    /// NIC, each routed, buffered and held back as the packet model's packets are; so such
+    /// messages fill the input buffers and feel head-of-line blocking, which a flow that shares
+    /// bandwidth does not.
+    pub fn segment_bytes(&self) -> u64 {
+        let packet = u64::from(self.params.packet_bytes).max(1);
+        self.short_bytes() / packet * packet
+    }
+
     /// Hands a message to `src`'s NIC at `now`, as [`crate::fabric::Fabric::send`] does: its
     /// head claims the injection channel when the NIC comes to it ([`Nic`]), at once if it is
     /// `urgent`. A zero-byte message still sends its head. Routing happens at each switch its head
     /// reaches, with [`QueueView::queued_bytes`] the bytes still to cross a channel: so the
     /// whole message takes one route, chosen from the load when its head passes (once, at the
-    /// source router, for UGAL).
+    /// source router, for UGAL). A mid-size message goes as a train of segments
+    /// ([`FlowFabric::segment_bytes`]), each routed on its own.
     #[allow(clippy::too_many_arguments)]
     pub fn send<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
@@ -408,14 +456,49 @@ impl FlowFabric {
         q: &mut S,
         obs: &mut O,
     ) {
+        let segment = self.segment_bytes();
+        let segments = bytes.div_ceil(segment);
+        if bytes <= self.short_bytes() || segments > MAX_SEGMENTS {
+            let flow = self.new_flow(token, (src, dst), bytes, notify_injected, NIL, false);
+            self.queue(flow, now, urgent, q, obs);
+            return;
+        }
+        let train = self.trains.insert(Train {
+            bytes,
+            segment,
+            segments,
+            left: segments,
+            notify_injected,
+            born: NEVER,
+        });
+        for k in 0..segments {
+            let size = segment.min(bytes - k * segment);
+            let last = k + 1 == segments;
+            let flow = self.new_flow(token, (src, dst), size, false, train, last);
+            self.queue(flow, now, urgent, q, obs);
+        }
+    }
+
+    /// A new flow of `bytes` for message `token` (a segment of `train` unless `NIL`).
+    fn new_flow(
+        &mut self,
+        token: u32,
+        (src, dst): (NodeId, NodeId),
+        bytes: u64,
+        notify_injected: bool,
+        train: u32,
+        last: bool,
+    ) -> u32 {
         let mut path = self.spare_paths.pop().unwrap_or_default();
         path.clear();
-        let flow = self.flows.insert(Flow {
+        self.flows.insert(Flow {
             token,
             src,
             dst,
             bytes,
             notify_injected,
+            train,
+            last,
             route: RouteState::new(),
             path,
             at: NIL,
@@ -428,11 +511,23 @@ impl FlowFabric {
             alarm: NEVER,
             bottleneck: NIL,
             ..Flow::default()
-        });
+        })
+    }
+
+    /// Starts `flow`'s head at `now` if it is `urgent`, or hands it to its NIC's queue.
+    fn queue<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        now: Ps,
+        urgent: bool,
+        q: &mut S,
+        obs: &mut O,
+    ) {
         if urgent {
             self.start_head(flow, now, q, obs);
             return;
         }
+        let src = self.flows[flow].src;
         let nic = &mut self.nics[src as usize];
         if nic.queue.is_empty() && nic.free_at <= now {
             self.nic_start(flow, now, q, obs);
@@ -517,6 +612,22 @@ impl FlowFabric {
         let f = &mut self.flows[flow];
         if f.path.len() == 1 {
             f.born = start;
+            if f.train != NIL {
+                let (token, bytes, last, src) = (f.token, f.bytes, f.last, f.src);
+                let t = &mut self.trains[f.train];
+                t.born = t.born.min(start);
+                if last && t.notify_injected {
+                    // The last segment is through the injection channel at its rate.
+                    let inj = self.topo.node_injection[src as usize];
+                    let at = start
+                        + tracewatt_core::time::serialization_ps(
+                            bytes,
+                            self.ch[inj as usize].bits_per_s,
+                        );
+                    self.notices.push(Notice::Injected { token, at });
+                }
+            }
+            let f = &self.flows[flow];
             if f.from_nic {
                 self.nic_started(flow, start, q);
             }
@@ -930,7 +1041,18 @@ impl FlowFabric {
         );
         let f = &mut self.flows[flow];
         let bottleneck = bps.iter().copied().min().unwrap_or(1);
-        let lone = timing::lone_serialisation_ps(&self.params, &bps, f.bytes);
+        let mut lone = timing::lone_serialisation_ps(&self.params, &bps, f.bytes);
+        if f.last {
+            // Alone, a train's segments follow one another at the bottleneck's rate: the whole
+            // message's time alone, less the segments before this one, is the packet model's,
+            // rounding and pipeline included.
+            let t = &self.trains[f.train];
+            let ahead =
+                (t.segments - 1) * tracewatt_core::time::serialization_ps(t.segment, bottleneck);
+            lone = lone.max(
+                timing::lone_serialisation_ps(&self.params, &bps, t.bytes).saturating_sub(ahead),
+            );
+        }
         self.path_bps = bps;
         let last = f
             .path
@@ -1069,7 +1191,19 @@ impl FlowFabric {
 
     fn deliver(&mut self, flow: u32, now: Ps) {
         let f = &mut self.flows[flow];
-        let lat = now - f.born;
+        let mut born = f.born;
+        if f.train != NIL {
+            let t = &mut self.trains[f.train];
+            t.left -= 1;
+            if t.left > 0 {
+                self.spare_paths.push(std::mem::take(&mut f.path));
+                self.flows.remove(flow);
+                return;
+            }
+            born = t.born;
+            self.trains.remove(f.train);
+        }
+        let lat = now - born;
         self.stats.packets_delivered += 1;
         self.stats.switch_hops_delivered += u64::from(f.route.hops);
         self.stats.packet_latency_sum_ps += u128::from(lat);

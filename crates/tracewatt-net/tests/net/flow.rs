@@ -178,24 +178,25 @@ fn run_sends(
 
 /// Delivery time of one message alone in the packet model.
 fn packet_delivery(topo: Topology, p: FabricParams, src: NodeId, dst: NodeId, bytes: u64) -> Ps {
+    packet_delivery_with(topo, p, (src, dst), bytes, &mut Recorder::default())
+}
+
+/// As [`packet_delivery`], with the links `obs` keeps asleep.
+fn packet_delivery_with(
+    topo: Topology,
+    p: FabricParams,
+    (src, dst): (NodeId, NodeId),
+    bytes: u64,
+    obs: &mut Recorder,
+) -> Ps {
     let router = make_router(&RoutingSpec::default(), &topo).expect("router");
     let mut fab = Fabric::new(topo, router, p);
     let mut q = EventQueue::new();
     let mut rng = Rng::new(7);
-    let mut obs = Recorder::default();
-    fab.send(
-        0,
-        0,
-        (src, dst),
-        bytes,
-        false,
-        false,
-        &mut Q(&mut q),
-        &mut obs,
-    );
+    fab.send(0, 0, (src, dst), bytes, false, false, &mut Q(&mut q), obs);
     while let Some((now, ev)) = q.pop() {
         let Ev::Packet(e) = ev else { unreachable!() };
-        fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
+        fab.handle(now, e, &mut Q(&mut q), obs, &mut rng);
         if fab
             .drain_notices()
             .any(|n| n == Notice::Delivered { token: 0 })
@@ -224,14 +225,15 @@ const GBPS_8: u64 = 8_000_000_000;
 
 #[test]
 fn two_flows_on_one_link_get_half_its_bandwidth_each() {
-    // Nodes 0 and 1 send 10,000 B to node 2 at t = 0 over 8 Gbit/s (1 B/ns) links, 100 ns
-    // each, switch 50 ns. Heads reach node 2's link at 100 + 50 = 150 ns; both transfers then
-    // share it at 4 Gbit/s (0.5 B/ns): 20,000 ns, ending at 20,150 ns, delivered one link
-    // latency later, 20,250 ns. (Alone: 150 + 10,000 + 100 = 10,250 ns.)
+    // Nodes 0 and 1 send 20,000 B (more than 16 packets: flows) to node 2 at t = 0 over
+    // 8 Gbit/s (1 B/ns) links, 100 ns each, switch 50 ns. Heads reach node 2's link at
+    // 100 + 50 = 150 ns; both transfers then share it at 4 Gbit/s (0.5 B/ns): 40,000 ns, ending
+    // at 40,150 ns, delivered one link latency later, 40,250 ns. (Alone: 150 + 20,000 + 100 =
+    // 20,250 ns.)
     let (spec, topo) = single_switch(3, GBPS_8);
     let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
     let mut obs = Recorder::default();
-    let sends = [(0, 0, 2, 10_000, true), (0, 1, 2, 10_000, false)];
+    let sends = [(0, 0, 2, 20_000, true), (0, 1, 2, 20_000, false)];
     let at_150 = run_flows(&mut f, &sends, &mut obs, 150 * NS);
     assert!(at_150.is_empty());
     let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
@@ -242,16 +244,16 @@ fn two_flows_on_one_link_get_half_its_bandwidth_each() {
     };
     let mut obs = Recorder::default();
     let n = run_flows(&mut f2, &sends, &mut obs, Ps::MAX);
-    assert_eq!(delivered(&n, 0), 20_250 * NS);
-    assert_eq!(delivered(&n, 1), 20_250 * NS);
+    assert_eq!(delivered(&n, 0), 40_250 * NS);
+    assert_eq!(delivered(&n, 1), 40_250 * NS);
     assert!(n.contains(&(
-        20_150 * NS,
+        40_150 * NS,
         Notice::Injected {
             token: 0,
-            at: 20_150 * NS
+            at: 40_150 * NS
         }
     )));
-    // Busy stretches. Node 0's link (channel 0) is held from 0 and its piece reaches 20,000 ns
+    // Busy stretches. Node 0's link (channel 0) is held from 0 and its piece reaches 40,000 ns
     // (claim + transfer time). Node 2's ejection link (channel 5) is one stretch from 150 ns in
     // two contiguous pieces, one per flow, each with its bytes and source.
     let t = |ch| -> Vec<Call> {
@@ -266,12 +268,12 @@ fn two_flows_on_one_link_get_half_its_bandwidth_each() {
         vec![Call::Transmit {
             ch: 0,
             start: 0,
-            end: 20_000 * NS,
-            bytes: 10_000,
+            end: 40_000 * NS,
+            bytes: 20_000,
             src: 0
         }]
     );
-    // Both transfers end at 20,150 ns; whichever leaves first reports the piece.
+    // Both transfers end at 40,150 ns; whichever leaves first reports the piece.
     let pieces: Vec<(Ps, Ps, u32)> = t(5)
         .iter()
         .map(|c| match *c {
@@ -284,8 +286,8 @@ fn two_flows_on_one_link_get_half_its_bandwidth_each() {
     assert_eq!(
         pieces,
         vec![
-            (150 * NS, 20_150 * NS, 10_000),
-            (20_150 * NS, 20_150 * NS, 10_000)
+            (150 * NS, 40_150 * NS, 20_000),
+            (40_150 * NS, 40_150 * NS, 20_000)
         ]
     );
     let mut sources: Vec<NodeId> = t(5)
@@ -308,20 +310,20 @@ fn two_flows_on_one_link_get_half_its_bandwidth_each() {
 
 #[test]
 fn a_flow_ending_frees_its_bandwidth_at_that_instant() {
-    // As above, but 5,000 B and 15,000 B. Both run at 0.5 B/ns from 150 ns; the first is
-    // through at 150 + 10,000 = 10,150 ns (delivered 10,250 ns). The second has 10,000 B left
-    // and from 10,150 ns the whole 1 B/ns: through at 20,150 ns, delivered 20,250 ns.
+    // As above, but 20,000 B and 30,000 B. Both run at 0.5 B/ns from 150 ns; the first is
+    // through at 150 + 40,000 = 40,150 ns (delivered 40,250 ns). The second has 10,000 B left
+    // and from 40,150 ns the whole 1 B/ns: through at 50,150 ns, delivered 50,250 ns.
     let (spec, topo) = single_switch(3, GBPS_8);
-    let sends = [(0, 0, 2, 5_000, false), (0, 1, 2, 15_000, false)];
+    let sends = [(0, 0, 2, 20_000, false), (0, 1, 2, 30_000, false)];
     let mut f = flow_fabric(&spec, topo.clone(), params(1000, Switching::CutThrough));
-    let n = run_flows(&mut f, &sends, &mut Recorder::default(), 10_150 * NS);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), 40_150 * NS);
     assert!(!n.iter().any(|(_, x)| *x == Notice::Delivered { token: 1 }));
     let rates: Vec<u64> = f.rates().iter().map(|r| r.1).collect();
     assert_eq!(rates, vec![GBPS_8]);
     let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
     let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-    assert_eq!(delivered(&n, 0), 10_250 * NS);
-    assert_eq!(delivered(&n, 1), 20_250 * NS);
+    assert_eq!(delivered(&n, 0), 40_250 * NS);
+    assert_eq!(delivered(&n, 1), 50_250 * NS);
 }
 
 #[test]
@@ -407,10 +409,10 @@ fn an_update_reaches_flows_that_share_no_link_with_the_one_that_ends() {
 
 #[test]
 fn a_flow_onto_two_sleeping_links_pays_two_wakes() {
-    // 10,000 B from node 0 to node 1 as in the first test, both node links asleep, 17 us wakes.
+    // 20,000 B from node 0 to node 1 as in the first test, both node links asleep, 17 us wakes.
     // Node 0's link is asked at 0 and wakes at 17 us; the head reaches node 1's link at
-    // 17 us + 150 ns, which wakes at 34.15 us; the transfer (10,000 ns) ends at 44,150 ns and
-    // the message is delivered at 44,250 ns: the lone 10,250 ns plus two wakes.
+    // 17 us + 150 ns, which wakes at 34.15 us; the transfer (20,000 ns) ends at 54,150 ns and
+    // the message is delivered at 54,250 ns: the lone 20,250 ns plus two wakes.
     let (spec, topo) = single_switch(2, GBPS_8);
     let (inj, ej) = (topo.node_injection[0], topo.node_ejection[1]);
     let mut f = flow_fabric(&spec, topo, params(1000, Switching::CutThrough));
@@ -419,8 +421,8 @@ fn a_flow_onto_two_sleeping_links_pays_two_wakes() {
         wake: 17 * US,
         calls: Vec::new(),
     };
-    let n = run_flows(&mut f, &[(0, 0, 1, 10_000, false)], &mut obs, Ps::MAX);
-    assert_eq!(delivered(&n, 0), 44_250 * NS);
+    let n = run_flows(&mut f, &[(0, 0, 1, 20_000, false)], &mut obs, Ps::MAX);
+    assert_eq!(delivered(&n, 0), 54_250 * NS);
     let asked: Vec<Call> = obs
         .calls
         .iter()
@@ -479,23 +481,24 @@ fn before_a_link_wakes_its_reverse_direction_reports_its_stretch_so_far() {
 
 #[test]
 fn a_nic_sends_the_next_message_once_the_rest_of_the_last_fits_in_the_first_buffer() {
-    // 1 B/ns links, 100 ns, switch 50 ns, first-switch buffers of 4,000 B. Node 0 sends
-    // 10,000 B to node 1 (A) and 10,000 B to node 2 (B) at t = 0. A's head reaches node 1's link
-    // at 150 ns and its bytes flow at 1 B/ns; 4,000 B are left at 6,150 ns, when the NIC starts
-    // on B. B's head reaches node 2's link at 6,300 ns, A has 3,850 B left, and the two share
-    // node 0's link at 0.5 B/ns: A is through at 6,300 + 7,700 = 14,000 ns (delivered 14,100
-    // ns), then B alone has 10,000 - 3,850 = 6,150 B left: through at 20,150 ns, delivered
-    // 20,250 ns. (Sharing from the start, both would be delivered at 20,250 ns.)
+    // 1 B/ns links, 100 ns, switch 50 ns, first-switch buffers of 4,000 B (messages of more
+    // than 16 x 2,000 B are flows). Node 0 sends 40,000 B to node 1 (A) and 40,000 B to node 2
+    // (B) at t = 0. A's head reaches node 1's link at 150 ns and its bytes flow at 1 B/ns;
+    // 4,000 B are left at 36,150 ns, when the NIC starts on B. B's head reaches node 2's link at
+    // 36,300 ns, A has 3,850 B left, and the two share node 0's link at 0.5 B/ns: A is through
+    // at 36,300 + 7,700 = 44,000 ns (delivered 44,100 ns), then B alone has 40,000 - 3,850 =
+    // 36,150 B left: through at 80,150 ns, delivered 80,250 ns. (Sharing from the start, both
+    // would be delivered at 80,250 ns.)
     let (spec, topo) = single_switch(3, GBPS_8);
     let p = FabricParams {
         buffer_bytes: 4_000,
         ..params(1000, Switching::CutThrough)
     };
     let mut f = flow_fabric(&spec, topo, p);
-    let sends = [(0, 0, 1, 10_000, false), (0, 0, 2, 10_000, false)];
+    let sends = [(0, 0, 1, 40_000, false), (0, 0, 2, 40_000, false)];
     let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-    assert_eq!(delivered(&n, 0), 14_100 * NS);
-    assert_eq!(delivered(&n, 1), 20_250 * NS);
+    assert_eq!(delivered(&n, 0), 44_100 * NS);
+    assert_eq!(delivered(&n, 1), 80_250 * NS);
 }
 
 #[test]
@@ -514,22 +517,22 @@ fn a_nic_sends_a_message_that_fits_in_the_first_buffer_at_its_link_rate() {
 
 #[test]
 fn a_control_message_does_not_wait_behind_bulk_data() {
-    // Buffers of 4,000 B: node 0 sends 10,000 B to node 1 at 0, and at 1 us an 8-byte control
-    // message to node 2. It does not queue: its head reaches node 2's link at 1,150 ns, it
-    // crosses at the link's rate as one packet (8 ns) and is delivered at 1,150 + 8 + 100 =
-    // 1,258 ns. Queued, it would start only at 6,150 ns: delivered at 6,408 ns.
+    // Buffers of 4,000 B: node 0 sends 40,000 B (a flow) to node 1 at 0, and at 1 us an 8-byte
+    // control message to node 2. It does not queue: its head reaches node 2's link at 1,150 ns,
+    // it crosses at the link's rate as one packet (8 ns) and is delivered at 1,150 + 8 + 100 =
+    // 1,258 ns. Queued, it would start only at 36,150 ns: delivered at 36,408 ns.
     let (spec, topo) = single_switch(3, GBPS_8);
     let p = FabricParams {
         buffer_bytes: 4_000,
         ..params(1000, Switching::CutThrough)
     };
-    let sends = [(0, 0, 1, 10_000, false), (US, 0, 2, 8, false)];
+    let sends = [(0, 0, 1, 40_000, false), (US, 0, 2, 8, false)];
     let mut f = flow_fabric(&spec, topo.clone(), p);
     let n = run_sends(&mut f, &sends, &[1], &mut Recorder::default(), Ps::MAX);
     assert_eq!(delivered(&n, 1), 1_258 * NS);
     let mut f = flow_fabric(&spec, topo, p);
     let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-    assert_eq!(delivered(&n, 1), 6_408 * NS);
+    assert_eq!(delivered(&n, 1), 36_408 * NS);
 }
 
 #[test]
@@ -573,16 +576,16 @@ fn one_packet_messages_cross_a_link_one_after_the_other() {
 
 #[test]
 fn messages_of_up_to_half_a_buffer_cross_a_link_one_after_the_other() {
-    // As above with 10,000 B messages (10 packets) and 1 GiB buffers, so they are short: the
-    // first crosses node 2's link from 150 to 10,150 ns (delivered 10,250 ns), the second from
-    // 10,150 to 20,150 ns (delivered 20,250 ns). With buffers of two packets they are flows,
-    // share the link, and both arrive at 20,250 ns.
+    // As above with 20,000 B messages (20 packets) and 1 GiB buffers, so they are short: the
+    // first crosses node 2's link from 150 to 20,150 ns (delivered 20,250 ns), the second from
+    // 20,150 to 40,150 ns (delivered 40,250 ns). With buffers of two packets they are flows (of
+    // more than 16 packets), share the link, and both arrive at 40,250 ns.
     let (spec, topo) = single_switch(3, GBPS_8);
-    let sends = [(0, 0, 2, 10_000, false), (0, 1, 2, 10_000, false)];
+    let sends = [(0, 0, 2, 20_000, false), (0, 1, 2, 20_000, false)];
     let p = params(1000, Switching::CutThrough);
     for (fp, want) in [
-        (deep(p), [10_250 * NS, 20_250 * NS]),
-        (p, [20_250 * NS, 20_250 * NS]),
+        (deep(p), [20_250 * NS, 40_250 * NS]),
+        (p, [40_250 * NS, 40_250 * NS]),
     ] {
         let mut f = flow_fabric(&spec, topo.clone(), fp);
         let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
@@ -626,9 +629,19 @@ fn a_lone_message_takes_exactly_the_packet_models_time() {
             let mut hops_seen = std::collections::BTreeSet::new();
             for dst in 1..n {
                 for &bytes in &sizes {
-                    let want = packet_delivery(topo.clone(), deep(p), 0, dst, bytes);
-                    // As a flow (over one packet) and as a short message.
+                    let deep_time = packet_delivery(topo.clone(), deep(p), 0, dst, bytes);
+                    // As a flow (over 16 packets), a train of one-packet segments (2 to 16
+                    // packets, which fill the buffers of two packets as the packet model's
+                    // packets do) and as a short message.
                     for fp in [p, deep(p)] {
+                        let segments = if fp.buffer_bytes == p.buffer_bytes
+                            && bytes > u64::from(packet)
+                            && bytes <= 16 * u64::from(packet)
+                        {
+                            bytes.div_ceil(u64::from(packet))
+                        } else {
+                            1
+                        };
                         let mut f = flow_fabric(spec, topo.clone(), fp);
                         let got = delivered(
                             &run_flows(
@@ -639,12 +652,20 @@ fn a_lone_message_takes_exactly_the_packet_models_time() {
                             ),
                             0,
                         );
-                        let short = bytes <= f.short_bytes();
-                        assert_eq!(
-                            got, want,
-                            "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B, short {short}"
+                        let at = format!(
+                            "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B, {segments} segments"
                         );
-                        hops_seen.insert(f.stats().packet_hops);
+                        let packet_time = packet_delivery(topo.clone(), fp, 0, dst, bytes);
+                        if segments == 1 || packet_time == deep_time {
+                            assert_eq!(got, deep_time, "{at}");
+                        } else {
+                            // Buffers of two packets do not cover the credit round trip of
+                            // every link: the packet model's packets wait for credit, and the
+                            // segments wait for room, though not always as long (no longer than their packets).
+                            assert!(deep_time <= got && got <= packet_time, "{at}: {got}");
+                        }
+                        assert_eq!(f.stats().packet_hops % segments, 0);
+                        hops_seen.insert(f.stats().packet_hops / segments);
                     }
                 }
             }
@@ -655,6 +676,203 @@ fn a_lone_message_takes_exactly_the_packet_models_time() {
                 Some(diameter),
                 "{spec:?}: {hops_seen:?}"
             );
+        }
+    }
+}
+
+/// Packets of 1,000 B and buffers of 64,000 B: messages of more than 32,000 B go as trains of
+/// 32,000 B segments, and the buffers cover every credit round trip of [`mixed`] links.
+fn trains(switching: Switching) -> FabricParams {
+    FabricParams {
+        buffer_bytes: 64_000,
+        ..params(1000, switching)
+    }
+}
+
+#[test]
+fn a_lone_segmented_message_takes_exactly_the_packet_models_time() {
+    let specs = [
+        TopologySpec::SingleSwitch { nodes: 4 },
+        with_ft(fat_tree(3, 4), None, 1.0, None, None, None, None),
+        torus(&[5, 3], 1),
+        dragonfly(5, 2, 2, 2, DragonflyArrangement::Absolute),
+    ];
+    // Two, three and four segments, the last one a part of a packet in the first two.
+    let sizes = [40_960, 65_536, 100_000];
+    for spec in &specs {
+        let topo = topo_with(spec, &mixed);
+        for switching in [Switching::CutThrough, Switching::StoreAndForward] {
+            let p = trains(switching);
+            for dst in 1..topo.num_nodes {
+                for &bytes in &sizes {
+                    let want = packet_delivery(topo.clone(), p, 0, dst, bytes);
+                    assert_eq!(want, packet_delivery(topo.clone(), deep(p), 0, dst, bytes));
+                    let mut f = flow_fabric(spec, topo.clone(), p);
+                    let n = run_flows(
+                        &mut f,
+                        &[(0, 0, dst, bytes, true)],
+                        &mut Recorder::default(),
+                        Ps::MAX,
+                    );
+                    assert_eq!(
+                        delivered(&n, 0),
+                        want,
+                        "{spec:?} {switching:?}: 0 -> {dst}, {bytes} B"
+                    );
+                    let once: Vec<&Notice> = n.iter().map(|(_, n)| n).collect();
+                    assert_eq!(once.len(), 2, "one injection, one delivery: {once:?}");
+                    assert_eq!(f.stats().packets_delivered, 1);
+                    assert_eq!(f.flows_in_flight(), 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lone_segmented_message_pays_one_wake_per_sleeping_link() {
+    // Every link asleep, 17 us wakes, links of 1 B/ns (a segment of 32,000 B takes 32 us, so no
+    // wake hides behind another segment's serialisation): the first segment wakes each link of
+    // the path as its head reaches it, the others follow it, and the message arrives one wake
+    // per link later than with every link awake, as in the packet model.
+    let wake = 17 * US;
+    for spec in [
+        with_ft(fat_tree(3, 4), None, 1.0, None, None, None, None),
+        torus(&[5, 3], 1),
+    ] {
+        let topo = topo_with(&spec, &uniform(GBPS_8));
+        let all: Vec<ChannelId> = (0..topo.channels.len() as ChannelId).collect();
+        let p = trains(Switching::CutThrough);
+        for dst in 1..topo.num_nodes {
+            for bytes in [40_960, 65_536, 100_000] {
+                let awake = packet_delivery(topo.clone(), p, 0, dst, bytes);
+                let mut asleep = Recorder {
+                    asleep: all.clone(),
+                    wake,
+                    calls: Vec::new(),
+                };
+                let want = packet_delivery_with(topo.clone(), p, (0, dst), bytes, &mut asleep);
+                let mut f = flow_fabric(&spec, topo.clone(), p);
+                let mut obs = Recorder {
+                    asleep: all.clone(),
+                    wake,
+                    calls: Vec::new(),
+                };
+                let got = delivered(
+                    &run_flows(&mut f, &[(0, 0, dst, bytes, false)], &mut obs, Ps::MAX),
+                    0,
+                );
+                let woken = all.len() - obs.asleep.len();
+                let hops = f.stats().packet_hops / bytes.div_ceil(32_000);
+                assert_eq!(woken as u64, hops, "{spec:?}: 0 -> {dst}, {bytes} B");
+                assert_eq!(got, awake + hops * wake, "{spec:?}: 0 -> {dst}, {bytes} B");
+                assert_eq!(got, want, "{spec:?}: 0 -> {dst}, {bytes} B");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_segment_waits_for_the_space_of_the_one_before() {
+    // One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 32,768 B:
+    // node 0's 65,536 B go as two segments of one packet, and the switch's buffer holds one.
+    // - The first: node 0's link 0-32,768 ns; node 1's link 150-32,918 ns; its space in the
+    //   switch is back at node 0 a link latency after its tail has left, at 33,018 ns.
+    // - The second: the NIC is free at 32,768 ns, the buffer at 33,018: node 0's link
+    //   33,018-65,786 ns (it has left the NIC: injected at 65,786); node 1's link from
+    //   33,168 ns; the message is delivered at 33,168 + 32,768 + 100 = 66,036 ns, as in the
+    //   packet model. With room for both (or as one flow) it would arrive at
+    //   150 + 65,536 + 100 = 65,786 ns.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 32_768,
+        ..params(32_768, Switching::CutThrough)
+    };
+    let sends = [(0, 0, 1, 65_536, true)];
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    assert_eq!(f.segment_bytes(), 32_768);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(
+        n,
+        vec![
+            (
+                33_018 * NS,
+                Notice::Injected {
+                    token: 0,
+                    at: 65_786 * NS
+                }
+            ),
+            (66_036 * NS, Notice::Delivered { token: 0 }),
+        ]
+    );
+    assert_eq!(packet_deliveries(topo.clone(), p, &sends), [66_036 * NS]);
+    let s = f.stats();
+    assert_eq!(
+        (s.packets_delivered, s.packet_hops, s.packet_latency_sum_ps),
+        (1, 4, u128::from(66_036 * NS))
+    );
+    let mut f = flow_fabric(&spec, topo, deep(p));
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 0), 65_786 * NS);
+}
+
+#[test]
+fn a_segmented_message_behind_a_full_buffer_holds_back_its_nic() {
+    // The full buffer of `a_full_input_buffer_holds_back_the_nics_that_feed_it`, with node 0's
+    // and node 1's two messages to node 2 each one message of 2,000 B: two segments of one
+    // packet, which move as the two messages did. Node 0's is delivered with its second
+    // segment at 3,250 ns, node 1's at 4,250 ns; node 0's message to node 3, whose link is idle,
+    // waits behind node 0's to node 2 for the switch's buffer and is delivered at 4,500 ns.
+    // Each message is delivered once, as in the packet model.
+    let (spec, topo) = single_switch(4, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let sends = [
+        (0, 0, 2, 2_000, false),
+        (0, 1, 2, 2_000, false),
+        (0, 0, 3, 1_000, false),
+    ];
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let mut obs = Recorder::default();
+    let n = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
+    let times: Vec<Ps> = (0..3).map(|t| delivered(&n, t) / NS).collect();
+    assert_eq!(times, [3_250, 4_250, 4_500]);
+    assert_eq!(n.len(), 3);
+    let packet: Vec<Ps> = packet_deliveries(topo.clone(), p, &sends);
+    assert_eq!(packet.iter().map(|t| t / NS).collect::<Vec<_>>(), times);
+    assert_eq!(f.stats().packets_delivered, 3);
+    let ns = |v: Vec<(Ps, Ps, u32)>| -> Vec<(Ps, Ps)> {
+        v.into_iter().map(|(a, b, _)| (a / NS, b / NS)).collect()
+    };
+    assert_eq!(
+        ns(pieces(&obs, topo.node_injection[0])),
+        [(0, 1_000), (1_250, 2_250), (3_250, 4_250)]
+    );
+}
+
+#[test]
+fn up_to_sixteen_segments_a_message_is_a_train_above_it_a_flow() {
+    // Packets of 1,000 B, buffers of two, so segments of one packet. Nodes 0 and 1 send to
+    // node 2 at t = 0 (1 B/ns links, 100 ns, switch 50 ns).
+    // - 16,000 B each: 16 segments. They take node 2's link in turn from 150 ns, 1,000 ns
+    //   each, node 0's first: node 0's last one ends at 150 + 31 x 1,000 = 31,150 ns
+    //   (delivered 31,250 ns), node 1's at 32,150 ns (delivered 32,250 ns), as the packet
+    //   model's packets do.
+    // - 16,001 B each: two flows, which share node 2's link at 0.5 B/ns from 150 ns: both
+    //   through at 150 + 32,002 = 32,152 ns, delivered at 32,252 ns.
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let p = params(1000, Switching::CutThrough);
+    for (bytes, want) in [(16_000, [31_250, 32_250]), (16_001, [32_252, 32_252])] {
+        let sends = [(0, 0, 2, bytes, false), (0, 1, 2, bytes, false)];
+        let mut f = flow_fabric(&spec, topo.clone(), p);
+        let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+        let times = [delivered(&n, 0) / NS, delivered(&n, 1) / NS];
+        assert_eq!(times, want, "{bytes} B");
+        if bytes == 16_000 {
+            let packet = packet_deliveries(topo.clone(), p, &sends);
+            assert_eq!([packet[0] / NS, packet[1] / NS], want);
         }
     }
 }

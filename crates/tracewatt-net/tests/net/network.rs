@@ -42,7 +42,7 @@ fn network<N: Network>() -> N {
             packet_bytes: 1000,
             // Two packets: enough that the packet model never waits for credit here (a packet
             // takes 1 us a link, a credit 0.1 us to come back), few enough that a message of
-            // more than one packet is a flow in the flow model.
+            // more than 16 packets is a flow in the flow model.
             buffer_bytes: 2_000,
             switch_latency_ps: 50 * NS,
             switching: Switching::CutThrough,
@@ -71,9 +71,9 @@ fn stop_at<N: Network>(bytes: u64, stop: Ps) -> (Vec<(ChannelId, Ps, Ps, u32)>, 
 #[test]
 fn a_flow_under_way_at_the_stop_keeps_its_links_busy_until_then() {
     // The head claims node 0's link at 0 and the switch's link to node 1 at 100 + 50 ns; the
-    // 10,000 bytes then flow until 10,150 ns. Stopped at 5 us, both links are busy until then,
+    // 20,000 bytes then flow until 20,150 ns. Stopped at 5 us, both links are busy until then,
     // and the flow's bytes are not through.
-    let (pieces, left) = stop_at::<FlowFabric>(10_000, 5_000 * NS);
+    let (pieces, left) = stop_at::<FlowFabric>(20_000, 5_000 * NS);
     let inj = 0; // the channels of node 0's link come first: node 0 -> switch, then back
     let down = pieces.iter().find(|p| p.0 != inj).expect("the link down").0;
     assert_eq!(
@@ -82,9 +82,9 @@ fn a_flow_under_way_at_the_stop_keeps_its_links_busy_until_then() {
     );
     assert_eq!(left, 1);
     // Past the end nothing is left to report: the flow's own pieces carry its bytes.
-    let (done, left) = stop_at::<FlowFabric>(10_000, 20_000 * NS);
+    let (done, left) = stop_at::<FlowFabric>(20_000, 30_000 * NS);
     let bytes: u32 = done.iter().map(|p| p.3).sum();
-    assert_eq!((bytes, left), (2 * 10_000, 0));
+    assert_eq!((bytes, left), (2 * 20_000, 0));
 }
 
 #[test]
