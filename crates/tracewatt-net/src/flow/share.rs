@@ -32,7 +32,9 @@
 //! start and end (each flow that slows frees a little capacity for others, which speed up and
 //! slow others): the tolerance stops such ripples after a hop or two, when they carry less than
 //! a sixty-fourth of a link. Its effect on the flow bench's scenarios (`crates/tracewatt-bench`,
-//! `benches/flow.rs`), against the exact filling (no tolerance): the time of the whole exchange
+//! `benches/flow.rs`), every message of them sharing bandwidth (the 64 KiB ones and the 1 KiB
+//! all-to-all included, which flow mode sends as trains and short messages instead), against the
+//! exact filling (no tolerance): the time of the whole exchange
 //! is the same to the picosecond in all of them; a message's delivery time differs by at most
 //! 0.75% (mean 0.07%) on the 8,192-node torus's stencil4d, at most 0.42% (mean 2e-7) on the
 //! dragonfly's throttled all-to-all, at most 0.06% (mean 1e-6) on its UGAL stencil, and not at
