@@ -83,6 +83,7 @@ fn params() -> FabricParams {
         switch_latency_ps: 100 * NS,
         switching: Switching::CutThrough,
         credits: Credits::OutOfBand,
+        train_segments: tracewatt_net::flow::TRAIN_SEGMENTS,
     }
 }
 

@@ -50,6 +50,10 @@ pub struct FabricParams {
     pub switch_latency_ps: Ps,
     pub switching: Switching,
     pub credits: Credits,
+    /// The flow model's longest train of segments ([`crate::flow::FlowFabric::segment_bytes`]):
+    /// a larger message is a flow that shares bandwidth, 0 makes every message above
+    /// `short_bytes` one. The packet model ignores it.
+    pub train_segments: u32,
 }
 
 /// How a switch's input buffer tells the sender upstream that space has freed.

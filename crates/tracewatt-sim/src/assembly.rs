@@ -200,6 +200,7 @@ fn fabric_params(m: &MachineSpec) -> FabricParams {
         switch_latency_ps: ns_to_ps(m.switch_latency_ns),
         switching: m.switching,
         credits: m.credits,
+        train_segments: m.flow_train_segments,
     }
 }
 

@@ -72,6 +72,21 @@ pub struct MachineSpec {
     /// the default, so a packet run's resolved configuration is the same with or without it.
     #[serde(default, skip_serializing_if = "NetworkModel::is_packet")]
     pub network: NetworkModel,
+    /// Flow mode: the longest train of segments a message is sent as (0: none); the packet
+    /// model ignores it. Written out only when it is not the default, as `network` is.
+    #[serde(
+        default = "default_train_segments",
+        skip_serializing_if = "is_default_train_segments"
+    )]
+    pub flow_train_segments: u32,
+}
+
+fn default_train_segments() -> u32 {
+    tracewatt_net::flow::TRAIN_SEGMENTS
+}
+
+fn is_default_train_segments(n: &u32) -> bool {
+    *n == tracewatt_net::flow::TRAIN_SEGMENTS
 }
 
 /// `[machine] network`: which model moves messages through the network.

@@ -242,3 +242,70 @@ kind = "pingpong"
     assert!(msg.starts_with("c.toml: machine.network: "), "{msg}");
     assert!(msg.contains("packet") && msg.contains("flow"), "{msg}");
 }
+
+#[test]
+fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
+    // Buffers of 8,000 B: messages of up to 4,000 B are short, 8,000 B ones two segments.
+    // Ranks 0 and 1 each send 8,000 B to rank 2 at t = 0, and node 2's link takes them:
+    // - as trains (the default, up to 16 segments), segment by segment, rank 0's first, from
+    //   150 ns, 4,000 ns each: rank 0's message is in at 150 + 3 x 4,000 + 50 = 12,200 ns,
+    //   rank 1's at 16,200 ns;
+    // - as flows (trains of up to 1 segment, or none), sharing the link at 0.5 B/ns: both in
+    //   at 150 + 16,000 + 50 = 16,200 ns;
+    // - the packet model alternates the two inputs packet by packet: rank 0's eighth packet
+    //   ends at 150 + 15 x 1,000 ns, in at 15,200 ns.
+    let programs = || {
+        vec![
+            vec![send(2, 8000)],
+            vec![send(2, 8000)],
+            vec![recv(0, 8000), recv(1, 8000)],
+        ]
+    };
+    let latencies_ns = |network: &str, train_segments: u32| {
+        let mut c = config(network, 3, "");
+        c.machine.flow_train_segments = train_segments;
+        c.output.messages = true;
+        let r = run(&c, programs());
+        let t = r.table("messages").expect("messages");
+        let Column::F64(v) = &t.columns.iter().find(|c| c.0 == "latency_s").unwrap().1 else {
+            panic!("latency_s is not a float column");
+        };
+        let mut ns: Vec<u64> = v.iter().map(|s| (s * 1e9).round() as u64).collect();
+        ns.sort_unstable();
+        (ns, r.summary["config"]["machine"].clone())
+    };
+    let (trains, machine) = latencies_ns("flow", 16);
+    assert_eq!(trains, [12_200, 16_200]);
+    assert!(machine.get("flow_train_segments").is_none(), "{machine}");
+    assert_eq!(latencies_ns("flow", 2).0, trains);
+    for k in [0, 1] {
+        let (flows, machine) = latencies_ns("flow", k);
+        assert_eq!(flows, [16_200, 16_200], "trains of up to {k}");
+        assert_eq!(machine["flow_train_segments"], k);
+    }
+    assert_eq!(latencies_ns("packet", 16).0, [15_200, 16_200]);
+}
+
+#[test]
+fn a_negative_train_length_is_an_error_naming_the_field() {
+    let text = r#"
+[machine]
+preset = "miwa2014-16node"
+network = "flow"
+flow_train_segments = -1
+[[jobs]]
+ranks = 2
+[jobs.workload]
+kind = "pingpong"
+"#;
+    let msg = Config::parse(text, Format::Toml, "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        msg,
+        "c.toml: machine.flow_train_segments: expected a non-negative integer, got -1"
+    );
+    let four = text.replace("= -1", "= 4");
+    let c = Config::parse(&four, Format::Toml, "c.toml").unwrap();
+    assert_eq!(c.machine.flow_train_segments, 4);
+}

@@ -30,7 +30,7 @@
 //! start on the last channel. It takes nothing from the flows that share the channel, and they
 //! do not delay it.
 //!
-//! A mid-size message (more than `short_bytes`, at most [`MAX_SEGMENTS`] segments of
+//! A mid-size message (more than `short_bytes`, at most `train_segments` segments of
 //! [`FlowFabric::segment_bytes`]) is a train of short messages, its segments, which its NIC
 //! sends one after another and each switch routes on its own, as the packet model does its
 //! packets: so it fills input buffers and holds the ports behind it, which a flow sharing
@@ -102,12 +102,12 @@ const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
 /// measured against the exact filling, is in the `share` module's documentation: the bench's
 /// exchanges end at the same picosecond, and a message is delivered at most 0.75% off.
 pub const SLACK_DIVISOR: u64 = 64;
-/// The most segments a message is sent as ([`FlowFabric::segment_bytes`]); a larger message is
-/// a flow that shares bandwidth. The number is an assumption, measured in docs/fast-mode.md
+/// The default of [`FabricParams::train_segments`], the most segments a message is sent as
+/// ([`FlowFabric::segment_bytes`]). The number is an assumption, measured in docs/fast-mode.md
 /// ("Trains up to 16 segments"): trains bring the torus permutation of up to 512 KiB closer to
 /// the packet model at 2-3 times less CPU than its packets, and leave 1 MiB and larger messages
 /// flows, whose cost does not grow with their size.
-pub const MAX_SEGMENTS: u64 = 16;
+pub const TRAIN_SEGMENTS: u32 = 16;
 
 /// One channel of a flow's path.
 #[derive(Debug, Clone, Copy)]
@@ -238,6 +238,9 @@ struct Train {
     bytes: u64,
     segment: u64,
     segments: u64,
+    /// Segments made so far: its NIC makes each as the one before starts, so a long train
+    /// holds memory for the segments in flight, not for its bytes.
+    made: u64,
     /// Segments not yet delivered.
     left: u64,
     notify_injected: bool,
@@ -427,7 +430,7 @@ impl FlowFabric {
     }
 
     /// The size of the segments a mid-size message is sent as: `short_bytes` in whole packets.
-    /// A message larger than `short_bytes` and of at most [`MAX_SEGMENTS`] segments is a train
+    /// A message larger than `short_bytes` and of at most `train_segments` segments is a train
     /// of short messages of this size (the last one the remainder), one after another from the
     /// NIC, each routed, buffered and held back as the packet model's packets are; so such
     /// messages fill the input buffers and feel head-of-line blocking, which a flow that shares
@@ -458,7 +461,7 @@ impl FlowFabric {
     ) {
         let segment = self.segment_bytes();
         let segments = bytes.div_ceil(segment);
-        if bytes <= self.short_bytes() || segments > MAX_SEGMENTS {
+        if bytes <= self.short_bytes() || segments > u64::from(self.params.train_segments) {
             let flow = self.new_flow(token, (src, dst), bytes, notify_injected, NIL, false);
             self.queue(flow, now, urgent, q, obs);
             return;
@@ -467,16 +470,31 @@ impl FlowFabric {
             bytes,
             segment,
             segments,
+            made: 0,
             left: segments,
             notify_injected,
             born: NEVER,
         });
-        for k in 0..segments {
-            let size = segment.min(bytes - k * segment);
-            let last = k + 1 == segments;
-            let flow = self.new_flow(token, (src, dst), size, false, train, last);
-            self.queue(flow, now, urgent, q, obs);
+        if urgent {
+            // A control message does not queue at its NIC: every segment starts at once.
+            while let Some(flow) = self.next_segment(train, token, (src, dst)) {
+                self.queue(flow, now, true, q, obs);
+            }
+        } else if let Some(first) = self.next_segment(train, token, (src, dst)) {
+            self.queue(first, now, false, q, obs);
         }
+    }
+
+    /// Makes `train`'s next segment, if it has one left, as a new flow.
+    fn next_segment(&mut self, train: u32, token: u32, ends: (NodeId, NodeId)) -> Option<u32> {
+        let t = &mut self.trains[train];
+        if t.made == t.segments {
+            return None;
+        }
+        let size = t.segment.min(t.bytes - t.made * t.segment);
+        t.made += 1;
+        let last = t.made == t.segments;
+        Some(self.new_flow(token, ends, size, false, train, last))
     }
 
     /// A new flow of `bytes` for message `token` (a segment of `train` unless `NIL`).
@@ -547,10 +565,17 @@ impl FlowFabric {
         q: &mut S,
         obs: &mut O,
     ) {
-        let src = self.flows[flow].src;
-        self.flows[flow].from_nic = true;
+        let f = &mut self.flows[flow];
+        f.from_nic = true;
+        let (src, dst, token, train) = (f.src, f.dst, f.token, f.train);
         // Until its head starts on the injection channel (it may wait for room downstream).
         self.nics[src as usize].free_at = NEVER;
+        // A train's next segment goes right behind this one.
+        if train != NIL {
+            if let Some(next) = self.next_segment(train, token, (src, dst)) {
+                self.nics[src as usize].queue.push_front(next);
+            }
+        }
         self.start_head(flow, now, q, obs);
     }
 

@@ -9,7 +9,7 @@ use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
 use tracewatt_net::fabric::{
     Credits, Fabric, FabricParams, LinkObserver, NetEvent, Notice, Switching,
 };
-use tracewatt_net::flow::{FlowEvent, FlowFabric, SLACK_DIVISOR};
+use tracewatt_net::flow::{FlowEvent, FlowFabric, SLACK_DIVISOR, TRAIN_SEGMENTS};
 use tracewatt_net::topology::build;
 use tracewatt_net::{
     make_router, ChannelId, DragonflyArrangement, LinkClass, LinkParams, NodeId, RoutingAlgorithm,
@@ -96,6 +96,7 @@ fn params(packet_bytes: u32, switching: Switching) -> FabricParams {
         switch_latency_ps: 50 * NS,
         switching,
         credits: Credits::OutOfBand,
+        train_segments: TRAIN_SEGMENTS,
     }
 }
 
@@ -877,6 +878,78 @@ fn up_to_sixteen_segments_a_message_is_a_train_above_it_a_flow() {
     }
 }
 
+#[test]
+fn the_longest_train_is_the_machines_to_choose() {
+    // As above, 2,000 B from nodes 0 and 1 to node 2: two segments each.
+    // - Trains of up to 2: the four segments take node 2's link in turn from 150 ns, node 0's
+    //   first, so node 0's second one ends at 150 + 3 x 1,000 = 3,150 ns (delivered 3,250 ns),
+    //   node 1's at 4,150 ns (delivered 4,250 ns), as the packet model's packets do.
+    // - Trains of up to 1, or none: two flows sharing node 2's link at 0.5 B/ns from 150 ns,
+    //   both through at 150 + 4,000 = 4,150 ns and delivered at 4,250 ns.
+    let (spec, topo) = single_switch(3, GBPS_8);
+    let sends = [(0, 0, 2, 2_000, false), (0, 1, 2, 2_000, false)];
+    for (train_segments, want) in [
+        (2, [3_250, 4_250]),
+        (1, [4_250, 4_250]),
+        (0, [4_250, 4_250]),
+    ] {
+        let p = FabricParams {
+            train_segments,
+            ..params(1000, Switching::CutThrough)
+        };
+        let mut f = flow_fabric(&spec, topo.clone(), p);
+        let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+        let times = [delivered(&n, 0) / NS, delivered(&n, 1) / NS];
+        assert_eq!(times, want, "trains of up to {train_segments}");
+        if train_segments == 2 {
+            let packet = packet_deliveries(topo.clone(), p, &sends);
+            assert_eq!([packet[0] / NS, packet[1] / NS], want);
+        }
+    }
+}
+
+#[test]
+fn a_long_train_holds_its_segments_in_flight_not_its_bytes() {
+    // 100,000 B from node 0 to node 1 in trains of up to 1,000 segments: 100 segments of one
+    // 1,000 B packet. Its NIC makes each segment as the one before starts, so right after the
+    // send two exist (the one on the wire, the next in line). Alone, it is delivered when the
+    // packet model's last packet is: 99 packets of 1,000 ns then the last, 100,000 ns, plus two
+    // links of 100 ns and a switch of 50 ns: 100,250 ns.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let p = FabricParams {
+        train_segments: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let mut q = EventQueue::new();
+    let mut obs = Recorder::default();
+    f.send(
+        0,
+        0,
+        (0, 1),
+        100_000,
+        false,
+        false,
+        &mut Q(&mut q),
+        &mut obs,
+    );
+    assert_eq!(f.flows_in_flight(), 2);
+    let mut rng = Rng::new(7);
+    let mut at = None;
+    while let Some((now, ev)) = q.pop() {
+        let Ev::Flow(e) = ev else { unreachable!() };
+        f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
+        if f.drain_notices()
+            .any(|n| n == Notice::Delivered { token: 0 })
+        {
+            at = Some(now);
+        }
+    }
+    assert_eq!(at, Some(100_250 * NS));
+    assert_eq!(at, Some(packet_delivery(topo, p, 0, 1, 100_000)));
+    assert_eq!(f.flows_in_flight(), 0);
+}
+
 /// An all-to-all of `bytes` on a dragonfly with UGAL (random intermediate groups, load-based
 /// choice), sends spread over time.
 fn ugal_all_to_all(seed: u64) -> (Vec<(Ps, Notice)>, Vec<Call>) {
@@ -1168,11 +1241,9 @@ fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
         latency_ps: 10 * NS,
     });
     let p = FabricParams {
-        packet_bytes: 4096,
         buffer_bytes: 65536,
         switch_latency_ps: 100 * NS,
-        switching: Switching::CutThrough,
-        credits: Credits::OutOfBand,
+        ..params(4096, Switching::CutThrough)
     };
     let n: u32 = 256;
     let sends: Vec<Send> = (1..64)

@@ -47,6 +47,7 @@ fn network<N: Network>() -> N {
             switch_latency_ps: 50 * NS,
             switching: Switching::CutThrough,
             credits: Credits::OutOfBand,
+            train_segments: tracewatt_net::flow::TRAIN_SEGMENTS,
         },
     )
 }
