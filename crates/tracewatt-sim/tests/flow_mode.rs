@@ -225,20 +225,18 @@ coalescing = true
     assert!(Config::parse(&packet, Format::Toml, "c.toml").is_ok());
 }
 
+/// A ping-pong on the 16-node machine with `machine` (lines of `[machine]`), as parsed.
+fn with_machine(machine: &str) -> Result<Config, String> {
+    let text = format!(
+        "[machine]\npreset = \"miwa2014-16node\"\n{machine}\n[[jobs]]\nranks = 2\n\
+         [jobs.workload]\nkind = \"pingpong\"\n"
+    );
+    Config::parse(&text, Format::Toml, "c.toml").map_err(|e| e.to_string())
+}
+
 #[test]
 fn an_unknown_network_model_is_an_error_naming_the_field() {
-    let text = r#"
-[machine]
-preset = "miwa2014-16node"
-network = "fluid"
-[[jobs]]
-ranks = 2
-[jobs.workload]
-kind = "pingpong"
-"#;
-    let msg = Config::parse(text, Format::Toml, "c.toml")
-        .unwrap_err()
-        .to_string();
+    let msg = with_machine("network = \"fluid\"").unwrap_err();
     assert!(msg.starts_with("c.toml: machine.network: "), "{msg}");
     assert!(msg.contains("packet") && msg.contains("flow"), "{msg}");
 }
@@ -288,24 +286,11 @@ fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
 
 #[test]
 fn a_negative_train_length_is_an_error_naming_the_field() {
-    let text = r#"
-[machine]
-preset = "miwa2014-16node"
-network = "flow"
-flow_train_segments = -1
-[[jobs]]
-ranks = 2
-[jobs.workload]
-kind = "pingpong"
-"#;
-    let msg = Config::parse(text, Format::Toml, "c.toml")
-        .unwrap_err()
-        .to_string();
+    let msg = with_machine("network = \"flow\"\nflow_train_segments = -1").unwrap_err();
     assert_eq!(
         msg,
         "c.toml: machine.flow_train_segments: expected a non-negative integer, got -1"
     );
-    let four = text.replace("= -1", "= 4");
-    let c = Config::parse(&four, Format::Toml, "c.toml").unwrap();
+    let c = with_machine("network = \"flow\"\nflow_train_segments = 4").unwrap();
     assert_eq!(c.machine.flow_train_segments, 4);
 }

@@ -854,54 +854,37 @@ fn a_segmented_message_behind_a_full_buffer_holds_back_its_nic() {
 }
 
 #[test]
-fn up_to_sixteen_segments_a_message_is_a_train_above_it_a_flow() {
+fn up_to_the_longest_train_a_message_is_a_train_above_it_a_flow() {
     // Packets of 1,000 B, buffers of two, so segments of one packet. Nodes 0 and 1 send to
     // node 2 at t = 0 (1 B/ns links, 100 ns, switch 50 ns).
-    // - 16,000 B each: 16 segments. They take node 2's link in turn from 150 ns, 1,000 ns
-    //   each, node 0's first: node 0's last one ends at 150 + 31 x 1,000 = 31,150 ns
-    //   (delivered 31,250 ns), node 1's at 32,150 ns (delivered 32,250 ns), as the packet
-    //   model's packets do.
+    // - 16,000 B each, trains of up to 16 (the default): 16 segments. They take node 2's link
+    //   in turn from 150 ns, 1,000 ns each, node 0's first: node 0's last one ends at
+    //   150 + 31 x 1,000 = 31,150 ns (delivered 31,250 ns), node 1's at 32,150 ns (delivered
+    //   32,250 ns), as the packet model's packets do.
     // - 16,001 B each: two flows, which share node 2's link at 0.5 B/ns from 150 ns: both
     //   through at 150 + 32,002 = 32,152 ns, delivered at 32,252 ns.
+    // - 2,000 B each, trains of up to 2: the four segments in turn, node 0's second ending at
+    //   150 + 3 x 1,000 ns (delivered 3,250 ns), node 1's delivered at 4,250 ns, as packets.
+    // - The same with trains of up to 1, or none: two flows, both through at 150 + 4,000 ns
+    //   and delivered at 4,250 ns.
     let (spec, topo) = single_switch(3, GBPS_8);
-    let p = params(1000, Switching::CutThrough);
-    for (bytes, want) in [(16_000, [31_250, 32_250]), (16_001, [32_252, 32_252])] {
-        let sends = [(0, 0, 2, bytes, false), (0, 1, 2, bytes, false)];
-        let mut f = flow_fabric(&spec, topo.clone(), p);
-        let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-        let times = [delivered(&n, 0) / NS, delivered(&n, 1) / NS];
-        assert_eq!(times, want, "{bytes} B");
-        if bytes == 16_000 {
-            let packet = packet_deliveries(topo.clone(), p, &sends);
-            assert_eq!([packet[0] / NS, packet[1] / NS], want);
-        }
-    }
-}
-
-#[test]
-fn the_longest_train_is_the_machines_to_choose() {
-    // As above, 2,000 B from nodes 0 and 1 to node 2: two segments each.
-    // - Trains of up to 2: the four segments take node 2's link in turn from 150 ns, node 0's
-    //   first, so node 0's second one ends at 150 + 3 x 1,000 = 3,150 ns (delivered 3,250 ns),
-    //   node 1's at 4,150 ns (delivered 4,250 ns), as the packet model's packets do.
-    // - Trains of up to 1, or none: two flows sharing node 2's link at 0.5 B/ns from 150 ns,
-    //   both through at 150 + 4,000 = 4,150 ns and delivered at 4,250 ns.
-    let (spec, topo) = single_switch(3, GBPS_8);
-    let sends = [(0, 0, 2, 2_000, false), (0, 1, 2, 2_000, false)];
-    for (train_segments, want) in [
-        (2, [3_250, 4_250]),
-        (1, [4_250, 4_250]),
-        (0, [4_250, 4_250]),
+    for (train_segments, bytes, want, as_packets) in [
+        (TRAIN_SEGMENTS, 16_000, [31_250, 32_250], true),
+        (TRAIN_SEGMENTS, 16_001, [32_252, 32_252], false),
+        (2, 2_000, [3_250, 4_250], true),
+        (1, 2_000, [4_250, 4_250], false),
+        (0, 2_000, [4_250, 4_250], false),
     ] {
         let p = FabricParams {
             train_segments,
             ..params(1000, Switching::CutThrough)
         };
+        let sends = [(0, 0, 2, bytes, false), (0, 1, 2, bytes, false)];
         let mut f = flow_fabric(&spec, topo.clone(), p);
         let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
         let times = [delivered(&n, 0) / NS, delivered(&n, 1) / NS];
-        assert_eq!(times, want, "trains of up to {train_segments}");
-        if train_segments == 2 {
+        assert_eq!(times, want, "{bytes} B in trains of up to {train_segments}");
+        if as_packets {
             let packet = packet_deliveries(topo.clone(), p, &sends);
             assert_eq!([packet[0] / NS, packet[1] / NS], want);
         }
