@@ -204,8 +204,9 @@ struct Chan {
     /// No flow sharing the channel is faster: an upper bound that rises with its flows' rates
     /// and is brought down to the fastest when an update scans them all.
     peak: u64,
-    /// Sum over holders of `rem + rate * t`: the work still to cross the channel at time `now`
-    /// is `work - used * now`.
+    /// Sum over holders of `rem + rate * t`, and over the short messages waiting to start on
+    /// it of their `rem`: the work still to cross the channel at time `now` is
+    /// `work - used * now`.
     work: i128,
     /// Solver scratch: the filling that touched it and its index among that filling's channels,
     /// its capacity left to the flows still rising and their number; the total of the set's rates
@@ -316,7 +317,8 @@ struct Nic {
 }
 
 /// What adaptive routing compares in flow mode: the bytes still to cross a channel, summed over
-/// the flows that hold it (those in their head phase count whole).
+/// the flows that hold it (those in their head phase count whole) and the short messages
+/// waiting for room to start on it, as the packet model counts the packets queued for a port.
 struct Remaining<'a> {
     ch: &'a [Chan],
     now: Ps,
@@ -331,6 +333,11 @@ impl QueueView for Remaining<'_> {
 }
 
 impl FlowFabric {
+    /// The bytes adaptive routing sees queued for channel `ch` at `now` ([`QueueView`]).
+    pub fn queued_bytes(&self, ch: ChannelId, now: Ps) -> u64 {
+        Remaining { ch: &self.ch, now }.queued_bytes(ch)
+    }
+
     pub fn new(topo: Topology, router: Box<dyn Router>, params: FabricParams) -> Self {
         let nodes = topo.node_injection.len();
         let vcs = usize::from(router.num_vcs().max(1));
@@ -698,6 +705,7 @@ impl FlowFabric {
                 };
                 let alone = waiting.is_empty();
                 waiting.insert(at, flow);
+                self.ch[ch as usize].work += self.flows[flow].rem;
                 if alone {
                     self.wake(flow, room, q);
                 } else if at == 0 {
@@ -793,6 +801,8 @@ impl FlowFabric {
             let f = &mut self.flows[flow];
             f.wait_buf = NIL;
             f.wake_at = NEVER;
+            // Its claim counts it on the channel again.
+            self.ch[ch as usize].work -= f.rem;
             let start = self.claim(flow, ch, now, q, obs);
             self.started(flow, ch, start, q);
         }

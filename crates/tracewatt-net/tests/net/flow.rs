@@ -1076,6 +1076,42 @@ fn pieces(obs: &Recorder, on: ChannelId) -> Vec<(Ps, Ps, u32)> {
         .collect()
 }
 
+/// One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 1,000 B (one
+/// message each); nodes 0 and 1 each send two 1,000 B messages to node 2 at t = 0, and node 0
+/// then one to node 3.
+fn full_buffer() -> (TopologySpec, Topology, FabricParams, [Send; 5]) {
+    let (spec, topo) = single_switch(4, GBPS_8);
+    let p = FabricParams {
+        buffer_bytes: 1_000,
+        ..params(1000, Switching::CutThrough)
+    };
+    let sends = [
+        (0, 0, 2, 1_000, false),
+        (0, 1, 2, 1_000, false),
+        (0, 0, 2, 1_000, false),
+        (0, 1, 2, 1_000, false),
+        (0, 0, 3, 1_000, false),
+    ];
+    (spec, topo, p, sends)
+}
+
+#[test]
+fn adaptive_routing_sees_the_messages_waiting_for_room() {
+    // In `full_buffer`, node 0's first message holds node 0's link until its transfer ends at
+    // 1,150 ns, and its second waits for room in the switch's buffer from 1,000 ns (its NIC
+    // free) until 1,250 ns (the test below).
+    // Adaptive routing counts both on node 0's link, as the packet model counts the packets
+    // queued for a port: 2,000 B at 1,100 ns, 1,000 B at 1,200 ns (the first is through),
+    // 1,000 B at 1,300 ns (the second holds the link).
+    let (spec, topo, p, sends) = full_buffer();
+    let inj0 = topo.node_injection[0];
+    for (at, queued) in [(1_100, 2_000), (1_200, 1_000), (1_300, 1_000)] {
+        let mut f = flow_fabric(&spec, topo.clone(), p);
+        run_flows(&mut f, &sends, &mut Recorder::default(), at * NS);
+        assert_eq!(f.queued_bytes(inj0, at * NS), queued, "at {at} ns");
+    }
+}
+
 #[test]
 fn a_full_input_buffer_holds_back_the_nics_that_feed_it() {
     // One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 1,000 B
@@ -1096,21 +1132,10 @@ fn a_full_input_buffer_holds_back_the_nics_that_feed_it() {
     // Without the buffer limit node 0 would send back to back (0-1,000, 1,000-2,000,
     // 2,000-3,000) and 0c would be delivered at 2,000 + 150 + 1,000 + 100 = 3,250. The packet
     // model, one packet per message, delivers each at the same time.
-    let (spec, topo) = single_switch(4, GBPS_8);
+    let (spec, topo, p, sends) = full_buffer();
     let (inj0, inj1) = (topo.node_injection[0], topo.node_injection[1]);
-    let p = FabricParams {
-        buffer_bytes: 1_000,
-        ..params(1000, Switching::CutThrough)
-    };
     let mut f = flow_fabric(&spec, topo.clone(), p);
     let mut obs = Recorder::default();
-    let sends = [
-        (0, 0, 2, 1_000, false),
-        (0, 1, 2, 1_000, false),
-        (0, 0, 2, 1_000, false),
-        (0, 1, 2, 1_000, false),
-        (0, 0, 3, 1_000, false),
-    ];
     let n = run_flows(&mut f, &sends, &mut obs, Ps::MAX);
     let times: Vec<Ps> = (0..5).map(|t| delivered(&n, t) / NS).collect();
     assert_eq!(times, [1_250, 2_250, 3_250, 4_250, 4_500]);
