@@ -163,6 +163,8 @@ LEFT_OUT = {
     ("jobs", "memory"): "an empty memory profile is no profile",
     ("machine", "network"): "written out only when not the default, so that a packet run's "
     "results and sweep hash are those of the same configuration without it",
+    ("machine", "flow_train_segments"): "written out only when not the default, as `network` "
+    "(its default, 16, is checked by the flow tests' sixteen-segment train)",
 }
 # Fields the reference lists for some kinds of a shared table only.
 ONLY_FOR = {
