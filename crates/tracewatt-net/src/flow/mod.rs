@@ -98,9 +98,9 @@ const NEVER: Ps = Ps::MAX;
 const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
 /// A rate update may leave up to `1 / SLACK_DIVISOR` of a saturated link's capacity unused,
 /// rather than raise the flows bottlenecked there by that little: this is what keeps one start or
-/// end from rippling through every saturated link of a busy network. Its effect on accuracy,
-/// measured against the exact filling, is in the `share` module's documentation: the bench's
-/// exchanges end at the same picosecond, and a message is delivered at most 0.75% off.
+/// end from rippling through every saturated link of a busy network. Its effect on accuracy and
+/// cost, measured against the exact filling on the flow bench, is in the `share` module's
+/// documentation.
 pub const SLACK_DIVISOR: u64 = 64;
 /// The default of [`FabricParams::train_segments`], the most segments a message is sent as
 /// ([`FlowFabric::segment_bytes`]). The number is an assumption, measured in docs/fast-mode.md
