@@ -20,6 +20,12 @@ its two sweeps, kept in docs/data/fig2-8192.parquet:
     tracewatt sweep default --network packet -o study-packet   # the same 30 runs on packets
     python3 scripts/fast_mode_table.py --fig2-from study-flow study-packet
 
+The main job again with messages of up to N segments as trains (`--set
+machine.flow_train_segments=N`), kept in docs/data/fig2-8192-trains.parquet, beside both:
+
+    tracewatt study --set machine.flow_train_segments=320 -o study-trains
+    python3 scripts/fast_mode_table.py --trains-from study-trains
+
 The study's `spread` group (the always-on and T_s = 600 us runs with every switch a picosecond
 faster and slower) gives the `spread` table: how far each model's own result moves when ties
 at ports resolve otherwise. Each table goes between the markers
@@ -32,6 +38,7 @@ and timeout: (flow - packet) / packet, in %; the slowdown's difference is in per
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Callable
@@ -44,12 +51,18 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "fast-mode.md"
 DATA = ROOT / "docs" / "data" / "fast-mode.parquet"
 FIG2_DATA = ROOT / "docs" / "data" / "fig2-8192.parquet"
+TRAINS_DATA = ROOT / "docs" / "data" / "fig2-8192-trains.parquet"
 MACHINES = {
     "tracerp-fattree-288": "fat-tree",
     "tracerp-torus-4x8x8": "torus",
     "tracerp-dragonfly-342": "dragonfly",
 }
 BENCHMARKS = ["near_neighbor", "permutation", "stencil4d", "qbox", "a2a"]
+#: The main job's benchmarks whose messages (1 MiB, 10 MiB) are more than 16 segments: longer
+#: trains change their runs alone.
+LARGE = ["near_neighbor", "permutation", "stencil4d"]
+#: The flow model's default `machine.flow_train_segments`.
+TRAIN_SEGMENTS = 16
 TS = "power.links.idle_timeout_us"
 NET = "machine.network"
 SWITCH = "machine.switch_latency_ns"
@@ -335,6 +348,67 @@ def fig2_table(df: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+def trains_kept(
+    trains: pd.DataFrame, segments: int, fig2: pd.DataFrame, source: str
+) -> pd.DataFrame:
+    """The main job's flow runs with longer trains (`segments`), checked: every run finished on
+    flows, the main job's cells, and the benchmarks whose messages stay within 16 segments
+    exactly the main job's runs."""
+    missing = [c for c in FIG2_KEEP if c not in trains.columns]
+    if missing:
+        raise TableError(f"{source}: not a `default` study dataset: no {', '.join(missing)}")
+    if set(trains["network"]) != {"flow"} or (trains["status"] != "ok").any():
+        raise TableError(f"{source}: expected every run finished on the flow model")
+    if segments == TRAIN_SEGMENTS:
+        raise TableError(f"{source}: expected machine.flow_train_segments other than 16")
+    keys = ["machine.preset", "jobs[0]", "variant"]
+    flow = fig2[fig2["network"] == "flow"].set_index(keys)
+    got = trains[FIG2_KEEP].drop(columns=["status"]).set_index(keys)
+    if sorted(got.index) != sorted(flow.index):
+        raise TableError(f"{source}: expected the main job's runs, {len(flow)} of them")
+    same = ["makespan_s", "energy_switch_ports_j", "energy_nic_ports_j"]
+    small = [k for k in got.index if k[1] not in LARGE]
+    moved = [k for k in small if not got.loc[k, same].equals(flow.loc[k, same])]
+    if moved:
+        raise TableError(
+            f"{source}: {' '.join(moved[0])} differs from the main job's flow run: expected "
+            "longer trains to change only messages of more than 16 segments"
+        )
+    return got.reset_index().assign(flow_train_segments=segments)
+
+
+def trains_table(fig2: pd.DataFrame, trains: pd.DataFrame) -> str:
+    """Per machine and large-message benchmark: the main job's comparison of packets and flows
+    with the runs whose large messages are trains beside them."""
+    rows = [
+        "| machine | benchmark | run time always on, packet / flow / trains | error, flow / trains "
+        "| link saving, packet / flow / trains | slowdown, packet / flow / trains "
+        "| CPU time, packet / flow / trains |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    both = pd.concat([fig2, trains.drop(columns=["flow_train_segments"]).assign(network="trains")])
+    by = {
+        k: g.set_index(["network", "variant"])
+        for k, g in both.groupby(["machine.preset", "jobs[0]"])
+    }
+    nets = ("packet", "flow", "trains")
+    for machine, label in MACHINES.items():
+        for bench in LARGE:
+            g = by[(machine, bench)]
+            on = [g.loc[(n, "always_on"), "makespan_s"] for n in nets]
+            eee = [g.loc[(n, "eee")] for n in nets]
+            cpu = [g.loc[n, "run_cpu_s"].sum() for n in nets]
+            saving = " / ".join(f"{e['link_saving_pct']:.1f}" for e in eee)
+            slowdown = " / ".join(f"{e['slowdown_pct']:.2f}" for e in eee)
+            rows.append(
+                f"| {label} | {bench} | {on[0]:.3f} / {on[1]:.3f} / {on[2]:.3f} s "
+                f"| {err_pct(on[1], on[0]):+.2f} / {err_pct(on[2], on[0]):+.2f} % "
+                f"| {saving} % | {slowdown} % "
+                f"| {cpu[0]:,.0f} / {cpu[1]:,.1f} / {cpu[2]:,.0f} s |"
+            )
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[pd.DataFrame], str]] = {
     "summary": summary_table,
     "always-on": always_on_table,
@@ -352,19 +426,21 @@ def span(text: str, name: str) -> tuple[int, int]:
 
 def page_tables(text: str) -> dict[str, str]:
     out = {}
-    for name in [*TABLES, "spread", "fig2-8192"]:
+    for name in [*TABLES, "spread", "fig2-8192", "fig2-trains"]:
         a, b = span(text, name)
         out[name] = text[a:b].strip()
     return out
 
 
-def rendered(df: pd.DataFrame, fig2: pd.DataFrame) -> dict[str, str]:
-    """Every table of the page: the study's from `df`, the main job's from `fig2`."""
+def rendered(df: pd.DataFrame, fig2: pd.DataFrame, trains: pd.DataFrame) -> dict[str, str]:
+    """Every table of the page: the study's from `df`, the main job's from `fig2` and, with
+    longer trains, `trains`."""
     pairs = paired(df)
     return {
         **{name: draw(pairs) for name, draw in TABLES.items()},
         "spread": spread_table(df),
         "fig2-8192": fig2_table(fig2),
+        "fig2-trains": trains_table(fig2, trains),
     }
 
 
@@ -373,6 +449,17 @@ def with_tables(text: str, tables: dict[str, str]) -> str:
         a, b = span(text, name)
         text = text[:a] + "\n" + table + "\n" + text[b:]
     return text
+
+
+def train_segments(sweep_dir: Path) -> int:
+    """The `machine.flow_train_segments` every run of a sweep has (its base's, as
+    `--set` puts it there), from its sweep.json."""
+    path = sweep_dir / "sweep.json"
+    try:
+        machine = json.loads(path.read_text(encoding="utf-8"))["base"]["config"]["machine"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise TableError(f"{path}: not a sweep's description: {e}") from None
+    return int(machine.get("flow_train_segments", TRAIN_SEGMENTS))
 
 
 def load(path: Path) -> pd.DataFrame:
@@ -398,6 +485,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("FLOW", "PACKET"),
         help="the main job's sweep directories on flows and on packets",
     )
+    ap.add_argument(
+        "--trains-from",
+        type=Path,
+        metavar="DIR",
+        help="the main job's sweep directory on flows with longer trains "
+        "(--set machine.flow_train_segments=N)",
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 if the page is not the dataset's")
     a = ap.parse_args(argv)
     try:
@@ -412,12 +506,19 @@ def main(argv: list[str] | None = None) -> int:
             flow, packet = (d / "sweep.parquet" for d in a.fig2_from)
             fig2 = fig2_kept(load(flow), load(packet), (str(flow), str(packet)))
             fig2.to_parquet(FIG2_DATA, index=False)
-        tables = rendered(load(DATA), load(FIG2_DATA))
+        if a.trains_from is not None:
+            sweep = a.trains_from / "sweep.parquet"
+            trains = trains_kept(
+                load(sweep), train_segments(a.trains_from), load(FIG2_DATA), str(sweep)
+            )
+            trains.to_parquet(TRAINS_DATA, index=False)
+        tables = rendered(load(DATA), load(FIG2_DATA), load(TRAINS_DATA))
         text = PAGE.read_text(encoding="utf-8")
         if a.check:
             if page_tables(text) != tables:
                 print(
-                    f"{PAGE}: its tables are not those of {DATA} and {FIG2_DATA}", file=sys.stderr
+                    f"{PAGE}: its tables are not those of {DATA}, {FIG2_DATA} and {TRAINS_DATA}",
+                    file=sys.stderr,
                 )
                 return 1
             return 0

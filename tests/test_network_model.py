@@ -136,6 +136,33 @@ def test_every_sweep_row_records_its_network(run_cli: Run, tmp_path: Path) -> No
     assert [row["network"] for row in json.loads(r.out)] == ["flow"]
 
 
+def test_sweep_set_overrides_the_base_of_every_run(run_cli: Run, tmp_path: Path) -> None:
+    write_toml(tmp_path / "pp.toml", PING_PONG)
+    plain = tmp_path / "plain.toml"
+    plain.write_text('name = "one"\nbase = "pp.toml"\n')
+    # A 300 ns switch adds 200 ns each way: 3,500 ns + 2 x 50 ns + 300 ns = 3.9 us one way.
+    r = run_cli(
+        "sweep", plain, "-o", tmp_path / "a", "--set", "machine.switch_latency_ns=300",
+        "--network", "flow", "--json", "-j", "1",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    [row] = json.loads(r.out)
+    assert row["network"] == "flow" and row["makespan_s"] == pytest.approx(7.8e-6, rel=1e-12)
+    # An axis over the same field still varies it: the spec's 100 ns is the base's 7.4 us.
+    axis = tmp_path / "axis.toml"
+    axis.write_text(plain.read_text() + '[axes]\n"machine.switch_latency_ns" = [100.0]\n')
+    r = run_cli(
+        "sweep", axis, "-o", tmp_path / "b", "--set", "machine.switch_latency_ns=300",
+        "--json", "-j", "1",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert json.loads(r.out)[0]["makespan_s"] == pytest.approx(ROUND_TRIP_S, rel=1e-12)
+    r = run_cli("sweep", plain, "-o", tmp_path / "c", "--set", "machine.switch_latency_ns")
+    assert r.code == 2 and "expected PATH=VALUE" in r.err, r.err
+    r = run_cli("sweep", plain, "-o", tmp_path / "d", "--set", "machine.switch_latncy_ns=1")
+    assert r.code == 2 and "machine.switch_latncy_ns: unknown field" in r.err, r.err
+
+
 def test_the_ping_pong_check_is_exact_on_flows_and_coalescing_says_why() -> None:
     [pingpong, nic] = run_checks(["1", "nic-coalescing"], network="flow")
     assert pingpong.passed, pingpong.details

@@ -72,15 +72,19 @@ def _add_force(sp: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_set(sp: argparse.ArgumentParser) -> None:
+def _add_set(sp: argparse.ArgumentParser, where: str = "") -> None:
     sp.add_argument(
         "--set",
         action="append",
         metavar="PATH=VALUE",
         default=[],
-        help="override a configuration field; VALUE is a TOML literal "
+        help=f"override a configuration field{where}; VALUE is a TOML literal "
         "(e.g. --set machine.links.bandwidth_gbps=40 --set 'jobs[0].nodes=4'); repeatable",
     )
+
+
+#: Where a sweep's ``--set`` applies.
+_IN_BASE = " in the spec's base, for every run (an axis or a variant over it still varies it)"
 
 
 def _add_network(sp: argparse.ArgumentParser, what: str) -> None:
@@ -206,6 +210,7 @@ def _add_sweep(sub: Subcommands) -> None:
     _add_network(
         sw, "every run (set in the spec's base: an axis over machine.network still varies it)"
     )
+    _add_set(sw, _IN_BASE)
     _add_sweep_options(sw)
     sw.set_defaults(func=_command("sweep", "cmd_sweep"))
 
@@ -223,6 +228,7 @@ def _add_study(sub: Subcommands) -> None:
         metavar="DIR",
         help="the sweep's directory (default: a temporary one; only the table is kept)",
     )
+    _add_set(s, _IN_BASE)
     _add_sweep_options(s)
     s.set_defaults(func=_command("sweep", "cmd_study"))
 

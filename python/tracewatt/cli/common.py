@@ -118,6 +118,15 @@ def results_folder(text: str) -> Path:
     return path
 
 
+def parse_set(item: str) -> tuple[str, Any]:
+    """One ``--set PATH=VALUE``: the field's path and its value, a TOML literal."""
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"--set {item!r}: expected PATH=VALUE, e.g. seed=3")
+    return key, parse_value(value.strip())
+
+
 def load_config(args: argparse.Namespace) -> Config:
     path = Path(args.config)
     if not path.exists():
@@ -128,11 +137,8 @@ def load_config(args: argparse.Namespace) -> Config:
     overrides: dict[str, Any] = {}
     given: dict[str, str] = {}  # field path -> the option that set it, as typed
     for item in getattr(args, "set", None) or []:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--set {item!r}: expected PATH=VALUE, e.g. seed=3")
-        overrides[key] = parse_value(value.strip())
+        key, value = parse_set(item)
+        overrides[key] = value
         given[key] = f"--set {item!r}"
     if getattr(args, "seed", None) is not None:
         overrides["seed"] = args.seed

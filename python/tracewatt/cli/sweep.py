@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tracewatt import _format, sweep
-from tracewatt.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError, sigterm_stops
+from tracewatt.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError, parse_set, sigterm_stops
 from tracewatt.cli.progress import SweepDisplay
 from tracewatt.report.sweep import METRIC_FORMATS
 from tracewatt.sweep.cluster import KINDS
@@ -61,6 +61,8 @@ def _sweep_dir(path: str) -> Path:
 
 def _run_sweep(args: argparse.Namespace, spec_path: Path, out: Path) -> int:
     spec = sweep.SweepSpec.load(spec_path)
+    for item in args.set:
+        spec = spec.with_base_field(*parse_set(item))
     if getattr(args, "network", None) is not None:
         spec = spec.with_base_field("machine.network", args.network)
     target = _sweep_target(args)
