@@ -163,6 +163,22 @@ def test_sweep_set_overrides_the_base_of_every_run(run_cli: Run, tmp_path: Path)
     assert r.code == 2 and "machine.switch_latncy_ns: unknown field" in r.err, r.err
 
 
+def test_packet_runs_share_their_hash_whatever_the_flow_settings(tmp_path: Path) -> None:
+    write_toml(tmp_path / "pp.toml", PING_PONG)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'base = "pp.toml"\n[axes]\n"machine.network" = ["packet", "flow"]\n'
+        '"machine.flow_train_segments" = [16, 0, 320]\n'
+    )
+    runs = sweep.SweepSpec.load(spec).runs()
+    hashes = {(r.values["machine.network"], r.values["machine.flow_train_segments"]): r.hash
+              for r in runs}  # fmt: skip
+    # The packet model has no trains: its three runs are one; each flow run is its own.
+    assert len({hashes["packet", n] for n in (16, 0, 320)}) == 1
+    assert len({hashes["flow", n] for n in (16, 0, 320)}) == 3
+    assert hashes["packet", 16] not in {hashes["flow", n] for n in (16, 0, 320)}
+
+
 def test_the_ping_pong_check_is_exact_on_flows_and_coalescing_says_why() -> None:
     [pingpong, nic] = run_checks(["1", "nic-coalescing"], network="flow")
     assert pingpong.passed, pingpong.details

@@ -367,10 +367,24 @@ _SLEEP_FIELDS = (
 )
 
 
+#: The fields of `[machine]` that only the flow network model uses.
+_FLOW_FIELDS = ("flow_train_segments",)
+
+
 def _effective(resolved: dict[str, Any]) -> dict[str, Any]:
-    """A resolved configuration less what cannot change its run: where no link ever sleeps
-    (every link power table always on), the links' sleep timing and control. A sweep's
-    always-on baseline then runs once, not once per idle timeout of its axis."""
+    """A resolved configuration less what cannot change its run: on the packet network model,
+    the flow model's own fields; where no link ever sleeps (every link power table always on),
+    the links' sleep timing and control. A sweep's always-on baseline then runs once, not once
+    per idle timeout of its axis, and its packet runs once whatever the flow model's settings."""
+    machine = resolved.get("machine")
+    if (
+        isinstance(machine, dict)
+        and machine.get("network", "packet") == "packet"
+        and any(k in machine for k in _FLOW_FIELDS)
+    ):
+        resolved = copy.deepcopy(resolved)
+        for k in _FLOW_FIELDS:
+            resolved["machine"].pop(k, None)
     power = resolved.get("power")
     if not isinstance(power, dict) or not isinstance(power.get("links"), dict):
         return resolved
