@@ -4,7 +4,8 @@
 //! Why not `HashMap`: the engine keeps one small map per rank (outstanding requests, MPI
 //! matching), and at thousands of ranks a message's look-up in its receiver's map is a cache
 //! miss. A `HashMap` (SwissTable) reads a control-byte group and then the bucket, two lines; here
-//! a look-up usually reads one. Never iterated, so its order cannot leak into results.
+//! a look-up usually reads one. Its iteration order is its hashing's: whoever iterates it sorts
+//! what it finds before a result can see it.
 
 /// A key of a [`FlatMap`]: cheap to copy and compare, with a hash whose high 32 bits are well
 /// mixed (the map takes its bucket from them).
@@ -147,6 +148,11 @@ impl<K: FlatKey, V: Copy> FlatMap<K, V> {
 
     pub fn remove(&mut self, k: &K) -> Option<V> {
         self.find(k).map(|i| self.remove_at(i))
+    }
+
+    /// The entries, in bucket order (an order of the hashing's: sort before results see it).
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.buckets.iter().flatten().map(|(k, v)| (k, v))
     }
 
     /// Empties an occupied bucket and returns its value.

@@ -94,7 +94,7 @@ struct Req {
     delivered: Option<u64>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Posted {
     req: u64,
     bytes: u64,

@@ -6,11 +6,16 @@
 //! number (its posting/arrival order); entries are indexed by `(comm, src, tag)` with `None`
 //! standing for a wildcard, and a match takes the smallest sequence number among the few
 //! candidate index entries. Both operations are a few hash look-ups, usually one.
+//!
+//! The index holds the receives and messages themselves, payload and all: at thousands of ranks
+//! a message's look-up in its receiver's index is a cache miss, and a match then costs that one
+//! miss rather than a second one for a record kept elsewhere. Payloads are copied into it (a
+//! message indexed under several keys is held by each), so they are meant to be small, an id.
 
 use std::collections::VecDeque;
 
 use tracewatt_core::flat::FIB;
-use tracewatt_core::{FlatKey, FlatMap, Probe, Slab};
+use tracewatt_core::{FlatKey, FlatMap, Probe};
 
 use crate::op::{CommId, Rank, SrcSel, Tag, TagSel};
 
@@ -52,25 +57,6 @@ fn candidate_keys(env: &Envelope) -> impl Iterator<Item = Key> {
     .flatten()
 }
 
-#[derive(Debug)]
-struct PostedRecv<P> {
-    seq: u64,
-    comm: CommId,
-    src: SrcSel,
-    tag: TagSel,
-    payload: P,
-}
-
-#[derive(Debug)]
-struct Unexpected<U> {
-    seq: u64,
-    env: Envelope,
-    payload: U,
-}
-
-/// An index entry: `(sequence number, slot)`.
-type Entry = (u64, u32);
-
 /// Which queue an index entry belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -87,6 +73,40 @@ impl Side {
     }
 }
 
+/// A posted receive or an unexpected message, as the index holds it.
+#[derive(Debug, Clone, Copy)]
+enum Item<P, U> {
+    Posted(P),
+    /// With its envelope, which a wildcard key does not spell out.
+    Unexpected(Envelope, U),
+}
+
+impl<P, U> Item<P, U> {
+    fn side(&self) -> Side {
+        match self {
+            Item::Posted(_) => Side::Posted,
+            Item::Unexpected(..) => Side::Unexpected,
+        }
+    }
+
+    fn posted(self) -> Option<P> {
+        match self {
+            Item::Posted(p) => Some(p),
+            Item::Unexpected(..) => None,
+        }
+    }
+
+    fn unexpected(self) -> Option<(Envelope, U)> {
+        match self {
+            Item::Posted(_) => None,
+            Item::Unexpected(env, u) => Some((env, u)),
+        }
+    }
+}
+
+/// An index entry: sequence number and item.
+type Entry<P, U> = (u64, Item<P, U>);
+
 /// A [`Key`] packed for the flat map: a wildcard field is 0 and flagged in `wild`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Packed {
@@ -95,6 +115,23 @@ struct Packed {
     tag: Tag,
     /// Bit 0: any source; bit 1: any tag.
     wild: u8,
+}
+
+impl Packed {
+    /// The receive selectors the key stands for.
+    fn selectors(&self) -> (SrcSel, TagSel) {
+        let src = if self.wild & 1 != 0 {
+            SrcSel::Any
+        } else {
+            SrcSel::Rank(self.src)
+        };
+        let tag = if self.wild & 2 != 0 {
+            TagSel::Any
+        } else {
+            TagSel::Tag(self.tag)
+        };
+        (src, tag)
+    }
 }
 
 impl FlatKey for Packed {
@@ -117,14 +154,21 @@ fn pack(key: &Key) -> Packed {
     }
 }
 
-/// A key's entries: one, inline, or (`many`) a queue in `KeyIndex::queues`, numbered `slot`.
-/// 16 bytes, so a bucket with its key is 32: half a cache line.
+/// A key's entries: one, inline, or several, of one side, in queue `slot` of
+/// `KeyIndex::queues`.
 #[derive(Debug, Clone, Copy)]
-struct Entries {
-    seq: u64,
-    slot: u32,
-    side: Side,
-    many: bool,
+enum Entries<P, U> {
+    One(u64, Item<P, U>),
+    Many(Side, u32),
+}
+
+impl<P, U> Entries<P, U> {
+    fn side(&self) -> Side {
+        match self {
+            Entries::One(_, item) => item.side(),
+            Entries::Many(side, _) => *side,
+        }
+    }
 }
 
 /// Posted receives and unexpected messages by key, in one map: a key never holds both (a receive
@@ -133,107 +177,102 @@ struct Entries {
 /// because at thousands of ranks a message's look-up in its receiver's index is a cache miss,
 /// and this way usually one. Queues of keys that held several entries are kept for reuse when
 /// they empty, so short-lived keys (an all-to-all uses one per peer) allocate nothing.
-#[derive(Debug, Default)]
-struct KeyIndex {
-    map: FlatMap<Packed, Entries>,
-    queues: Vec<VecDeque<Entry>>,
+#[derive(Debug)]
+struct KeyIndex<P, U> {
+    map: FlatMap<Packed, Entries<P, U>>,
+    queues: Vec<VecDeque<Entry<P, U>>>,
     /// Empty queues, free for reuse.
     free_queues: Vec<u32>,
 }
 
-impl KeyIndex {
-    fn front(&self, key: &Key, side: Side) -> Option<Entry> {
-        let v = self.map.get(&pack(key))?;
-        if v.side != side {
-            None
-        } else if v.many {
-            self.queues[v.slot as usize].front().copied()
-        } else {
-            Some((v.seq, v.slot))
+impl<P, U> Default for KeyIndex<P, U> {
+    fn default() -> Self {
+        Self {
+            map: FlatMap::default(),
+            queues: Vec::new(),
+            free_queues: Vec::new(),
+        }
+    }
+}
+
+impl<P: Copy, U: Copy> KeyIndex<P, U> {
+    /// The earliest entry of `key`, of either side.
+    fn front(&self, key: &Key) -> Option<Entry<P, U>> {
+        match *self.map.get(&pack(key))? {
+            Entries::One(seq, item) => Some((seq, item)),
+            Entries::Many(_, q) => self.queues[q as usize].front().copied(),
         }
     }
 
     /// Adds `e` at the back of the entries in bucket `b`.
-    fn append(&mut self, b: usize, e: Entry) {
+    fn append(&mut self, b: usize, e: Entry<P, U>) {
         let v = self.map.value_at_mut(b);
-        if !v.many {
-            let q = self.free_queues.pop().unwrap_or_else(|| {
-                self.queues.push(VecDeque::new());
-                (self.queues.len() - 1) as u32
-            });
-            self.queues[q as usize].push_back((v.seq, v.slot));
-            v.many = true;
-            v.slot = q;
-        }
-        self.queues[v.slot as usize].push_back(e);
+        let q = match *v {
+            Entries::Many(_, q) => q,
+            Entries::One(seq, item) => {
+                let q = self.free_queues.pop().unwrap_or_else(|| {
+                    self.queues.push(VecDeque::new());
+                    (self.queues.len() - 1) as u32
+                });
+                self.queues[q as usize].push_back((seq, item));
+                *v = Entries::Many(item.side(), q);
+                q
+            }
+        };
+        self.queues[q as usize].push_back(e);
     }
 
     /// Removes the front entry of bucket `b`, and the key once it has none left.
-    fn pop_front(&mut self, b: usize) -> Entry {
-        let v = *self.map.value_at(b);
-        if !v.many {
-            self.map.remove_at(b);
-            return (v.seq, v.slot);
+    fn pop_front(&mut self, b: usize) -> Entry<P, U> {
+        match *self.map.value_at(b) {
+            Entries::One(seq, item) => {
+                self.map.remove_at(b);
+                (seq, item)
+            }
+            Entries::Many(_, q) => {
+                let queue = &mut self.queues[q as usize];
+                let e = queue.pop_front().expect("an indexed key has entries");
+                if queue.is_empty() {
+                    self.free_queues.push(q);
+                    self.map.remove_at(b);
+                }
+                e
+            }
         }
-        let q = &mut self.queues[v.slot as usize];
-        let e = q.pop_front().expect("an indexed key has entries");
-        if q.is_empty() {
-            self.free_queues.push(v.slot);
-            self.map.remove_at(b);
-        }
-        e
     }
 
-    fn push(&mut self, key: Key, side: Side, seq: u64, slot: u32) {
+    fn push(&mut self, key: Key, e: Entry<P, U>) {
         let k = pack(&key);
         match self.map.probe(&k) {
-            Probe::Vacant(b) => self.map.insert_at(
-                b,
-                k,
-                Entries {
-                    seq,
-                    slot,
-                    side,
-                    many: false,
-                },
-            ),
+            Probe::Vacant(b) => self.map.insert_at(b, k, Entries::One(e.0, e.1)),
             Probe::Found(b) => {
                 debug_assert!(
-                    self.map.value_at(b).side == side,
+                    self.map.value_at(b).side() == e.1.side(),
                     "a key holds receives and messages"
                 );
-                self.append(b, (seq, slot));
+                self.append(b, e);
             }
         }
     }
 
     /// Takes the front entry of `key` if the key holds entries of side `take`; otherwise adds
-    /// `make()` at the back for the other side. The same as `front` then `remove` or `push`,
+    /// `make()` (of the other side) at the back. The same as `front` then `remove` or `push`,
     /// with one probe instead of two or three: the common exact-key match.
     fn take_or_push(
         &mut self,
         key: Key,
         take: Side,
-        make: impl FnOnce() -> Entry,
-    ) -> Option<Entry> {
+        make: impl FnOnce() -> Entry<P, U>,
+    ) -> Option<Entry<P, U>> {
         let k = pack(&key);
         match self.map.probe(&k) {
             Probe::Vacant(b) => {
-                let (seq, slot) = make();
-                let side = take.other();
-                self.map.insert_at(
-                    b,
-                    k,
-                    Entries {
-                        seq,
-                        slot,
-                        side,
-                        many: false,
-                    },
-                );
+                let (seq, item) = make();
+                debug_assert!(item.side() == take.other());
+                self.map.insert_at(b, k, Entries::One(seq, item));
                 None
             }
-            Probe::Found(b) if self.map.value_at(b).side != take => {
+            Probe::Found(b) if self.map.value_at(b).side() != take => {
                 self.append(b, make());
                 None
             }
@@ -246,28 +285,52 @@ impl KeyIndex {
         let Some(b) = self.map.find(&pack(key)) else {
             return;
         };
-        let v = *self.map.value_at(b);
-        if !v.many {
-            if v.seq == seq {
-                self.map.remove_at(b);
+        let q = match *self.map.value_at(b) {
+            Entries::One(s, _) => {
+                if s == seq {
+                    self.map.remove_at(b);
+                }
+                return;
             }
-            return;
+            Entries::Many(_, q) => q,
+        };
+        let queue = &mut self.queues[q as usize];
+        if queue.front().is_some_and(|e| e.0 == seq) {
+            queue.pop_front();
+        } else if let Ok(i) = queue.binary_search_by_key(&seq, |e| e.0) {
+            queue.remove(i);
         }
-        let q = &mut self.queues[v.slot as usize];
-        if q.front().is_some_and(|e| e.0 == seq) {
-            q.pop_front();
-        } else if let Ok(i) = q.binary_search_by_key(&seq, |e| e.0) {
-            q.remove(i);
-        }
-        if q.is_empty() {
-            self.free_queues.push(v.slot);
+        if queue.is_empty() {
+            self.free_queues.push(q);
             self.map.remove_at(b);
         }
+    }
+
+    /// What `pick` takes from the entries (with their keys), in sequence order (for diagnostics
+    /// and re-indexing only: the map's order is its hashing's, so it never reaches a result).
+    fn in_order<'a, T>(
+        &'a self,
+        pick: impl Fn(&'a Packed, &'a Item<P, U>) -> Option<T>,
+    ) -> Vec<(u64, T)> {
+        let mut v = Vec::new();
+        for (k, entries) in self.map.iter() {
+            match entries {
+                Entries::One(seq, item) => v.extend(pick(k, item).map(|t| (*seq, t))),
+                Entries::Many(_, q) => v.extend(
+                    self.queues[*q as usize]
+                        .iter()
+                        .filter_map(|(seq, item)| pick(k, item).map(|t| (*seq, t))),
+                ),
+            }
+        }
+        v.sort_unstable_by_key(|(seq, _)| *seq);
+        v
     }
 }
 
 /// Posted receives and unexpected messages of one rank. `P` is what a posted receive carries
-/// (e.g. its request id and buffer size), `U` what an unexpected message carries.
+/// (e.g. its request id), `U` what an unexpected message carries; both are copied into the index
+/// (see the module's documentation).
 ///
 /// Most programs never post a wildcard receive, and then a message needs only its exact key: the
 /// wildcard keys are looked up only while receives of that kind are posted, and unexpected
@@ -275,20 +338,18 @@ impl KeyIndex {
 #[derive(Debug)]
 pub struct Matcher<P, U> {
     next_seq: u64,
-    /// Posted receives; `None` in freed slots.
-    posted: Slab<Option<PostedRecv<P>>>,
-    /// Posted receives by their exact selector key, each queue in posting order, and
+    /// Posted receives under their own selectors' key, each queue in posting order, and
     /// unexpected messages under every key that could select them (once `wild_indexed`, up to
     /// four per message; before, only the exact key), each queue in arrival order.
-    index: KeyIndex,
+    index: KeyIndex<P, U>,
     /// Posted receives with a wildcard source, tag, or both.
     posted_wild: [usize; 3],
-    /// Unexpected messages; `None` in freed slots.
-    unexpected: Slab<Option<Unexpected<U>>>,
+    posted: usize,
+    unexpected: usize,
     wild_indexed: bool,
 }
 
-impl<P, U> Default for Matcher<P, U> {
+impl<P: Copy, U: Copy> Default for Matcher<P, U> {
     fn default() -> Self {
         Self::new()
     }
@@ -304,39 +365,21 @@ fn wild_kind(key: &Key) -> Option<usize> {
     }
 }
 
-/// The live entries of a slab, in sequence order (for diagnostics and re-indexing only).
-fn in_order<T>(slab: &Slab<Option<T>>, seq: impl Fn(&T) -> u64) -> Vec<(u32, &T)> {
-    let mut v: Vec<(u32, &T)> = (0..slab.capacity() as u32)
-        .filter_map(|i| slab[i].as_ref().map(|t| (i, t)))
-        .collect();
-    v.sort_by_key(|(_, t)| seq(t));
-    v
+/// The next sequence number.
+fn next(seq: &mut u64) -> u64 {
+    let s = *seq;
+    *seq += 1;
+    s
 }
 
-/// Stores `make(seq)` under the next sequence number; returns the index entry for it.
-fn store<T>(slab: &mut Slab<Option<T>>, next_seq: &mut u64, make: impl FnOnce(u64) -> T) -> Entry {
-    let seq = *next_seq;
-    *next_seq += 1;
-    (seq, slab.insert(Some(make(seq))))
-}
-
-/// Removes and returns the item an index entry refers to.
-fn take<T>(slab: &mut Slab<Option<T>>, slot: u32) -> T {
-    let item = slab[slot]
-        .take()
-        .expect("index entries refer to stored items");
-    slab.remove(slot);
-    item
-}
-
-impl<P, U> Matcher<P, U> {
+impl<P: Copy, U: Copy> Matcher<P, U> {
     pub fn new() -> Self {
         Self {
             next_seq: 0,
-            posted: Slab::new(),
             index: KeyIndex::default(),
             posted_wild: [0; 3],
-            unexpected: Slab::new(),
+            posted: 0,
+            unexpected: 0,
             wild_indexed: false,
         }
     }
@@ -344,9 +387,11 @@ impl<P, U> Matcher<P, U> {
     /// Indexes every unexpected message under its wildcard keys too, from now on.
     fn index_wildcards(&mut self) {
         self.wild_indexed = true;
-        for (slot, u) in in_order(&self.unexpected, |u| u.seq) {
-            for k in candidate_keys(&u.env).skip(1) {
-                self.index.push(k, Side::Unexpected, u.seq, slot);
+        // Before this, a message is indexed under its exact key only.
+        let messages = self.index.in_order(|_, item| item.unexpected());
+        for (seq, (env, u)) in messages {
+            for k in candidate_keys(&env).skip(1) {
+                self.index.push(k, (seq, Item::Unexpected(env, u)));
             }
         }
     }
@@ -362,97 +407,122 @@ impl<P, U> Matcher<P, U> {
     ) -> Option<(Envelope, U)> {
         let key = sel_key(comm, src, tag);
         let wild = wild_kind(&key);
-        let recv = |seq| PostedRecv {
-            seq,
-            comm,
-            src,
-            tag,
-            payload,
-        };
-        if wild.is_none() && !self.wild_indexed {
+        let taken = if wild.is_none() && !self.wild_indexed {
             // Only exact keys in use: the receive's own key is the only candidate.
-            let (posted, next_seq) = (&mut self.posted, &mut self.next_seq);
-            let taken = self
-                .index
-                .take_or_push(key, Side::Unexpected, || store(posted, next_seq, recv));
-            return taken.map(|(_, slot)| {
-                let u = take(&mut self.unexpected, slot);
-                (u.env, u.payload)
-            });
-        }
-        if !self.wild_indexed {
-            self.index_wildcards();
-        }
-        if let Some((seq, slot)) = self.index.front(&key, Side::Unexpected) {
-            let u = take(&mut self.unexpected, slot);
-            for k in candidate_keys(&u.env) {
-                self.index.remove(&k, seq);
+            let next_seq = &mut self.next_seq;
+            self.index
+                .take_or_push(key, Side::Unexpected, || {
+                    (next(next_seq), Item::Posted(payload))
+                })
+                .and_then(|(_, item)| item.unexpected())
+        } else {
+            if !self.wild_indexed {
+                self.index_wildcards();
             }
-            return Some((u.env, u.payload));
+            let front = self.index.front(&key);
+            match front.and_then(|(seq, item)| Some((seq, item.unexpected()?))) {
+                Some((seq, (env, u))) => {
+                    for k in candidate_keys(&env) {
+                        self.index.remove(&k, seq);
+                    }
+                    Some((env, u))
+                }
+                None => {
+                    if let Some(w) = wild {
+                        self.posted_wild[w] += 1;
+                    }
+                    let seq = next(&mut self.next_seq);
+                    self.index.push(key, (seq, Item::Posted(payload)));
+                    None
+                }
+            }
+        };
+        if taken.is_some() {
+            self.unexpected -= 1;
+        } else {
+            self.posted += 1;
         }
-        let (seq, slot) = store(&mut self.posted, &mut self.next_seq, recv);
-        if let Some(w) = wild {
-            self.posted_wild[w] += 1;
-        }
-        self.index.push(key, Side::Posted, seq, slot);
-        None
+        taken
     }
 
     /// A message (eager data or rendezvous request) arrives. If a posted receive matches, the
     /// earliest-posted matching one is removed and returned; otherwise the message is queued as
     /// unexpected.
     pub fn arrive(&mut self, env: Envelope, payload: U) -> Option<P> {
-        let message = |seq| Unexpected { seq, env, payload };
-        if !self.wild_indexed {
+        let taken = if !self.wild_indexed {
             // No wildcard receive was ever posted: only the exact key can match.
             let key = (env.comm, Some(env.src), Some(env.tag));
-            let (unexpected, next_seq) = (&mut self.unexpected, &mut self.next_seq);
-            let taken = self
-                .index
-                .take_or_push(key, Side::Posted, || store(unexpected, next_seq, message));
-            return taken.map(|(_, slot)| take(&mut self.posted, slot).payload);
-        }
-        let best = candidate_keys(&env)
-            .filter(|k| match wild_kind(k) {
-                None => true,
-                Some(w) => self.posted_wild[w] > 0,
-            })
-            .filter_map(|k| self.index.front(&k, Side::Posted).map(|e| (e, k)))
-            .min();
-        if let Some(((seq, slot), key)) = best {
-            self.index.remove(&key, seq);
-            if let Some(w) = wild_kind(&key) {
-                self.posted_wild[w] -= 1;
+            let next_seq = &mut self.next_seq;
+            self.index
+                .take_or_push(key, Side::Posted, || {
+                    (next(next_seq), Item::Unexpected(env, payload))
+                })
+                .and_then(|(_, item)| item.posted())
+        } else {
+            let best = candidate_keys(&env)
+                .filter(|k| match wild_kind(k) {
+                    None => true,
+                    Some(w) => self.posted_wild[w] > 0,
+                })
+                .filter_map(|k| {
+                    let (seq, item) = self.index.front(&k)?;
+                    Some((seq, item.posted()?, k))
+                })
+                .min_by_key(|(seq, ..)| *seq);
+            match best {
+                Some((seq, p, key)) => {
+                    self.index.remove(&key, seq);
+                    if let Some(w) = wild_kind(&key) {
+                        self.posted_wild[w] -= 1;
+                    }
+                    Some(p)
+                }
+                None => {
+                    let seq = next(&mut self.next_seq);
+                    for k in candidate_keys(&env) {
+                        self.index.push(k, (seq, Item::Unexpected(env, payload)));
+                    }
+                    None
+                }
             }
-            return Some(take(&mut self.posted, slot).payload);
+        };
+        if taken.is_some() {
+            self.posted -= 1;
+        } else {
+            self.unexpected += 1;
         }
-        let (seq, slot) = store(&mut self.unexpected, &mut self.next_seq, message);
-        for k in candidate_keys(&env) {
-            self.index.push(k, Side::Unexpected, seq, slot);
-        }
-        None
+        taken
     }
 
     pub fn posted_len(&self) -> usize {
-        self.posted.live()
+        self.posted
     }
 
     pub fn unexpected_len(&self) -> usize {
-        self.unexpected.live()
+        self.unexpected
     }
 
     /// Outstanding posted receives in posting order, for deadlock diagnostics.
     pub fn posted(&self) -> impl Iterator<Item = (CommId, SrcSel, TagSel, &P)> {
-        in_order(&self.posted, |p| p.seq)
-            .into_iter()
-            .map(|(_, p)| (p.comm, p.src, p.tag, &p.payload))
+        // A receive is indexed under its own selectors only.
+        let posted = self.index.in_order(|k, item| match item {
+            Item::Posted(p) => {
+                let (src, tag) = k.selectors();
+                Some((k.comm, src, tag, p))
+            }
+            Item::Unexpected(..) => None,
+        });
+        posted.into_iter().map(|(_, p)| p)
     }
 
     /// Unexpected messages in arrival order, for deadlock diagnostics.
     pub fn unexpected(&self) -> impl Iterator<Item = (&Envelope, &U)> {
-        in_order(&self.unexpected, |u| u.seq)
-            .into_iter()
-            .map(|(_, u)| (&u.env, &u.payload))
+        // Each message once: under its exact key.
+        let messages = self.index.in_order(|k, item| match item {
+            Item::Unexpected(env, u) if k.wild == 0 => Some((env, u)),
+            _ => None,
+        });
+        messages.into_iter().map(|(_, m)| m)
     }
 }
 

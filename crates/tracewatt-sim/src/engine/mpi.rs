@@ -410,7 +410,7 @@ impl<'a, N: Network> Engine<'a, N> {
         for id in ids {
             // Waiting on an unknown request is MPI_Wait on a null or already-completed request:
             // it returns at once.
-            let Some(slot) = self.ranks[rank as usize].reqs.remove(id) else {
+            let Some(slot) = self.ranks[rank as usize].reqs.remove(*id) else {
                 continue;
             };
             let r = &mut self.reqs[slot];

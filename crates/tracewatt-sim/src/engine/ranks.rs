@@ -11,6 +11,7 @@ use tracewatt_net::NodeId;
 use tracewatt_power::{Activity, MpiCall};
 use tracewatt_workload::collectives::Expansion;
 use tracewatt_workload::matching::Matcher;
+use tracewatt_workload::op::RESERVED_REQ_BASE;
 use tracewatt_workload::{Op, Program, Rank, ReqId, SrcSel};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,57 @@ pub(super) enum RankState {
     Done,
 }
 
+/// A rank's outstanding requests: its program's request id -> request slot.
+///
+/// A collective's expansion numbers its requests from [`RESERVED_REQ_BASE`] up, restarting in
+/// each piece, so those ids index an array: a piece's requests take consecutive entries, a few
+/// cache lines filled and emptied in order, where a hash map would scatter them over its
+/// buckets (and shift its runs back at each removal). Other ids go to a hash map.
+#[derive(Debug, Default)]
+pub(super) struct ReqIds {
+    /// By `id - RESERVED_REQ_BASE`: the slot, or [`Self::NONE`].
+    reserved: Vec<u32>,
+    other: FlatMap<ReqId, u32>,
+}
+
+impl ReqIds {
+    const NONE: u32 = u32::MAX;
+    /// Reserved ids this far from the base go to the array; an expansion's piece numbers fewer.
+    const SPAN: u32 = 1 << 16;
+
+    fn reserved_index(id: ReqId) -> Option<usize> {
+        id.checked_sub(RESERVED_REQ_BASE)
+            .filter(|&i| i < Self::SPAN)
+            .map(|i| i as usize)
+    }
+
+    /// Records request `id` in `slot`; false (and nothing changes) if `id` is outstanding.
+    pub fn insert(&mut self, id: ReqId, slot: u32) -> bool {
+        debug_assert_ne!(slot, Self::NONE);
+        let Some(i) = Self::reserved_index(id) else {
+            return self.other.insert(id, slot);
+        };
+        if i >= self.reserved.len() {
+            self.reserved.resize(i + 1, Self::NONE);
+        }
+        let s = &mut self.reserved[i];
+        if *s != Self::NONE {
+            return false;
+        }
+        *s = slot;
+        true
+    }
+
+    /// Forgets request `id`; its slot, if it was outstanding.
+    pub fn remove(&mut self, id: ReqId) -> Option<u32> {
+        let Some(i) = Self::reserved_index(id) else {
+            return self.other.remove(&id);
+        };
+        let s = std::mem::replace(self.reserved.get_mut(i)?, Self::NONE);
+        (s != Self::NONE).then_some(s)
+    }
+}
+
 pub(super) struct RankRt {
     pub job: u32,
     pub job_rank: Rank,
@@ -45,7 +97,7 @@ pub(super) struct RankRt {
     /// Sends not yet complete (a low-power wait would stall them).
     pub open_sends: u32,
     /// Outstanding requests: program id -> request slot.
-    pub reqs: FlatMap<ReqId, u32>,
+    pub reqs: ReqIds,
     pub matcher: Matcher<u32, u32>,
     /// Requests being waited for, how many of them have no completion time yet, and the latest
     /// completion time of the others: the wait ends at that time once none remains.
@@ -89,7 +141,7 @@ impl RankRt {
             state: RankState::NotStarted,
             activity: Activity::Idle,
             open_sends: 0,
-            reqs: FlatMap::default(),
+            reqs: ReqIds::default(),
             matcher: Matcher::new(),
             waiting: Vec::new(),
             wait_remaining: 0,
