@@ -172,6 +172,9 @@ impl Network for Fabric {
     fn flush<O: LinkObserver>(&mut self, _at: Ps, _obs: &mut O) {}
 }
 
+/// Marks a flow-model event of kind 3 as a NIC's (see `split`).
+const NIC_BIT: u32 = 1 << 31;
+
 impl Network for FlowFabric {
     type Event = FlowEvent;
     const MODEL: &'static str = "flow";
@@ -187,8 +190,10 @@ impl Network for FlowFabric {
             FlowEvent::Head { flow } => (0, flow),
             FlowEvent::Done { flow } => (1, flow),
             FlowEvent::Deliver { flow } => (2, flow),
-            // Kind 3 carries both: an update needs no flow, so it takes the one value no flow has.
+            // Kind 3 carries three: a flow's slot and a node are both below 2^31 (a slot
+            // holds 200 bytes), so a NIC takes the top bit and an update the one value left.
             FlowEvent::Room { flow } => (3, flow),
+            FlowEvent::Nic { node } => (3, node | NIC_BIT),
             FlowEvent::Update => (3, u32::MAX),
         }
     }
@@ -200,6 +205,9 @@ impl Network for FlowFabric {
             1 => FlowEvent::Done { flow: arg },
             2 => FlowEvent::Deliver { flow: arg },
             _ if arg == u32::MAX => FlowEvent::Update,
+            _ if arg & NIC_BIT != 0 => FlowEvent::Nic {
+                node: arg & !NIC_BIT,
+            },
             _ => FlowEvent::Room { flow: arg },
         }
     }
