@@ -1153,6 +1153,32 @@ fn adaptive_routing_sees_the_messages_waiting_for_room() {
 }
 
 #[test]
+fn a_short_message_is_injected_when_it_is_through_its_nic() {
+    // One switch, 1 B/ns links of 100 ns, switch 50 ns, 1,000 B packets: node 0 sends 1,000 B
+    // (a short message) to node 1 and asks to hear of its injection. Its one packet is through
+    // node 0's link at 1,000 ns, as in the packet model; it is delivered at 150 + 1,000 + 100 =
+    // 1,250 ns.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let p = params(1000, Switching::CutThrough);
+    let sends = [(0, 0, 1, 1_000, true)];
+    let injected = |n: &[(Ps, Notice)]| -> Vec<Ps> {
+        n.iter()
+            .filter_map(|&(_, n)| match n {
+                Notice::Injected { token: 0, at } => Some(at),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(injected(&n), [1_000 * NS]);
+    assert_eq!(delivered(&n, 0), 1_250 * NS);
+    let n = run_packets(&mut packet_fabric(topo, p), &sends, Ps::MAX);
+    assert_eq!(injected(&n), [1_000 * NS]);
+    assert_eq!(delivered(&n, 0), 1_250 * NS);
+}
+
+#[test]
 fn a_full_input_buffer_holds_back_the_nics_that_feed_it() {
     // One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 1,000 B
     // (one message each). Nodes 0 and 1 each send two 1,000 B messages to node 2 at t = 0, and
@@ -1241,7 +1267,8 @@ fn full_buffers_around_a_torus_ring_do_not_deadlock() {
 
 /// Delivery times of `sends` in the packet model, by token.
 fn packet_deliveries(topo: Topology, p: FabricParams, sends: &[Send]) -> Vec<Ps> {
-    run_packets(&mut packet_fabric(topo, p), sends, Ps::MAX)
+    let n = run_packets(&mut packet_fabric(topo, p), sends, Ps::MAX);
+    (0..sends.len() as u32).map(|t| delivered(&n, t)).collect()
 }
 
 fn packet_fabric(topo: Topology, p: FabricParams) -> Fabric {
@@ -1249,16 +1276,16 @@ fn packet_fabric(topo: Topology, p: FabricParams) -> Fabric {
     Fabric::new(topo, router, p)
 }
 
-/// Runs `sends` on the packet model `fab` up to `until`: delivery times by token (`Ps::MAX` for
-/// those not delivered by then).
-fn run_packets(fab: &mut Fabric, sends: &[Send], until: Ps) -> Vec<Ps> {
+/// Runs `sends` on the packet model `fab` up to `until`: its notices, as [`run_flows`] returns
+/// them.
+fn run_packets(fab: &mut Fabric, sends: &[Send], until: Ps) -> Vec<(Ps, Notice)> {
     let mut q = EventQueue::new();
     for (i, s) in sends.iter().enumerate() {
         q.push(s.0, Ev::Send(i as u32));
     }
     let mut rng = Rng::new(7);
     let mut obs = Recorder::default();
-    let mut out = vec![Ps::MAX; sends.len()];
+    let mut out = Vec::new();
     while q.peek_time().is_some_and(|t| t <= until) {
         let Some((now, ev)) = q.pop() else { break };
         match ev {
@@ -1278,11 +1305,7 @@ fn run_packets(fab: &mut Fabric, sends: &[Send], until: Ps) -> Vec<Ps> {
             Ev::Packet(e) => fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
             Ev::Flow(_) => unreachable!(),
         }
-        for n in fab.drain_notices() {
-            if let Notice::Delivered { token } = n {
-                out[token as usize] = now;
-            }
-        }
+        out.extend(fab.drain_notices().map(|n| (now, n)));
     }
     out
 }
