@@ -354,6 +354,12 @@ impl Fabric {
         &self.topo
     }
 
+    /// The bytes adaptive routing sees on channel `ch` ([`QueueView`]): the packets queued for it
+    /// and those held in the input buffer it feeds.
+    pub fn queued_bytes(&self, ch: ChannelId) -> u64 {
+        self.ch[ch as usize].occupancy
+    }
+
     /// Packets in the network or being serialised.
     pub fn packets_in_flight(&self) -> usize {
         self.packets.live()

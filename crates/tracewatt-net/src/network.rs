@@ -172,6 +172,9 @@ impl Network for Fabric {
     fn flush<O: LinkObserver>(&mut self, _at: Ps, _obs: &mut O) {}
 }
 
+/// Marks a flow-model event of kind 3 as a NIC's (see `split`).
+const NIC_BIT: u32 = 1 << 31;
+
 impl Network for FlowFabric {
     type Event = FlowEvent;
     const MODEL: &'static str = "flow";
@@ -187,8 +190,14 @@ impl Network for FlowFabric {
             FlowEvent::Head { flow } => (0, flow),
             FlowEvent::Done { flow } => (1, flow),
             FlowEvent::Deliver { flow } => (2, flow),
-            // Kind 3 carries both: an update needs no flow, so it takes the one value no flow has.
+            // Kind 3 carries three: a flow's slot is below 2^31 (a slot holds 200 bytes) and so
+            // is a node, so a NIC takes the top bit and an update the one value left (which
+            // leaves a node 2^31 - 1 out: no machine comes near it).
             FlowEvent::Room { flow } => (3, flow),
+            FlowEvent::Nic { node } => {
+                debug_assert!(node < NIC_BIT - 1);
+                (3, node | NIC_BIT)
+            }
             FlowEvent::Update => (3, u32::MAX),
         }
     }
@@ -200,6 +209,9 @@ impl Network for FlowFabric {
             1 => FlowEvent::Done { flow: arg },
             2 => FlowEvent::Deliver { flow: arg },
             _ if arg == u32::MAX => FlowEvent::Update,
+            _ if arg & NIC_BIT != 0 => FlowEvent::Nic {
+                node: arg & !NIC_BIT,
+            },
             _ => FlowEvent::Room { flow: arg },
         }
     }
@@ -264,5 +276,30 @@ impl Network for FlowFabric {
 
     fn flush<O: LinkObserver>(&mut self, at: Ps, obs: &mut O) {
         self.report_busy_until(at, obs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flow_event_comes_back_from_its_packed_form() {
+        // Kind 3 carries three events: flows' slots below 2^31, nodes below 2^31 - 1.
+        let largest = NIC_BIT - 1;
+        for ev in [
+            FlowEvent::Head { flow: 0 },
+            FlowEvent::Head { flow: largest },
+            FlowEvent::Done { flow: 7 },
+            FlowEvent::Deliver { flow: largest },
+            FlowEvent::Room { flow: 0 },
+            FlowEvent::Room { flow: largest },
+            FlowEvent::Nic { node: 0 },
+            FlowEvent::Nic { node: largest - 1 },
+            FlowEvent::Update,
+        ] {
+            let (kind, arg) = FlowFabric::split(ev);
+            assert_eq!(FlowFabric::join(kind, arg), ev);
+        }
     }
 }

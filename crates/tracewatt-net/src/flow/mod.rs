@@ -77,6 +77,8 @@ pub enum FlowEvent {
     /// The flow's head may leave the switch it reached (or, once it holds its last channel, may
     /// start its transfer).
     Head { flow: u32 },
+    /// The NIC of `node` may start the next message waiting there.
+    Nic { node: NodeId },
     /// The flow's transfer may be complete. Its rate may have changed since the event was
     /// scheduled and the queue cannot cancel events, so a flow keeps one such event in force
     /// (see `Flow::alarm`): when it comes before the completion, it is moved to the completion
@@ -205,8 +207,9 @@ struct Chan {
     /// and is brought down to the fastest when an update scans them all.
     peak: u64,
     /// Sum over holders of `rem + rate * t`, and over the short messages waiting to start on
-    /// it of their `rem`: the work still to cross the channel at time `now` is
-    /// `work - used * now`.
+    /// it or in the buffer it feeds of their `rem` (into a node: until they start on it), as the
+    /// packet model counts a port's queue and the buffer it feeds: what adaptive routing sees at
+    /// time `now` is `work - used * now`.
     work: i128,
     /// Solver scratch: the filling that touched it and its index among that filling's channels,
     /// its capacity left to the flows still rising and their number; the total of the set's rates
@@ -301,6 +304,19 @@ struct Buf {
     waiting: std::collections::VecDeque<u32>,
 }
 
+/// A message waiting at its source's NIC, made a flow when the NIC comes to it: so messages
+/// queued there cost memory for what they are, not for a flow each.
+#[derive(Debug, Clone, Copy)]
+struct Message {
+    token: u32,
+    dst: NodeId,
+    bytes: u64,
+    notify_injected: bool,
+    /// The message it is a segment of (`trains`), or `NIL`; the last segment of it.
+    train: u32,
+    last: bool,
+}
+
 /// A node's NIC. It sends one message at a time, in order, as the packet model's does; the next
 /// one starts when the bytes of the one before have left it: its last bytes may then still be in
 /// the first switch's input buffer, `buffer_bytes` of them at most. So a message of up to
@@ -310,15 +326,16 @@ struct Buf {
 #[derive(Debug, Clone, Default)]
 struct Nic {
     /// Messages waiting, in order.
-    queue: std::collections::VecDeque<u32>,
+    queue: std::collections::VecDeque<Message>,
     /// When the message being sent has left the NIC; `NEVER` while that depends on the rate its
     /// transfer gets (its flow's `due_rem` is then not 0).
     free_at: Ps,
 }
 
 /// What adaptive routing compares in flow mode: the bytes still to cross a channel, summed over
-/// the flows that hold it (those in their head phase count whole) and the short messages
-/// waiting for room to start on it, as the packet model counts the packets queued for a port.
+/// the flows that hold it (those in their head phase count whole), and the short messages
+/// waiting to start on it or in the input buffer it feeds, as the packet model counts the packets
+/// queued for a port and those in the buffer it feeds (`Chan::work`).
 struct Remaining<'a> {
     ch: &'a [Chan],
     now: Ps,
@@ -379,7 +396,8 @@ impl FlowFabric {
         &self.topo
     }
 
-    /// Messages in the network (head or transfer under way, or not yet delivered).
+    /// Messages and segments in the network, from their start at their NIC (at once, for a
+    /// control message) to delivery; not those waiting at their NIC.
     pub fn flows_in_flight(&self) -> usize {
         self.flows.live()
     }
@@ -469,8 +487,15 @@ impl FlowFabric {
         let segment = self.segment_bytes();
         let segments = bytes.div_ceil(segment);
         if bytes <= self.short_bytes() || segments > u64::from(self.params.train_segments) {
-            let flow = self.new_flow(token, (src, dst), bytes, notify_injected, NIL, false);
-            self.queue(flow, now, urgent, q, obs);
+            let message = Message {
+                token,
+                dst,
+                bytes,
+                notify_injected,
+                train: NIL,
+                last: false,
+            };
+            self.queue(src, message, now, urgent, q, obs);
             return;
         }
         let train = self.trains.insert(Train {
@@ -484,36 +509,42 @@ impl FlowFabric {
         });
         if urgent {
             // A control message does not queue at its NIC: every segment starts at once.
-            while let Some(flow) = self.next_segment(train, token, (src, dst)) {
-                self.queue(flow, now, true, q, obs);
+            while let Some(segment) = self.next_segment(train, token, dst) {
+                self.queue(src, segment, now, true, q, obs);
             }
-        } else if let Some(first) = self.next_segment(train, token, (src, dst)) {
-            self.queue(first, now, false, q, obs);
+        } else if let Some(first) = self.next_segment(train, token, dst) {
+            self.queue(src, first, now, false, q, obs);
         }
     }
 
-    /// Makes `train`'s next segment, if it has one left, as a new flow.
-    fn next_segment(&mut self, train: u32, token: u32, ends: (NodeId, NodeId)) -> Option<u32> {
+    /// `train`'s next segment to `dst`, if it has one left.
+    fn next_segment(&mut self, train: u32, token: u32, dst: NodeId) -> Option<Message> {
         let t = &mut self.trains[train];
         if t.made == t.segments {
             return None;
         }
-        let size = t.segment.min(t.bytes - t.made * t.segment);
+        let bytes = t.segment.min(t.bytes - t.made * t.segment);
         t.made += 1;
-        let last = t.made == t.segments;
-        Some(self.new_flow(token, ends, size, false, train, last))
+        Some(Message {
+            token,
+            dst,
+            bytes,
+            notify_injected: false,
+            train,
+            last: t.made == t.segments,
+        })
     }
 
-    /// A new flow of `bytes` for message `token` (a segment of `train` unless `NIL`).
-    fn new_flow(
-        &mut self,
-        token: u32,
-        (src, dst): (NodeId, NodeId),
-        bytes: u64,
-        notify_injected: bool,
-        train: u32,
-        last: bool,
-    ) -> u32 {
+    /// The flow of `message` from `src`.
+    fn new_flow(&mut self, src: NodeId, message: Message) -> u32 {
+        let Message {
+            token,
+            dst,
+            bytes,
+            notify_injected,
+            train,
+            last,
+        } = message;
         let mut path = self.spare_paths.pop().unwrap_or_default();
         path.clear();
         self.flows.insert(Flow {
@@ -539,47 +570,50 @@ impl FlowFabric {
         })
     }
 
-    /// Starts `flow`'s head at `now` if it is `urgent`, or hands it to its NIC's queue.
+    /// Starts `message`'s head at `now` if it is `urgent`, or hands it to the queue of `src`'s
+    /// NIC.
     fn queue<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
-        flow: u32,
+        src: NodeId,
+        message: Message,
         now: Ps,
         urgent: bool,
         q: &mut S,
         obs: &mut O,
     ) {
         if urgent {
+            let flow = self.new_flow(src, message);
             self.start_head(flow, now, q, obs);
             return;
         }
-        let src = self.flows[flow].src;
         let nic = &mut self.nics[src as usize];
         if nic.queue.is_empty() && nic.free_at <= now {
-            self.nic_start(flow, now, q, obs);
+            self.nic_start(src, message, now, q, obs);
         } else {
-            nic.queue.push_back(flow);
+            nic.queue.push_back(message);
             if nic.queue.len() == 1 && nic.free_at != NEVER {
-                q.schedule(nic.free_at, FlowEvent::Head { flow });
+                q.schedule(nic.free_at, FlowEvent::Nic { node: src });
             }
         }
     }
 
-    /// The NIC of `flow`'s source starts sending it at `now`, and books when it is free again.
+    /// The NIC of `src` starts sending `message` at `now` as a flow, and books when it is free
+    /// again.
     fn nic_start<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
-        flow: u32,
+        src: NodeId,
+        message: Message,
         now: Ps,
         q: &mut S,
         obs: &mut O,
     ) {
-        let f = &mut self.flows[flow];
-        f.from_nic = true;
-        let (src, dst, token, train) = (f.src, f.dst, f.token, f.train);
+        let flow = self.new_flow(src, message);
+        self.flows[flow].from_nic = true;
         // Until its head starts on the injection channel (it may wait for room downstream).
         self.nics[src as usize].free_at = NEVER;
         // A train's next segment goes right behind this one.
-        if train != NIL {
-            if let Some(next) = self.next_segment(train, token, (src, dst)) {
+        if message.train != NIL {
+            if let Some(next) = self.next_segment(message.train, message.token, message.dst) {
                 self.nics[src as usize].queue.push_front(next);
             }
         }
@@ -600,12 +634,11 @@ impl FlowFabric {
             f.due_rem = i128::from(ahead) * WORK_PER_BYTE;
             NEVER
         };
-        let nic = &mut self.nics[f.src as usize];
+        let node = f.src;
+        let nic = &mut self.nics[node as usize];
         nic.free_at = free_at;
-        if let Some(&after) = nic.queue.front() {
-            if free_at != NEVER {
-                q.schedule(free_at, FlowEvent::Head { flow: after });
-            }
+        if !nic.queue.is_empty() && free_at != NEVER {
+            q.schedule(free_at, FlowEvent::Nic { node });
         }
     }
 
@@ -622,7 +655,7 @@ impl FlowFabric {
         let Some(next) = nic.queue.pop_front() else {
             return;
         };
-        self.nic_start(next, now, q, obs);
+        self.nic_start(node, next, now, q, obs);
     }
 
     /// `flow`'s head claims its injection channel at `now`, or waits for room behind it.
@@ -644,20 +677,24 @@ impl FlowFabric {
         let f = &mut self.flows[flow];
         if f.path.len() == 1 {
             f.born = start;
-            if f.train != NIL {
-                let (token, bytes, last, src) = (f.token, f.bytes, f.last, f.src);
-                let t = &mut self.trains[f.train];
+            let (token, bytes, src) = (f.token, f.bytes, f.src);
+            let notify = if f.train != NIL {
+                let (last, t) = (f.last, &mut self.trains[f.train]);
                 t.born = t.born.min(start);
-                if last && t.notify_injected {
-                    // The last segment is through the injection channel at its rate.
-                    let inj = self.topo.node_injection[src as usize];
-                    let at = start
-                        + tracewatt_core::time::serialization_ps(
-                            bytes,
-                            self.ch[inj as usize].bits_per_s,
-                        );
-                    self.notices.push(Notice::Injected { token, at });
-                }
+                last && t.notify_injected
+            } else {
+                f.short && f.notify_injected
+            };
+            if notify {
+                // A short message, or a train's last segment, is through the injection channel
+                // at its rate.
+                let inj = self.topo.node_injection[src as usize];
+                let at = start
+                    + tracewatt_core::time::serialization_ps(
+                        bytes,
+                        self.ch[inj as usize].bits_per_s,
+                    );
+                self.notices.push(Notice::Injected { token, at });
             }
             let f = &self.flows[flow];
             if f.from_nic {
@@ -818,12 +855,9 @@ impl FlowFabric {
         rng: &mut Rng,
     ) {
         match ev {
+            FlowEvent::Nic { node } => self.nic_next(node, now, q, obs),
             FlowEvent::Head { flow } => {
-                if self.flows[flow].path.is_empty() {
-                    // Its turn at its NIC has come.
-                    let src = self.flows[flow].src;
-                    self.nic_next(src, now, q, obs);
-                } else if self.flows[flow].at == NIL {
+                if self.flows[flow].at == NIL {
                     self.begin_transfer(flow, now, q, obs);
                 } else {
                     self.route_head(flow, now, q, obs, rng);
@@ -1011,20 +1045,28 @@ impl FlowFabric {
         now: Ps,
         q: &mut S,
     ) {
-        let (bytes, vc, held, tail_out) = {
+        let (bytes, vc, held, tail_out, rem) = {
             let f = &self.flows[flow];
-            (f.bytes, f.route.vc, f.buf, f.tail_out)
+            (f.bytes, f.route.vc, f.buf, f.tail_out, f.rem)
         };
-        let c = &self.ch[ch as usize];
+        let (bps, to_node) = (
+            self.ch[ch as usize].bits_per_s,
+            self.ch[ch as usize].to_node,
+        );
         if held != NIL && bytes > 0 {
             let b = held as usize;
+            let h = &mut self.ch[b / self.vcs];
+            if !to_node {
+                // Its head has left the buffer (on the last channel, once it starts there:
+                // `begin_transfer`).
+                h.work -= rem;
+            }
+            let lat = h.latency_ps;
             let first = bytes.min(u64::from(self.params.packet_bytes));
-            let lat = self.ch[b / self.vcs].latency_ps;
-            let serial = tracewatt_core::time::serialization_ps(bytes, c.bits_per_s);
+            let serial = tracewatt_core::time::serialization_ps(bytes, bps);
             let to = end.max(tail_out) + lat;
             let from =
-                (end - serial + tracewatt_core::time::serialization_ps(first, c.bits_per_s) + lat)
-                    .min(to);
+                (end - serial + tracewatt_core::time::serialization_ps(first, bps) + lat).min(to);
             // Its first packet's space is back at `from`, the others' evenly spaced until `to`.
             let packet = u64::from(self.params.packet_bytes);
             let n = (bytes - first).div_ceil(packet);
@@ -1104,6 +1146,12 @@ impl FlowFabric {
             return;
         }
         if f.short {
+            // It starts on its last channel: it no longer waits for it, nor fills the buffer
+            // before it (`Chan::work`).
+            let rem = f.rem;
+            for h in f.path.iter().rev().take(2) {
+                self.ch[h.ch as usize].work -= rem;
+            }
             f.due = now + at_rate;
             f.alarm = f.due;
             q.schedule(f.due, FlowEvent::Done { flow });
@@ -1170,12 +1218,12 @@ impl FlowFabric {
                     self.solver.seeds.extend_from_slice(&o.held);
                 }
             }
-            let o = &mut self.ch[c];
-            o.work -= contribution;
             if short {
                 // Its pieces, and what it did on each channel, were reported as it crossed.
                 continue;
             }
+            let o = &mut self.ch[c];
+            o.work -= contribution;
             o.holders -= 1;
             let end = (h.start + elapsed).max(o.reported);
             // A piece carries at most `u32::MAX` bytes; a larger message ends its piece with
@@ -1206,7 +1254,7 @@ impl FlowFabric {
             f.sharing = false;
             f.rate = 0;
             f.bottleneck = NIL;
-            if f.notify_injected {
+            if f.notify_injected && !short {
                 self.notices.push(Notice::Injected {
                     token: f.token,
                     at: now,

@@ -894,8 +894,9 @@ fn up_to_the_longest_train_a_message_is_a_train_above_it_a_flow() {
 #[test]
 fn a_long_train_holds_its_segments_in_flight_not_its_bytes() {
     // 100,000 B from node 0 to node 1 in trains of up to 1,000 segments: 100 segments of one
-    // 1,000 B packet. Its NIC makes each segment as the one before starts, so right after the
-    // send two exist (the one on the wire, the next in line). Alone, it is delivered when the
+    // 1,000 B packet. Its NIC makes each segment a flow as it starts, the next waiting behind it
+    // as a message: right after the send, one flow exists. Segment k starts at 1,000k ns and is
+    // delivered at 1,000k + 1,250 ns, so at most two are flows at once. Alone, it is delivered when the
     // packet model's last packet is: 99 packets of 1,000 ns then the last, 100,000 ns, plus two
     // links of 100 ns and a switch of 50 ns: 100,250 ns.
     let (spec, topo) = single_switch(2, GBPS_8);
@@ -916,12 +917,13 @@ fn a_long_train_holds_its_segments_in_flight_not_its_bytes() {
         &mut Q(&mut q),
         &mut obs,
     );
-    assert_eq!(f.flows_in_flight(), 2);
+    assert_eq!(f.flows_in_flight(), 1);
     let mut rng = Rng::new(7);
-    let mut at = None;
+    let (mut at, mut most) = (None, 0);
     while let Some((now, ev)) = q.pop() {
         let Ev::Flow(e) = ev else { unreachable!() };
         f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng);
+        most = most.max(f.flows_in_flight());
         if f.drain_notices()
             .any(|n| n == Notice::Delivered { token: 0 })
         {
@@ -930,6 +932,7 @@ fn a_long_train_holds_its_segments_in_flight_not_its_bytes() {
     }
     assert_eq!(at, Some(100_250 * NS));
     assert_eq!(at, Some(packet_delivery(topo, p, 0, 1, 100_000)));
+    assert_eq!(most, 2);
     assert_eq!(f.flows_in_flight(), 0);
 }
 
@@ -1097,19 +1100,82 @@ fn full_buffer() -> (TopologySpec, Topology, FabricParams, [Send; 5]) {
 
 #[test]
 fn adaptive_routing_sees_the_messages_waiting_for_room() {
-    // In `full_buffer`, node 0's first message holds node 0's link until its transfer ends at
-    // 1,150 ns, and its second waits for room in the switch's buffer from 1,000 ns (its NIC
-    // free) until 1,250 ns (the test below).
-    // Adaptive routing counts both on node 0's link, as the packet model counts the packets
-    // queued for a port: 2,000 B at 1,100 ns, 1,000 B at 1,200 ns (the first is through),
-    // 1,000 B at 1,300 ns (the second holds the link).
+    // In `full_buffer` (the test below), messages reach the switch's port to node 2 at 150 ns
+    // (0a, which starts at once, and 1a, which waits until 1,150 ns), 1,400 ns (0b, until
+    // 2,150 ns) and 2,400 ns (1b, until 3,150 ns); 0a is in the buffer node 0's link feeds from
+    // 0 to 150 ns, 0b from 1,250 ns (its start on node 0's link, after waiting at its NIC for
+    // room) to 2,150 ns. Adaptive routing sees a message on a channel while it waits to start
+    // on it and while it is in the buffer the channel feeds, as the packet model counts the
+    // packets queued for a port and those in the buffer it feeds.
     let (spec, topo, p, sends) = full_buffer();
+    let to_2 = topo.node_ejection[2];
     let inj0 = topo.node_injection[0];
-    for (at, queued) in [(1_100, 2_000), (1_200, 1_000), (1_300, 1_000)] {
+    let port = [
+        (100, 0),
+        (500, 1_000),
+        (1_100, 1_000),
+        (1_300, 0),
+        (1_500, 1_000),
+        (2_100, 1_000),
+        (2_200, 0),
+        (2_500, 1_000),
+    ];
+    // A message waiting at its NIC for room counts on its node's link in flow mode, not in the
+    // packet model, whose NIC holds it: routing never compares a node's own link, so the
+    // instants here leave that wait (1,000 to 1,250 ns) out.
+    let buffer = [
+        (100, 1_000),
+        (500, 0),
+        (1_300, 1_000),
+        (2_100, 1_000),
+        (2_200, 0),
+    ];
+    for (ch, at, queued) in port
+        .iter()
+        .map(|&(at, b)| (to_2, at, b))
+        .chain(buffer.iter().map(|&(at, b)| (inj0, at, b)))
+    {
         let mut f = flow_fabric(&spec, topo.clone(), p);
         run_flows(&mut f, &sends, &mut Recorder::default(), at * NS);
-        assert_eq!(f.queued_bytes(inj0, at * NS), queued, "at {at} ns");
+        assert_eq!(
+            f.queued_bytes(ch, at * NS),
+            queued,
+            "flows, channel {ch} at {at} ns"
+        );
+        let mut fab = packet_fabric(topo.clone(), p);
+        run_packets(&mut fab, &sends, at * NS);
+        assert_eq!(
+            fab.queued_bytes(ch),
+            queued,
+            "packets, channel {ch} at {at} ns"
+        );
     }
+}
+
+#[test]
+fn a_short_message_is_injected_when_it_is_through_its_nic() {
+    // One switch, 1 B/ns links of 100 ns, switch 50 ns, 1,000 B packets: node 0 sends 1,000 B
+    // (a short message) to node 1 and asks to hear of its injection. Its one packet is through
+    // node 0's link at 1,000 ns, as in the packet model; it is delivered at 150 + 1,000 + 100 =
+    // 1,250 ns.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let p = params(1000, Switching::CutThrough);
+    let sends = [(0, 0, 1, 1_000, true)];
+    let injected = |n: &[(Ps, Notice)]| -> Vec<Ps> {
+        n.iter()
+            .filter_map(|&(_, n)| match n {
+                Notice::Injected { token: 0, at } => Some(at),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(injected(&n), [1_000 * NS]);
+    assert_eq!(delivered(&n, 0), 1_250 * NS);
+    let n = run_packets(&mut packet_fabric(topo, p), &sends, Ps::MAX);
+    assert_eq!(injected(&n), [1_000 * NS]);
+    assert_eq!(delivered(&n, 0), 1_250 * NS);
 }
 
 #[test]
@@ -1201,16 +1267,27 @@ fn full_buffers_around_a_torus_ring_do_not_deadlock() {
 
 /// Delivery times of `sends` in the packet model, by token.
 fn packet_deliveries(topo: Topology, p: FabricParams, sends: &[Send]) -> Vec<Ps> {
+    let n = run_packets(&mut packet_fabric(topo, p), sends, Ps::MAX);
+    (0..sends.len() as u32).map(|t| delivered(&n, t)).collect()
+}
+
+fn packet_fabric(topo: Topology, p: FabricParams) -> Fabric {
     let router = make_router(&RoutingSpec::default(), &topo).expect("router");
-    let mut fab = Fabric::new(topo, router, p);
+    Fabric::new(topo, router, p)
+}
+
+/// Runs `sends` on the packet model `fab` up to `until`: its notices, as [`run_flows`] returns
+/// them.
+fn run_packets(fab: &mut Fabric, sends: &[Send], until: Ps) -> Vec<(Ps, Notice)> {
     let mut q = EventQueue::new();
     for (i, s) in sends.iter().enumerate() {
         q.push(s.0, Ev::Send(i as u32));
     }
     let mut rng = Rng::new(7);
     let mut obs = Recorder::default();
-    let mut out = vec![Ps::MAX; sends.len()];
-    while let Some((now, ev)) = q.pop() {
+    let mut out = Vec::new();
+    while q.peek_time().is_some_and(|t| t <= until) {
+        let Some((now, ev)) = q.pop() else { break };
         match ev {
             Ev::Send(i) => {
                 let (_, src, dst, bytes, notify) = sends[i as usize];
@@ -1228,11 +1305,7 @@ fn packet_deliveries(topo: Topology, p: FabricParams, sends: &[Send]) -> Vec<Ps>
             Ev::Packet(e) => fab.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
             Ev::Flow(_) => unreachable!(),
         }
-        for n in fab.drain_notices() {
-            if let Notice::Delivered { token } = n {
-                out[token as usize] = now;
-            }
-        }
+        out.extend(fab.drain_notices().map(|n| (now, n)));
     }
     out
 }
