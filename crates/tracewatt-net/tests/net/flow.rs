@@ -892,6 +892,55 @@ fn up_to_the_longest_train_a_message_is_a_train_above_it_a_flow() {
 }
 
 #[test]
+fn messages_waiting_at_their_nic_are_not_flows() {
+    // Node 0 hands its NIC 50 messages of 1,000 B (one packet each) for node 1 at t = 0, over
+    // 1 B/ns links of 100 ns and a switch of 50 ns. The NIC sends them one after another:
+    // message k starts at 1,000k ns and is delivered at 1,000k + 1,250 ns, as in the packet
+    // model. Until its turn a message is no flow: right after the sends one flow exists, and
+    // never more than two (message k + 2 starts after message k is delivered).
+    let (spec, topo) = single_switch(2, GBPS_8);
+    let p = params(1000, Switching::CutThrough);
+    let sends: Vec<Send> = (0..50).map(|_| (0, 0, 1, 1_000, false)).collect();
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    run_flows(&mut f, &sends, &mut Recorder::default(), 0);
+    assert_eq!(f.flows_in_flight(), 1);
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let mut q = EventQueue::new();
+    for (i, s) in sends.iter().enumerate() {
+        q.push(s.0, Ev::Send(i as u32));
+    }
+    let (mut rng, mut obs) = (Rng::new(7), Recorder::default());
+    let (mut times, mut most) = (vec![0; sends.len()], 0);
+    while let Some((now, ev)) = q.pop() {
+        match ev {
+            Ev::Send(i) => f.send(
+                now,
+                i,
+                (0, 1),
+                1_000,
+                false,
+                false,
+                &mut Q(&mut q),
+                &mut obs,
+            ),
+            Ev::Flow(e) => f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
+            Ev::Packet(_) => unreachable!(),
+        }
+        most = most.max(f.flows_in_flight());
+        for n in f.drain_notices() {
+            if let Notice::Delivered { token } = n {
+                times[token as usize] = now;
+            }
+        }
+    }
+    let want: Vec<Ps> = (0..50).map(|k| (1_000 * k + 1_250) * NS).collect();
+    assert_eq!(times, want);
+    assert_eq!(packet_deliveries(topo, p, &sends), want);
+    assert_eq!(most, 2);
+    assert_eq!(f.flows_in_flight(), 0);
+}
+
+#[test]
 fn a_long_train_holds_its_segments_in_flight_not_its_bytes() {
     // 100,000 B from node 0 to node 1 in trains of up to 1,000 segments: 100 segments of one
     // 1,000 B packet. Its NIC makes each segment a flow as it starts, the next waiting behind it
