@@ -896,47 +896,22 @@ fn messages_waiting_at_their_nic_are_not_flows() {
     // Node 0 hands its NIC 50 messages of 1,000 B (one packet each) for node 1 at t = 0, over
     // 1 B/ns links of 100 ns and a switch of 50 ns. The NIC sends them one after another:
     // message k starts at 1,000k ns and is delivered at 1,000k + 1,250 ns, as in the packet
-    // model. Until its turn a message is no flow: right after the sends one flow exists, and
-    // never more than two (message k + 2 starts after message k is delivered).
+    // model. Until its turn a message is no flow: one exists right after the sends, two at
+    // 1,100 ns (messages 0 and 1), one again at 1,300 ns (message 0 delivered at 1,250 ns).
     let (spec, topo) = single_switch(2, GBPS_8);
     let p = params(1000, Switching::CutThrough);
     let sends: Vec<Send> = (0..50).map(|_| (0, 0, 1, 1_000, false)).collect();
-    let mut f = flow_fabric(&spec, topo.clone(), p);
-    run_flows(&mut f, &sends, &mut Recorder::default(), 0);
-    assert_eq!(f.flows_in_flight(), 1);
-    let mut f = flow_fabric(&spec, topo.clone(), p);
-    let mut q = EventQueue::new();
-    for (i, s) in sends.iter().enumerate() {
-        q.push(s.0, Ev::Send(i as u32));
+    for (at, flows) in [(0, 1), (1_100, 2), (1_300, 1)] {
+        let mut f = flow_fabric(&spec, topo.clone(), p);
+        run_flows(&mut f, &sends, &mut Recorder::default(), at * NS);
+        assert_eq!(f.flows_in_flight(), flows, "at {at} ns");
     }
-    let (mut rng, mut obs) = (Rng::new(7), Recorder::default());
-    let (mut times, mut most) = (vec![0; sends.len()], 0);
-    while let Some((now, ev)) = q.pop() {
-        match ev {
-            Ev::Send(i) => f.send(
-                now,
-                i,
-                (0, 1),
-                1_000,
-                false,
-                false,
-                &mut Q(&mut q),
-                &mut obs,
-            ),
-            Ev::Flow(e) => f.handle(now, e, &mut Q(&mut q), &mut obs, &mut rng),
-            Ev::Packet(_) => unreachable!(),
-        }
-        most = most.max(f.flows_in_flight());
-        for n in f.drain_notices() {
-            if let Notice::Delivered { token } = n {
-                times[token as usize] = now;
-            }
-        }
-    }
+    let mut f = flow_fabric(&spec, topo.clone(), p);
+    let n = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
+    let times: Vec<Ps> = (0..50).map(|t| delivered(&n, t)).collect();
     let want: Vec<Ps> = (0..50).map(|k| (1_000 * k + 1_250) * NS).collect();
     assert_eq!(times, want);
     assert_eq!(packet_deliveries(topo, p, &sends), want);
-    assert_eq!(most, 2);
     assert_eq!(f.flows_in_flight(), 0);
 }
 
