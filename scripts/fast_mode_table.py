@@ -20,11 +20,12 @@ its two sweeps, kept in docs/data/fig2-8192.parquet:
     tracewatt sweep default --network packet -o study-packet   # the same 30 runs on packets
     python3 scripts/fast_mode_table.py --fig2-from study-flow study-packet
 
-The main job again with messages of up to N segments as trains (`--set
-machine.flow_train_segments=N`), kept in docs/data/fig2-8192-trains.parquet, beside both:
+The main job again with shorter trains (`--set machine.flow_train_segments=N`, N below the
+main job's), so that its large messages are flows that share bandwidth, kept in
+docs/data/fig2-8192-flows.parquet, beside both:
 
-    tracewatt study --set machine.flow_train_segments=320 -o study-trains
-    python3 scripts/fast_mode_table.py --trains-from study-trains
+    tracewatt study --set machine.flow_train_segments=16 -o study-flows
+    python3 scripts/fast_mode_table.py --flows-from study-flows
 
 The study's `spread` group (the always-on and T_s = 600 us runs with every switch a picosecond
 faster and slower) gives the `spread` table: how far each model's own result moves when ties
@@ -41,6 +42,7 @@ import argparse
 import json
 import math
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,15 +53,17 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "fast-mode.md"
 DATA = ROOT / "docs" / "data" / "fast-mode.parquet"
 FIG2_DATA = ROOT / "docs" / "data" / "fig2-8192.parquet"
-TRAINS_DATA = ROOT / "docs" / "data" / "fig2-8192-trains.parquet"
+FLOWS_DATA = ROOT / "docs" / "data" / "fig2-8192-flows.parquet"
+#: The main job's sweep spec.
+STUDY = ROOT / "python" / "tracewatt" / "studies" / "default.toml"
 MACHINES = {
     "tracerp-fattree-288": "fat-tree",
     "tracerp-torus-4x8x8": "torus",
     "tracerp-dragonfly-342": "dragonfly",
 }
 BENCHMARKS = ["near_neighbor", "permutation", "stencil4d", "qbox", "a2a"]
-#: The main job's benchmarks whose messages (1 MiB, 10 MiB) are more than 16 segments: longer
-#: trains change their runs alone.
+#: The main job's benchmarks whose messages (1 MiB, 10 MiB) are more than 16 segments: the
+#: longest train changes their runs alone.
 LARGE = ["near_neighbor", "permutation", "stencil4d"]
 #: The flow model's default `machine.flow_train_segments`.
 TRAIN_SEGMENTS = 16
@@ -305,9 +309,26 @@ FIG2_KEEP = [
 ]
 
 
-def fig2_kept(flow: pd.DataFrame, packet: pd.DataFrame, sources: tuple[str, str]) -> pd.DataFrame:
+def main_job_segments() -> int:
+    """The main job's `machine.flow_train_segments`, from its spec's base."""
+    try:
+        with STUDY.open("rb") as f:
+            machine = tomllib.load(f)["base"]["machine"]
+    except (OSError, ValueError, KeyError) as e:
+        raise TableError(f"{STUDY}: not the main job's spec: {e}") from None
+    return int(machine.get("flow_train_segments", TRAIN_SEGMENTS))
+
+
+def fig2_kept(
+    flow: pd.DataFrame, packet: pd.DataFrame, sources: tuple[str, str], segments: int
+) -> pd.DataFrame:
     """The main job's runs on both models, checked: every run finished, each sweep on its model,
-    the same cells in both."""
+    the flow sweep with the main job's trains (`segments`), the same cells in both."""
+    if segments != main_job_segments():
+        raise TableError(
+            f"{sources[0]}: expected the main job's machine.flow_train_segments = "
+            f"{main_job_segments()}, found {segments}"
+        )
     frames = []
     for df, source, net in ((flow, sources[0], "flow"), (packet, sources[1], "packet")):
         missing = [c for c in FIG2_KEEP if c not in df.columns]
@@ -348,50 +369,57 @@ def fig2_table(df: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
-def trains_kept(
-    trains: pd.DataFrame, segments: int, fig2: pd.DataFrame, source: str
-) -> pd.DataFrame:
-    """The main job's flow runs with longer trains (`segments`), checked: every run finished on
-    flows, the main job's cells, and the benchmarks whose messages stay within 16 segments
-    exactly the main job's runs."""
-    missing = [c for c in FIG2_KEEP if c not in trains.columns]
+def flows_kept(flows: pd.DataFrame, segments: int, fig2: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The main job's runs with shorter trains (`segments`), so that its large messages are
+    flows, checked: every run finished on flows, the main job's cells, and the benchmarks whose
+    messages stay within 16 segments exactly the main job's runs."""
+    missing = [c for c in FIG2_KEEP if c not in flows.columns]
     if missing:
         raise TableError(f"{source}: not a `default` study dataset: no {', '.join(missing)}")
-    if set(trains["network"]) != {"flow"} or (trains["status"] != "ok").any():
+    if set(flows["network"]) != {"flow"} or (flows["status"] != "ok").any():
         raise TableError(f"{source}: expected every run finished on the flow model")
-    if segments == TRAIN_SEGMENTS:
-        raise TableError(f"{source}: expected machine.flow_train_segments other than 16")
+    main = main_job_segments()
+    if segments >= main:
+        raise TableError(
+            f"{source}: expected machine.flow_train_segments below the main job's {main}, "
+            f"found {segments}"
+        )
     keys = ["machine.preset", "jobs[0]", "variant"]
-    flow = fig2[fig2["network"] == "flow"].set_index(keys)
-    got = trains[FIG2_KEEP].drop(columns=["status"]).set_index(keys)
-    if sorted(got.index) != sorted(flow.index):
-        raise TableError(f"{source}: expected the main job's runs, {len(flow)} of them")
+    trains = fig2[fig2["network"] == "flow"].set_index(keys)
+    got = flows[FIG2_KEEP].drop(columns=["status"]).set_index(keys)
+    if sorted(got.index) != sorted(trains.index):
+        raise TableError(f"{source}: expected the main job's runs, {len(trains)} of them")
     same = ["makespan_s", "energy_switch_ports_j", "energy_nic_ports_j"]
     small = [k for k in got.index if k[1] not in LARGE]
-    moved = [k for k in small if not got.loc[k, same].equals(flow.loc[k, same])]
+    moved = [k for k in small if not got.loc[k, same].equals(trains.loc[k, same])]
     if moved:
         raise TableError(
-            f"{source}: {' '.join(moved[0])} differs from the main job's flow run: expected "
-            "longer trains to change only messages of more than 16 segments"
+            f"{source}: {' '.join(moved[0])} differs from the main job's run: expected "
+            "shorter trains to change only messages of more than 16 segments"
         )
     return got.reset_index().assign(flow_train_segments=segments)
 
 
-def trains_table(fig2: pd.DataFrame, trains: pd.DataFrame) -> str:
-    """Per machine and large-message benchmark: the main job's comparison of packets and flows
-    with the runs whose large messages are trains beside them."""
+def flows_table(fig2: pd.DataFrame, flows: pd.DataFrame) -> str:
+    """Per machine and large-message benchmark: the main job's comparison of packets and its
+    trains, with the runs whose large messages are flows beside them."""
     rows = [
-        "| machine | benchmark | run time always on, packet / flow / trains | error, flow / trains "
-        "| link saving, packet / flow / trains | slowdown, packet / flow / trains "
-        "| CPU time, packet / flow / trains |",
+        "| machine | benchmark | run time always on, packet / trains / flows "
+        "| error, trains / flows | link saving, packet / trains / flows "
+        "| slowdown, packet / trains / flows | CPU time, packet / trains / flows |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    both = pd.concat([fig2, trains.drop(columns=["flow_train_segments"]).assign(network="trains")])
+    both = pd.concat(
+        [
+            fig2.replace({"network": {"flow": "trains"}}),
+            flows.drop(columns=["flow_train_segments"]).assign(network="flows"),
+        ]
+    )
     by = {
         k: g.set_index(["network", "variant"])
         for k, g in both.groupby(["machine.preset", "jobs[0]"])
     }
-    nets = ("packet", "flow", "trains")
+    nets = ("packet", "trains", "flows")
     for machine, label in MACHINES.items():
         for bench in LARGE:
             g = by[(machine, bench)]
@@ -404,7 +432,7 @@ def trains_table(fig2: pd.DataFrame, trains: pd.DataFrame) -> str:
                 f"| {label} | {bench} | {on[0]:.3f} / {on[1]:.3f} / {on[2]:.3f} s "
                 f"| {err_pct(on[1], on[0]):+.2f} / {err_pct(on[2], on[0]):+.2f} % "
                 f"| {saving} % | {slowdown} % "
-                f"| {cpu[0]:,.0f} / {cpu[1]:,.1f} / {cpu[2]:,.0f} s |"
+                f"| {cpu[0]:,.0f} / {cpu[1]:,.1f} / {cpu[2]:,.1f} s |"
             )
     return "\n".join(rows)
 
@@ -426,21 +454,21 @@ def span(text: str, name: str) -> tuple[int, int]:
 
 def page_tables(text: str) -> dict[str, str]:
     out = {}
-    for name in [*TABLES, "spread", "fig2-8192", "fig2-trains"]:
+    for name in [*TABLES, "spread", "fig2-8192", "fig2-flows"]:
         a, b = span(text, name)
         out[name] = text[a:b].strip()
     return out
 
 
-def rendered(df: pd.DataFrame, fig2: pd.DataFrame, trains: pd.DataFrame) -> dict[str, str]:
+def rendered(df: pd.DataFrame, fig2: pd.DataFrame, flows: pd.DataFrame) -> dict[str, str]:
     """Every table of the page: the study's from `df`, the main job's from `fig2` and, with
-    longer trains, `trains`."""
+    its large messages as flows, `flows`."""
     pairs = paired(df)
     return {
         **{name: draw(pairs) for name, draw in TABLES.items()},
         "spread": spread_table(df),
         "fig2-8192": fig2_table(fig2),
-        "fig2-trains": trains_table(fig2, trains),
+        "fig2-flows": flows_table(fig2, flows),
     }
 
 
@@ -486,10 +514,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the main job's sweep directories on flows and on packets",
     )
     ap.add_argument(
-        "--trains-from",
+        "--flows-from",
         type=Path,
         metavar="DIR",
-        help="the main job's sweep directory on flows with longer trains "
+        help="the main job's sweep directory with shorter trains, its large messages flows "
         "(--set machine.flow_train_segments=N)",
     )
     ap.add_argument("--check", action="store_true", help="exit 1 if the page is not the dataset's")
@@ -504,20 +532,22 @@ def main(argv: list[str] | None = None) -> int:
             with_flow_runs(load(DATA), load(sweep), str(sweep)).to_parquet(DATA, index=False)
         if a.fig2_from is not None:
             flow, packet = (d / "sweep.parquet" for d in a.fig2_from)
-            fig2 = fig2_kept(load(flow), load(packet), (str(flow), str(packet)))
-            fig2.to_parquet(FIG2_DATA, index=False)
-        if a.trains_from is not None:
-            sweep = a.trains_from / "sweep.parquet"
-            trains = trains_kept(
-                load(sweep), train_segments(a.trains_from), load(FIG2_DATA), str(sweep)
+            fig2 = fig2_kept(
+                load(flow), load(packet), (str(flow), str(packet)), train_segments(a.fig2_from[0])
             )
-            trains.to_parquet(TRAINS_DATA, index=False)
-        tables = rendered(load(DATA), load(FIG2_DATA), load(TRAINS_DATA))
+            fig2.to_parquet(FIG2_DATA, index=False)
+        if a.flows_from is not None:
+            sweep = a.flows_from / "sweep.parquet"
+            flows = flows_kept(
+                load(sweep), train_segments(a.flows_from), load(FIG2_DATA), str(sweep)
+            )
+            flows.to_parquet(FLOWS_DATA, index=False)
+        tables = rendered(load(DATA), load(FIG2_DATA), load(FLOWS_DATA))
         text = PAGE.read_text(encoding="utf-8")
         if a.check:
             if page_tables(text) != tables:
                 print(
-                    f"{PAGE}: its tables are not those of {DATA}, {FIG2_DATA} and {TRAINS_DATA}",
+                    f"{PAGE}: its tables are not those of {DATA}, {FIG2_DATA} and {FLOWS_DATA}",
                     file=sys.stderr,
                 )
                 return 1

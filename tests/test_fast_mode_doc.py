@@ -21,7 +21,7 @@ def test_page_tables_are_the_committed_datasets() -> None:
     s = script()
     page = (ROOT / "docs" / "fast-mode.md").read_text(encoding="utf-8")
     tables = s.rendered(
-        pd.read_parquet(s.DATA), pd.read_parquet(s.FIG2_DATA), pd.read_parquet(s.TRAINS_DATA)
+        pd.read_parquet(s.DATA), pd.read_parquet(s.FIG2_DATA), pd.read_parquet(s.FLOWS_DATA)
     )
     assert s.page_tables(page) == tables
     assert s.main(["--check"]) == 0
@@ -85,7 +85,7 @@ def synthetic() -> pd.DataFrame:
 def test_figures_by_hand() -> None:
     s = script()
     fig2 = fig2_synthetic()
-    tables = s.rendered(s.kept(synthetic(), "synthetic"), fig2, trains_synthetic(fig2))
+    tables = s.rendered(s.kept(synthetic(), "synthetic"), fig2, flows_synthetic(fig2))
     # Always on: makespan (2.1 - 2.0) / 2.0 = +5 %, link energy (39 - 40) / 40 = -2.5 %, whole
     # machine (139 - 140) / 140 = -0.714 %, CPU time 8 / 0.5 = 16x.
     assert tables["always-on"].splitlines()[2] == (
@@ -173,7 +173,7 @@ def fig2_synthetic() -> pd.DataFrame:
 def test_main_job_comparison_by_hand() -> None:
     s = script()
     df = fig2_synthetic()
-    kept = s.fig2_kept(df[df["network"] == "flow"], df[df["network"] == "packet"], ("f", "p"))
+    kept = s.fig2_kept(df[df["network"] == "flow"], df[df["network"] == "packet"], ("f", "p"), 320)
     lines = s.fig2_table(kept).splitlines()
     # (1.9 - 2.0) / 2.0 = -5 %; CPU time of the two runs: 60 s and 0.5 s.
     assert lines[2] == (
@@ -190,50 +190,56 @@ def test_main_job_comparison_refuses_mismatched_sweeps() -> None:
     with pytest.raises(
         s.TableError, match=r"flow\.parquet: expected every run finished on the flow"
     ):
-        s.fig2_kept(packet, packet, ("flow.parquet", "p"))
+        s.fig2_kept(packet, packet, ("flow.parquet", "p"), 320)
     with pytest.raises(s.TableError, match="do not hold the same runs"):
-        s.fig2_kept(flow.iloc[2:], packet.iloc[:-2], ("f", "p"))
+        s.fig2_kept(flow.iloc[2:], packet.iloc[:-2], ("f", "p"), 320)
+    # The main job's spec sends messages of up to 320 segments as trains.
+    with pytest.raises(
+        s.TableError, match=r"expected the main job's machine\.flow_train_segments = 320, found 16"
+    ):
+        s.fig2_kept(flow, packet, ("f", "p"), 16)
 
 
-def trains_synthetic(fig2: pd.DataFrame) -> pd.DataFrame:
-    """The main job's flow runs with longer trains: the large-message benchmarks' always-on
-    runs take 1.98 s (On/Off still costs 0.5 %) and 12 s of CPU each; qbox and a2a unchanged."""
+def flows_synthetic(fig2: pd.DataFrame) -> pd.DataFrame:
+    """The main job's runs with its large messages as flows: the large-message benchmarks'
+    always-on runs take 1.6 s (On/Off still costs 0.5 %) and 0.1 s of CPU each; qbox and a2a
+    unchanged."""
     s = script()
     df = fig2[fig2["network"] == "flow"].copy()
     large = df["jobs[0]"].isin(s.LARGE)
-    df.loc[large, "makespan_s"] *= 1.98 / 1.9
-    df.loc[large, "run_cpu_s"] = 12.0
-    return s.trains_kept(df, 320, fig2, "trains.parquet")
+    df.loc[large, "makespan_s"] *= 1.6 / 1.9
+    df.loc[large, "run_cpu_s"] = 0.1
+    return s.flows_kept(df, 16, fig2, "flows.parquet")
 
 
-def test_main_job_with_trains_by_hand() -> None:
+def test_main_job_with_flows_by_hand() -> None:
     s = script()
     fig2 = fig2_synthetic()
-    trains = trains_synthetic(fig2)
-    assert set(trains["flow_train_segments"]) == {320}
-    lines = s.trains_table(fig2, trains).splitlines()
-    # Always on: flows (1.9 - 2.0) / 2.0 = -5 %, trains (1.98 - 2.0) / 2.0 = -1 %; CPU time of
-    # the cell's two runs: 60 s on packets, 0.5 s on flows, 24 s as trains.
+    flows = flows_synthetic(fig2)
+    assert set(flows["flow_train_segments"]) == {16}
+    lines = s.flows_table(fig2, flows).splitlines()
+    # Always on: trains (1.9 - 2.0) / 2.0 = -5 %, flows (1.6 - 2.0) / 2.0 = -20 %; CPU time of
+    # the cell's two runs: 60 s on packets, 0.5 s as trains, 0.2 s as flows.
     assert lines[2] == (
-        "| fat-tree | near_neighbor | 2.000 / 1.900 / 1.980 s | -5.00 / -1.00 % "
-        "| 20.0 / 22.0 / 22.0 % | 1.50 / 0.50 / 0.50 % | 60 / 0.5 / 24 s |"
+        "| fat-tree | near_neighbor | 2.000 / 1.900 / 1.600 s | -5.00 / -20.00 % "
+        "| 20.0 / 22.0 / 22.0 % | 1.50 / 0.50 / 0.50 % | 60 / 0.5 / 0.2 s |"
     )
     # The three large-message benchmarks on each machine.
     assert len(lines) == 2 + 9 and lines[-1].startswith("| dragonfly | stencil4d |")
 
 
-def test_main_job_with_trains_refuses_what_trains_cannot_change() -> None:
+def test_main_job_with_flows_refuses_what_shorter_trains_cannot_change() -> None:
     s = script()
     fig2 = fig2_synthetic()
     flow = fig2[fig2["network"] == "flow"].copy()
-    with pytest.raises(s.TableError, match="other than 16"):
-        s.trains_kept(flow, 16, fig2, "t.parquet")
-    # qbox's messages are at most 64 KiB: longer trains leave its runs as they are.
+    with pytest.raises(s.TableError, match="below the main job's 320, found 320"):
+        s.flows_kept(flow, 320, fig2, "t.parquet")
+    # qbox's messages are at most 64 KiB, 2 segments: shorter trains leave its runs as they are.
     flow.loc[flow["jobs[0]"] == "qbox", "makespan_s"] *= 1.01
     with pytest.raises(s.TableError, match=r"t\.parquet: tracerp-fattree-288 qbox eee differs"):
-        s.trains_kept(flow, 320, fig2, "t.parquet")
+        s.flows_kept(flow, 16, fig2, "t.parquet")
     with pytest.raises(s.TableError, match="expected the main job's runs, 30 of them"):
-        s.trains_kept(flow.iloc[2:], 320, fig2, "t.parquet")
+        s.flows_kept(flow.iloc[2:], 16, fig2, "t.parquet")
 
 
 def test_an_unfinished_run_is_refused_by_name() -> None:

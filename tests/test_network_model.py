@@ -11,6 +11,7 @@ import pytest
 
 from conftest import CliResult, write_toml
 from tracewatt import sweep
+from tracewatt.report.texts import network_model
 from tracewatt.validation import run_checks
 
 Run = Callable[..., CliResult]
@@ -78,13 +79,33 @@ def test_network_option_overrides_the_configuration(run_cli: Run, ping_pong: Pat
 def test_the_printed_summary_says_flows(run_cli: Run, ping_pong: Path) -> None:
     r = run_cli("run", ping_pong, "--network", "flow")
     assert r.code == 0, r.err
-    assert "network model         flow" in r.out
+    # The model named with its longest train, the default's 16 segments (docs/config.md).
+    assert (
+        "network model         flow (messages of up to half a buffer switch by switch, up to 16 "
+        in r.out
+    )
     # Two messages, one flow each.
     assert "flows                 2" in r.out
     assert "packets" not in r.out
     c = run_cli("compare", ping_pong, "--network", "flow", "--json")
     assert c.code == 0, c.err
     assert json.loads(c.out)["config"]["machine"]["network"] == "flow"
+
+
+def test_pages_name_the_flow_model_with_its_longest_train() -> None:
+    # The main job's spec (python/tracewatt/studies/default.toml) sends up to 320 segments.
+    assert network_model({"network": "flow", "flow_train_segments": 320}) == (
+        "flow (messages of up to half a buffer switch by switch, up to 320 half-buffer segments "
+        "as trains, larger ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
+    )
+    assert network_model({"network": "flow", "flow_train_segments": 0}) == (
+        "flow (messages of up to half a buffer switch by switch, larger ones as flows sharing "
+        "link bandwidth max-min fairly; docs/fast-mode.md)"
+    )
+    # The packet model has no trains, whatever the table says of them.
+    assert network_model({"flow_train_segments": 320}) == (
+        "packet (every packet through every switch)"
+    )
 
 
 def test_the_same_flow_run_gives_the_same_bytes(run_cli: Run, ping_pong: Path) -> None:

@@ -12,7 +12,7 @@ from tracewatt.compare import Comparison
 from tracewatt.errors import ResultsError
 from tracewatt.report import plots
 from tracewatt.report.document import ReportFigure, page
-from tracewatt.report.texts import compare_text, policies, summary_text
+from tracewatt.report.texts import compare_text, network_model, policies, summary_text
 from tracewatt.results import Results
 
 
@@ -84,13 +84,6 @@ def _header(results: Results) -> list[tuple[str, str]]:
     return setting_rows(results.config, results.summary.get("machine", {}))
 
 
-#: How a page names each `[machine] network` model.
-_NETWORK_MODELS = {
-    "packet": "packet (every packet through every switch)",
-    "flow": "flow (each message a flow sharing link bandwidth max-min fairly; docs/fast-mode.md)",
-}
-
-
 def setting_rows(config: dict[str, Any], machine: dict[str, Any]) -> list[tuple[str, str]]:
     """A resolved configuration's key settings as (what, how): its machine and scale (from
     ``machine``, ``tracewatt machine --json`` or a summary's ``machine``), its jobs, and the
@@ -106,8 +99,7 @@ def setting_rows(config: dict[str, Any], machine: dict[str, Any]) -> list[tuple[
             f" {_format.count(machine.get('links'))} links,"
             f" {_format.count(per_node)} rank(s) per node",
         ),
-        # Named on every page so that a flow result is never taken for a packet one.
-        ("network model", _NETWORK_MODELS[m.get("network", "packet")]),
+        ("network model", network_model(m)),
     ]
     # Named as the summary names them: `job0` for a job without a name.
     for i, job in enumerate(config.get("jobs", [])):

@@ -4,7 +4,7 @@ which the HTML report shows too."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracewatt import _format
@@ -54,7 +54,7 @@ def summary_text(
         f"message latency       mean {_format.seconds(msgs.get('latency_mean_s'))}"
         f"  p50 {p50}  p99 {p99}"
         f"  max {_format.seconds(msgs.get('latency_max_s'))}",
-        *_network_lines(net),
+        *_network_lines(net, summary.get("config", {}).get("machine", {})),
         f"mean switch hops      {float(net.get('mean_switch_hops', 0.0)):.2f}",
         f"events                {_format.count(summary.get('events'))}",
     ]
@@ -70,12 +70,31 @@ def summary_text(
     return "\n".join(lines) + "\n"
 
 
-def _network_lines(net: dict[str, Any]) -> list[str]:
-    """What the network moved: packets, or, from the flow-level model, flows (one per message),
-    with the model named so that a flow result is never taken for a packet one."""
+#: `[machine] flow_train_segments` when a configuration leaves it out (docs/config.md).
+_TRAIN_SEGMENTS = 16
+
+
+def network_model(machine: Mapping[str, Any]) -> str:
+    """How a page names the network model of a run's `[machine]` table; for the flow model with
+    the longest train it sends, which decides how close large messages come to the packet
+    model (docs/fast-mode.md). Named on every page so that a flow result is never taken for a
+    packet one."""
+    if machine.get("network", "packet") != "flow":
+        return "packet (every packet through every switch)"
+    segments = int(machine.get("flow_train_segments", _TRAIN_SEGMENTS))
+    trains = f"up to {segments} half-buffer segments as trains, " if segments else ""
+    return (
+        "flow (messages of up to half a buffer switch by switch, "
+        f"{trains}larger ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
+    )
+
+
+def _network_lines(net: dict[str, Any], machine: Mapping[str, Any]) -> list[str]:
+    """What the network moved: packets, or, from the flow-level model, messages and segments,
+    with the model named (`machine`: the run's `[machine]` table)."""
     if net.get("model") == "flow":
         return [
-            "network model         flow (one max-min shared flow per message)",
+            f"network model         {network_model(machine)}",
             f"flows                 {_format.count(net.get('packets'))}",
         ]
     return [f"packets               {_format.count(net.get('packets'))}"]
