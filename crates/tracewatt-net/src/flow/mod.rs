@@ -178,11 +178,24 @@ struct Flow {
     held_slot: u32,
     /// From the end of the transfer to delivery.
     tail_ps: Ps,
+    /// Its `Done` and `Room` events still to come, any of which may be stale: its slot is
+    /// reused only once none is left, so that a stale one never reaches another flow.
+    pending: u32,
+    /// Delivered: the slot waits for its `pending` events.
+    ended: bool,
     /// Solver scratch: the recomputation that included the flow, frozen in it, its new rate.
     mark: u64,
     frozen: bool,
     new_rate: u64,
     new_bottleneck: ChannelId,
+}
+
+impl Flow {
+    /// Schedules `ev`, one of its `Done` and `Room` events, at `at`, counted in `pending`.
+    fn book<S: Schedule<FlowEvent>>(&mut self, at: Ps, ev: FlowEvent, q: &mut S) {
+        self.pending += 1;
+        q.schedule(at, ev);
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -264,6 +277,8 @@ pub struct FlowFabric {
     trains: Slab<Train>,
     /// Path vectors of delivered flows, kept for reuse.
     spare_paths: Vec<Vec<Hop>>,
+    /// Delivered flows whose slots wait for events still to come (`Flow::pending`).
+    ended: usize,
     /// The bandwidths along the path of a flow starting its transfer, kept for reuse.
     path_bps: Vec<u64>,
     notices: Vec<Notice>,
@@ -378,6 +393,7 @@ impl FlowFabric {
             flows: Slab::new(),
             trains: Slab::new(),
             spare_paths: Vec::new(),
+            ended: 0,
             path_bps: Vec::new(),
             notices: Vec::new(),
             stats: FabricStats::default(),
@@ -399,7 +415,7 @@ impl FlowFabric {
     /// Messages and segments in the network, from their start at their NIC (at once, for a
     /// control message) to delivery; not those waiting at their NIC.
     pub fn flows_in_flight(&self) -> usize {
-        self.flows.live()
+        self.flows.live() - self.ended
     }
 
     /// Totals over the run so far, in the packet model's terms: `packet_hops` counts channels
@@ -814,7 +830,7 @@ impl FlowFabric {
         let f = &mut self.flows[flow];
         if let Some(at) = room.filter(|&at| at < f.wake_at) {
             f.wake_at = at;
-            q.schedule(at, FlowEvent::Room { flow });
+            f.book(at, FlowEvent::Room { flow }, q);
         }
     }
 
@@ -864,6 +880,9 @@ impl FlowFabric {
                 }
             }
             FlowEvent::Done { flow } => {
+                if self.came_after_end(flow) {
+                    return;
+                }
                 let f = &mut self.flows[flow];
                 if f.due == now && f.due_rem > 0 {
                     // The rest fits in the first switch's buffer: the NIC moves on.
@@ -873,7 +892,7 @@ impl FlowFabric {
                     let r = i128::from(f.rate);
                     f.due = now + ((f.rem.max(0) + r - 1) / r) as Ps;
                     f.alarm = f.due;
-                    q.schedule(f.due, FlowEvent::Done { flow });
+                    f.book(f.due, FlowEvent::Done { flow }, q);
                     let src = f.src;
                     self.nic_next(src, now, q, obs);
                 } else if f.due == now {
@@ -882,12 +901,15 @@ impl FlowFabric {
                 } else if f.alarm == now {
                     f.alarm = f.due;
                     if f.due != NEVER {
-                        q.schedule(f.due, FlowEvent::Done { flow });
+                        f.book(f.due, FlowEvent::Done { flow }, q);
                     }
                 }
             }
             FlowEvent::Deliver { flow } => self.deliver(flow, now),
             FlowEvent::Room { flow } => {
+                if self.came_after_end(flow) {
+                    return;
+                }
                 let f = &mut self.flows[flow];
                 if f.wait_buf != NIL && f.wake_at == now {
                     f.wake_at = NEVER;
@@ -1154,7 +1176,7 @@ impl FlowFabric {
             }
             f.due = now + at_rate;
             f.alarm = f.due;
-            q.schedule(f.due, FlowEvent::Done { flow });
+            f.book(f.due, FlowEvent::Done { flow }, q);
             return;
         }
         for i in 0..f.path.len() {
@@ -1279,8 +1301,7 @@ impl FlowFabric {
             let t = &mut self.trains[f.train];
             t.left -= 1;
             if t.left > 0 {
-                self.spare_paths.push(std::mem::take(&mut f.path));
-                self.flows.remove(flow);
+                self.retire(flow);
                 return;
             }
             born = t.born;
@@ -1292,8 +1313,35 @@ impl FlowFabric {
         self.stats.packet_latency_sum_ps += u128::from(lat);
         self.stats.packet_latency_max_ps = self.stats.packet_latency_max_ps.max(lat);
         self.notices.push(Notice::Delivered { token: f.token });
+        self.retire(flow);
+    }
+
+    /// Frees delivered `flow`'s slot, or, with events of it still to come, marks it ended until
+    /// they have.
+    fn retire(&mut self, flow: u32) {
+        let f = &mut self.flows[flow];
         self.spare_paths.push(std::mem::take(&mut f.path));
-        self.flows.remove(flow);
+        if f.pending == 0 {
+            self.flows.remove(flow);
+        } else {
+            f.ended = true;
+            self.ended += 1;
+        }
+    }
+
+    /// Counts a `Done` or `Room` event of `flow` as come: true if the flow has ended (the event
+    /// is stale), whose slot is then freed with its last such event.
+    fn came_after_end(&mut self, flow: u32) -> bool {
+        let f = &mut self.flows[flow];
+        f.pending -= 1;
+        if !f.ended {
+            return false;
+        }
+        if f.pending == 0 {
+            self.flows.remove(flow);
+            self.ended -= 1;
+        }
+        true
     }
 
     /// Reports every busy stretch still under way up to `at`, where a run stops with flows in

@@ -310,7 +310,7 @@ impl FlowFabric {
         };
         if fl.due < fl.alarm {
             fl.alarm = fl.due;
-            q.schedule(fl.due, FlowEvent::Done { flow: f });
+            fl.book(fl.due, FlowEvent::Done { flow: f }, q);
         }
     }
 

@@ -328,6 +328,47 @@ fn a_flow_ending_frees_its_bandwidth_at_that_instant() {
 }
 
 #[test]
+fn a_flow_slot_waits_for_the_stale_events_of_the_flow_before() {
+    // As above: A (node 0, 20,000 B) and B (node 1, 30,000 B) share node 2's link at 0.5 B/ns
+    // from 150 ns, so B's `Done` is booked for 150 + 60,000 = 60,150 ns. A is through at
+    // 40,150 ns; B's rate doubles, its `Done` is booked again for 50,150 ns, and the one at
+    // 60,150 ns is stale. B is delivered at 50,250 ns, after A (40,250 ns). C (node 0 to 2,
+    // 20,000 B, sent at 50,300 ns) must not take B's slot, the last freed, while that stale
+    // event is to come: it takes A's, and E (node 1 to 3, sent at 61,000 ns) B's. C alone: head
+    // at node 2's link at 50,450 ns, through at 70,450 ns, delivered 70,550 ns; E: 61,150 +
+    // 20,000 + 100 = 81,250 ns.
+    let (spec, topo) = single_switch(4, GBPS_8);
+    let sends = [
+        (0, 0, 2, 20_000, false),
+        (0, 1, 2, 30_000, false),
+        (50_300 * NS, 0, 2, 20_000, false),
+        (61_000 * NS, 1, 3, 20_000, false),
+    ];
+    let fabric = || flow_fabric(&spec, topo.clone(), params(1000, Switching::CutThrough));
+    let rates_at = |t: Ps| {
+        let mut f = fabric();
+        run_flows(&mut f, &sends, &mut Recorder::default(), t);
+        (f.rates(), f.flows_in_flight())
+    };
+    let (both, _) = rates_at(150 * NS);
+    let (only_c, in_flight) = rates_at(51_000 * NS);
+    assert_eq!(only_c.len(), 1);
+    // B's slot waits for its stale event, and is not counted in flight.
+    assert_eq!(in_flight, 1);
+    let slot_of = |path: &Vec<ChannelId>| both.iter().find(|r| &r.2 == path).map(|r| r.0);
+    let (a, c) = (slot_of(&only_c[0].2), only_c[0].0);
+    let b = both.iter().map(|r| r.0).find(|&id| Some(id) != a);
+    assert_eq!(Some(c), a, "C takes A's slot, not B's");
+    let (c_and_e, _) = rates_at(61_400 * NS);
+    let e = c_and_e.iter().find(|r| r.0 != c).map(|r| r.0);
+    assert_eq!(e, b, "B's slot is free once its stale event has come");
+    let n = run_flows(&mut fabric(), &sends, &mut Recorder::default(), Ps::MAX);
+    assert_eq!(delivered(&n, 1), 50_250 * NS);
+    assert_eq!(delivered(&n, 2), 70_550 * NS);
+    assert_eq!(delivered(&n, 3), 81_250 * NS);
+}
+
+#[test]
 fn two_bottlenecks_get_their_max_min_shares() {
     // 12 Gbit/s links on one switch. A, B, E go to node 3 (A and E from node 0, B from node 1);
     // C goes from node 1 to node 2. Node 3's link is the first bottleneck: 3 flows, 4 Gbit/s
