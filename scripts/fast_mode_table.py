@@ -324,10 +324,11 @@ def fig2_kept(
 ) -> pd.DataFrame:
     """The main job's runs on both models, checked: every run finished, each sweep on its model,
     the flow sweep with the main job's trains (`segments`), the same cells in both."""
-    if segments != main_job_segments():
+    main = main_job_segments()
+    if segments != main:
         raise TableError(
-            f"{sources[0]}: expected the main job's machine.flow_train_segments = "
-            f"{main_job_segments()}, found {segments}"
+            f"{sources[0]}: expected the main job's machine.flow_train_segments = {main}, "
+            f"found {segments}"
         )
     frames = []
     for df, source, net in ((flow, sources[0], "flow"), (packet, sources[1], "packet")):

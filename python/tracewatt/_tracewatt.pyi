@@ -6,6 +6,7 @@ from typing import Any
 __version__: str
 DIMM_LIMITS: dict[str, tuple[int, int] | tuple[float, float]]
 DIMM_GIB_RANGE: str
+FLOW_TRAIN_SEGMENTS: int
 
 class TracewattError(Exception): ...
 class ConfigError(TracewattError): ...

@@ -743,6 +743,7 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dimms_on, m)?)?;
     m.add("DIMM_LIMITS", dimm_limits(py)?)?;
     m.add("DIMM_GIB_RANGE", DIMM_GIB_RANGE)?;
+    m.add("FLOW_TRAIN_SEGMENTS", tracewatt_sim::FLOW_TRAIN_SEGMENTS)?;
     m.add_function(wrap_pyfunction!(screen_idle, m)?)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;

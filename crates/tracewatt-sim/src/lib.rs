@@ -30,6 +30,8 @@ use engine::Stop;
 pub use error::SimError;
 pub use results::{Column, Results, Table};
 use serde_json::json;
+/// The default `[machine] flow_train_segments`: the longest train the flow model sends.
+pub use tracewatt_net::flow::TRAIN_SEGMENTS as FLOW_TRAIN_SEGMENTS;
 use tracewatt_workload::generators::Workload;
 
 /// A description of the machine: sizes, diameter, links by class.

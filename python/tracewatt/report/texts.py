@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracewatt import _format
+from tracewatt import _format, _tracewatt
 
 
 def summary_text(
@@ -70,10 +70,6 @@ def summary_text(
     return "\n".join(lines) + "\n"
 
 
-#: `[machine] flow_train_segments` when a configuration leaves it out (docs/config.md).
-_TRAIN_SEGMENTS = 16
-
-
 def network_model(machine: Mapping[str, Any]) -> str:
     """How a page names the network model of a run's `[machine]` table; for the flow model with
     the longest train it sends, which decides how close large messages come to the packet
@@ -81,7 +77,8 @@ def network_model(machine: Mapping[str, Any]) -> str:
     packet one."""
     if machine.get("network", "packet") != "flow":
         return "packet (every packet through every switch)"
-    segments = int(machine.get("flow_train_segments", _TRAIN_SEGMENTS))
+    # A resolved configuration leaves the default out.
+    segments = int(machine.get("flow_train_segments", _tracewatt.FLOW_TRAIN_SEGMENTS))
     trains = f"up to {segments} half-buffer segments as trains, " if segments else ""
     return (
         "flow (messages of up to half a buffer switch by switch, "
