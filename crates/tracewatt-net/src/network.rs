@@ -190,10 +190,13 @@ impl Network for FlowFabric {
             FlowEvent::Head { flow } => (0, flow),
             FlowEvent::Done { flow } => (1, flow),
             FlowEvent::Deliver { flow } => (2, flow),
-            // Kind 3 carries three: a flow's slot is below 2^31 (a slot holds 200 bytes) and so
-            // is a node, so a NIC takes the top bit and an update the one value left (which
-            // leaves a node 2^31 - 1 out: no machine comes near it).
-            FlowEvent::Room { flow } => (3, flow),
+            // Kind 3 carries three: a channel is below 2^31 and so is a node, so a NIC takes the
+            // top bit and an update the one value left (which leaves a node 2^31 - 1 out: no
+            // machine comes near it).
+            FlowEvent::Port { ch } => {
+                debug_assert!(ch < NIC_BIT);
+                (3, ch)
+            }
             FlowEvent::Nic { node } => {
                 debug_assert!(node < NIC_BIT - 1);
                 (3, node | NIC_BIT)
@@ -212,7 +215,7 @@ impl Network for FlowFabric {
             _ if arg & NIC_BIT != 0 => FlowEvent::Nic {
                 node: arg & !NIC_BIT,
             },
-            _ => FlowEvent::Room { flow: arg },
+            _ => FlowEvent::Port { ch: arg },
         }
     }
 
@@ -285,15 +288,15 @@ mod tests {
 
     #[test]
     fn every_flow_event_comes_back_from_its_packed_form() {
-        // Kind 3 carries three events: flows' slots below 2^31, nodes below 2^31 - 1.
+        // Kind 3 carries three events: channels below 2^31, nodes below 2^31 - 1.
         let largest = NIC_BIT - 1;
         for ev in [
             FlowEvent::Head { flow: 0 },
             FlowEvent::Head { flow: largest },
             FlowEvent::Done { flow: 7 },
             FlowEvent::Deliver { flow: largest },
-            FlowEvent::Room { flow: 0 },
-            FlowEvent::Room { flow: largest },
+            FlowEvent::Port { ch: 0 },
+            FlowEvent::Port { ch: largest },
             FlowEvent::Nic { node: 0 },
             FlowEvent::Nic { node: largest - 1 },
             FlowEvent::Update,

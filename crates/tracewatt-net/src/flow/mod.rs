@@ -23,11 +23,13 @@
 //! A short message ([`FlowFabric::short_bytes`]: one packet or half an input buffer; control
 //! messages, small sends, the pieces of collectives) is the exception: sharing bandwidth would
 //! cost two rate updates for a short transfer, and its packets go back to back through buffers
-//! with room for them. It crosses each channel whole at the channel's rate, starting when its
-//! head gets there, when the short messages before it there are through, and when the next
-//! switch's input buffer has room for it, whichever is latest (a first-in first-out output port
-//! with credit flow control, see [`Buf`]), and is delivered as a lone message would be from its
-//! start on the last channel. It takes nothing from the flows that share the channel, and they
+//! with room for them. It crosses each channel whole at the channel's rate, once its head is
+//! there, the channel is free and the next switch's input buffer has room for it (credit flow
+//! control, see [`Buf`]). Messages waiting for a port are served as the packet model's port
+//! serves its packets: as it frees, the virtual channels in turn from the one after the last
+//! served, first come first served within each, skipping a channel whose next message has no
+//! room (`FlowFabric::serve`). It is delivered as a lone message would be from its start on
+//! the last channel. It takes nothing from the flows that share the channel, and they
 //! do not delay it.
 //!
 //! A mid-size message (more than `short_bytes`, at most `train_segments` segments of
@@ -86,9 +88,10 @@ pub enum FlowEvent {
     Done { flow: u32 },
     /// The flow's tail reaches its destination node: it is delivered.
     Deliver { flow: u32 },
-    /// The short message may find room in the input buffer it waits for (see [`Buf`]). A message
-    /// keeps one such event in force (`Flow::wake_at`); any other is stale and ignored.
-    Room { flow: u32 },
+    /// The port of channel `ch` may start a short message waiting for it (see
+    /// `FlowFabric::serve`). A channel keeps one such event in force (`Chan::port_at`); any
+    /// other is stale and ignored.
+    Port { ch: ChannelId },
     /// Rates are recomputed for the flows that started or ended at this instant, all at once.
     Update,
 }
@@ -138,10 +141,6 @@ struct Flow {
     /// The earliest its tail can leave that buffer's switch: the tail's arrival plus the switch
     /// latency.
     tail_out: Ps,
-    /// The input buffer a short message waits to enter, or `NIL`.
-    wait_buf: u32,
-    /// The time of the `Room` event in force while it waits (`NEVER` if none).
-    wake_at: Ps,
     notify_injected: bool,
     /// The message this flow is a segment of (`trains`), or `NIL`.
     train: u32,
@@ -178,7 +177,7 @@ struct Flow {
     held_slot: u32,
     /// From the end of the transfer to delivery.
     tail_ps: Ps,
-    /// Its `Done` and `Room` events still to come, any of which may be stale: its slot is
+    /// Its `Done` events still to come, any of which may be stale: its slot is
     /// reused only once none is left, so that a stale one never reaches another flow.
     pending: u32,
     /// Delivered: the slot waits for its `pending` events.
@@ -191,7 +190,7 @@ struct Flow {
 }
 
 impl Flow {
-    /// Schedules `ev`, one of its `Done` and `Room` events, at `at`, counted in `pending`.
+    /// Schedules `ev`, one of its `Done` events, at `at`, counted in `pending`.
     fn book<S: Schedule<FlowEvent>>(&mut self, at: Ps, ev: FlowEvent, q: &mut S) {
         self.pending += 1;
         q.schedule(at, ev);
@@ -210,6 +209,12 @@ struct Chan {
     reported: Ps,
     /// A source node of the stretch (its first flow's), named in pieces that carry no bytes.
     stretch_src: NodeId,
+    /// Bit `v` set while short messages wait for the port on virtual channel `v` ([`Buf`]).
+    waiting: u16,
+    /// The virtual channel the port served last.
+    rr: u8,
+    /// The time of the `Port` event in force (`NEVER` if none).
+    port_at: Ps,
     /// Flows sharing the channel's bandwidth, with the index of this channel in their path.
     flows: Vec<(u32, u32)>,
     /// Sum of their rates.
@@ -315,7 +320,9 @@ struct Buf {
     /// The space of the messages that have moved on as it comes back to the sender, packet by
     /// packet: `(when, bytes)` in time order, so that finding room reads it from the front.
     back: std::collections::VecDeque<(Ps, u64)>,
-    /// Short messages waiting to start on the channel, in order.
+    /// Short messages waiting to start on the channel on this virtual channel, in order: for the
+    /// port to free and come to them, or for room here. Kept for channels into a node too, which
+    /// have no room to wait for.
     waiting: std::collections::VecDeque<u32>,
 }
 
@@ -382,6 +389,7 @@ impl FlowFabric {
                 latency_ps: c.latency_ps,
                 to_node: matches!(c.dst, Device::Node(_)),
                 reverse: c.reverse,
+                port_at: NEVER,
                 ..Chan::default()
             })
             .collect();
@@ -577,8 +585,6 @@ impl FlowFabric {
             rem: i128::from(bytes) * WORK_PER_BYTE,
             short: bytes <= self.short_bytes(),
             buf: NIL,
-            wait_buf: NIL,
-            wake_at: NEVER,
             due: NEVER,
             alarm: NEVER,
             bottleneck: NIL,
@@ -720,9 +726,10 @@ impl FlowFabric {
         self.advance_head(flow, ch, start, q);
     }
 
-    /// The head of `flow` is ready to take `ch` at `now`. A short message into a switch takes it
-    /// only if the switch's input buffer has room for it and no message waits there before it
-    /// ([`Buf`]); otherwise it waits, and `None` is returned. Returns when the head starts on it.
+    /// The head of `flow` is ready to take `ch` at `now`. A short message takes it only if the
+    /// channel is free, no message waits for it, and (into a switch) the switch's input buffer has
+    /// room for it ([`Buf`]); otherwise it waits for the port to serve it ([`Self::serve`]), and
+    /// `None` is returned. Returns when the head starts on it.
     fn enter<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
         flow: u32,
@@ -733,41 +740,40 @@ impl FlowFabric {
     ) -> Option<Ps> {
         let c = &self.ch[ch as usize];
         let f = &self.flows[flow];
-        if f.short && !c.to_node {
+        if f.short {
             let b = ch as usize * self.vcs + usize::from(f.route.vc);
-            let at = now.max(c.reported);
-            let room = if self.bufs[b].waiting.is_empty() {
-                self.room_at(b, flow, now)
-            } else {
-                None
-            };
-            if room.is_none_or(|t| t > at) {
-                let f = &mut self.flows[flow];
-                f.wait_buf = b as u32;
-                // A control message goes ahead of the NIC's messages waiting to start, as the
-                // packet model's NIC queues it ahead of them.
-                let waiting = &mut self.bufs[b].waiting;
-                let at = if f.path.is_empty() && !f.from_nic {
-                    let flows = &self.flows;
-                    waiting
-                        .iter()
-                        .position(|&w| flows[w].from_nic)
-                        .unwrap_or(waiting.len())
-                } else {
-                    waiting.len()
-                };
-                let alone = waiting.is_empty();
-                waiting.insert(at, flow);
-                self.ch[ch as usize].work += self.flows[flow].rem;
-                if alone {
-                    self.wake(flow, room, q);
-                } else if at == 0 {
-                    self.wake_when_room(b, now, q);
-                }
+            let free = c.reported <= now && c.waiting == 0;
+            if !(free && (c.to_node || self.room_at(b, flow, now).is_some_and(|t| t <= now))) {
+                self.wait(flow, b);
+                self.serve(ch, now, q, obs);
                 return None;
             }
+            // Served at once, it is the port's last turn all the same.
+            self.ch[ch as usize].rr = self.flows[flow].route.vc;
         }
         Some(self.claim(flow, ch, now, q, obs))
+    }
+
+    /// Short message `flow` waits at buffer `b`'s channel for the port to serve it: behind the
+    /// messages waiting for the same virtual channel, but a control message ahead of its NIC's
+    /// messages, as the packet model's NIC queues it ahead of them.
+    fn wait(&mut self, flow: u32, b: usize) {
+        let f = &self.flows[flow];
+        let waiting = &self.bufs[b].waiting;
+        let at = if f.path.is_empty() && !f.from_nic {
+            let flows = &self.flows;
+            waiting
+                .iter()
+                .position(|&w| flows[w].from_nic)
+                .unwrap_or(waiting.len())
+        } else {
+            waiting.len()
+        };
+        let rem = f.rem;
+        self.bufs[b].waiting.insert(at, flow);
+        let c = &mut self.ch[b / self.vcs];
+        c.waiting |= 1 << (b % self.vcs);
+        c.work += rem;
     }
 
     /// The earliest start on buffer `b`'s channel at which `b` has room for short message `flow`,
@@ -813,49 +819,91 @@ impl FlowFabric {
         Some(first_at.max(all_at.saturating_sub(lead)))
     }
 
-    /// Schedules a `Room` event for the first message waiting at buffer `b` when the space known
-    /// to come back makes room for it (none while that needs messages still to move on: each
+    /// Space of buffer `b` is known to come back: books the port's next turn for when the first
+    /// message waiting there has room (none while that needs messages still to move on: each
     /// calls this again as it does).
-    fn wake_when_room<S: Schedule<FlowEvent>>(&mut self, b: usize, now: Ps, q: &mut S) {
+    fn room_filed<S: Schedule<FlowEvent>>(&mut self, b: usize, now: Ps, q: &mut S) {
         let Some(&flow) = self.bufs[b].waiting.front() else {
             return;
         };
-        let room = self.room_at(b, flow, now);
-        self.wake(flow, room, q);
-    }
-
-    /// Books a `Room` event for `flow`, first in line at a buffer, at `room` (its `room_at`),
-    /// unless one sooner is booked.
-    fn wake<S: Schedule<FlowEvent>>(&mut self, flow: u32, room: Option<Ps>, q: &mut S) {
-        let f = &mut self.flows[flow];
-        if let Some(at) = room.filter(|&at| at < f.wake_at) {
-            f.wake_at = at;
-            f.book(at, FlowEvent::Room { flow }, q);
+        if let Some(at) = self.room_at(b, flow, now) {
+            let ch = b / self.vcs;
+            self.turn_at(ch as ChannelId, at.max(self.ch[ch].reported), q);
         }
     }
 
-    /// Starts the messages waiting at buffer `b` for which it has room at `now`, in order.
+    /// Books a `Port` event for `ch` at `at`, unless one as soon is in force.
+    fn turn_at<S: Schedule<FlowEvent>>(&mut self, ch: ChannelId, at: Ps, q: &mut S) {
+        let c = &mut self.ch[ch as usize];
+        if at < c.port_at {
+            c.port_at = at;
+            q.schedule(at, FlowEvent::Port { ch });
+        }
+    }
+
+    /// The port of `ch` starts the short messages waiting for it, one after another as it frees,
+    /// taking the virtual channels in turn from the one after the last served, and skipping one
+    /// whose next message has no room in the buffer it feeds, as the packet model's port serves
+    /// its packets (`next_queued_packet`). Books its next turn when it is busy or no waiting
+    /// message has room.
     fn serve<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
-        b: usize,
+        ch: ChannelId,
         now: Ps,
         q: &mut S,
         obs: &mut O,
     ) {
-        let ch = (b / self.vcs) as ChannelId;
-        while let Some(&flow) = self.bufs[b].waiting.front() {
-            let at = now.max(self.ch[ch as usize].reported);
-            let room = self.room_at(b, flow, now);
-            if room.is_none_or(|t| t > at) {
-                self.wake(flow, room, q);
+        let c = ch as usize;
+        loop {
+            let (waiting, reported, rr, to_node) = {
+                let o = &self.ch[c];
+                (u32::from(o.waiting), o.reported, o.rr, o.to_node)
+            };
+            if waiting == 0 {
                 return;
             }
+            if reported > now {
+                self.turn_at(ch, reported, q);
+                return;
+            }
+            let after = !((2u32 << rr) - 1);
+            let mut pick = None;
+            let mut soonest = NEVER;
+            'turns: for part in [waiting & after, waiting & !after] {
+                let mut m = part;
+                while m != 0 {
+                    let vc = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let b = c * self.vcs + vc;
+                    let flow = self.bufs[b].waiting[0];
+                    match if to_node {
+                        Some(now)
+                    } else {
+                        self.room_at(b, flow, now)
+                    } {
+                        Some(t) if t <= now => {
+                            pick = Some((vc, b, flow));
+                            break 'turns;
+                        }
+                        Some(t) => soonest = soonest.min(t),
+                        None => {}
+                    }
+                }
+            }
+            let Some((vc, b, flow)) = pick else {
+                if soonest != NEVER {
+                    self.turn_at(ch, soonest, q);
+                }
+                return;
+            };
             self.bufs[b].waiting.pop_front();
-            let f = &mut self.flows[flow];
-            f.wait_buf = NIL;
-            f.wake_at = NEVER;
+            let o = &mut self.ch[c];
+            if self.bufs[b].waiting.is_empty() {
+                o.waiting &= !(1 << vc);
+            }
+            o.rr = vc as u8;
             // Its claim counts it on the channel again.
-            self.ch[ch as usize].work -= f.rem;
+            o.work -= self.flows[flow].rem;
             let start = self.claim(flow, ch, now, q, obs);
             self.started(flow, ch, start, q);
         }
@@ -906,15 +954,11 @@ impl FlowFabric {
                 }
             }
             FlowEvent::Deliver { flow } => self.deliver(flow, now),
-            FlowEvent::Room { flow } => {
-                if self.came_after_end(flow) {
-                    return;
-                }
-                let f = &mut self.flows[flow];
-                if f.wait_buf != NIL && f.wake_at == now {
-                    f.wake_at = NEVER;
-                    let b = f.wait_buf as usize;
-                    self.serve(b, now, q, obs);
+            FlowEvent::Port { ch } => {
+                let c = &mut self.ch[ch as usize];
+                if c.port_at == now {
+                    c.port_at = NEVER;
+                    self.serve(ch, now, q, obs);
                 }
             }
             FlowEvent::Update => {
@@ -1108,7 +1152,7 @@ impl FlowFabric {
                     packet.min(bytes - first - (k - 1) * packet),
                 );
             }
-            self.wake_when_room(b, now, q);
+            self.room_filed(b, now, q);
         }
         let c = &self.ch[ch as usize];
         let f = &mut self.flows[flow];
@@ -1329,7 +1373,7 @@ impl FlowFabric {
         }
     }
 
-    /// Counts a `Done` or `Room` event of `flow` as come: true if the flow has ended (the event
+    /// Counts a `Done` event of `flow` as come: true if the flow has ended (the event
     /// is stale), whose slot is then freed with its last such event.
     fn came_after_end(&mut self, flow: u32) -> bool {
         let f = &mut self.flows[flow];
