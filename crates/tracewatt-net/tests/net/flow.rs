@@ -1375,14 +1375,10 @@ fn run_packets(fab: &mut Fabric, sends: &[Send], until: Ps) -> Vec<(Ps, Notice)>
     out
 }
 
-#[test]
-fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
-    // TraceRP's fat-tree (10 Gb/s links of 10 ns, switches of 100 ns, 4 KiB packets, 64 KiB
-    // buffers): 256 nodes each hand their NIC 63 messages of 1 KiB at once, to scattered
-    // destinations, so NICs queue and messages meet at ports and fill buffers. A one-packet
-    // message moves as the packet model's packet does.
-    let spec = crate::common::tracerp_fattree_288();
-    let topo = topo_with(&spec, &|_| LinkParams {
+/// TraceRP's links and switches on `spec`: 10 Gb/s links of 10 ns, switches of 100 ns, 4 KiB
+/// packets, 64 KiB buffers.
+fn tracerp_machine(spec: &TopologySpec) -> (Topology, FabricParams) {
+    let topo = topo_with(spec, &|_| LinkParams {
         bandwidth_bps: 10_000_000_000,
         latency_ps: 10 * NS,
     });
@@ -1391,6 +1387,17 @@ fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
         switch_latency_ps: 100 * NS,
         ..params(4096, Switching::CutThrough)
     };
+    (topo, p)
+}
+
+#[test]
+fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
+    // TraceRP's fat-tree (10 Gb/s links of 10 ns, switches of 100 ns, 4 KiB packets, 64 KiB
+    // buffers): 256 nodes each hand their NIC 63 messages of 1 KiB at once, to scattered
+    // destinations, so NICs queue and messages meet at ports and fill buffers. A one-packet
+    // message moves as the packet model's packet does.
+    let spec = crate::common::tracerp_fattree_288();
+    let (topo, p) = tracerp_machine(&spec);
     let n: u32 = 256;
     let sends: Vec<Send> = (1..64)
         .flat_map(|k| (0..n).map(move |i| (0, i, (i * 7 + k * 13) % n, 1024, false)))
@@ -1431,15 +1438,7 @@ fn a_busy_port_serves_the_virtual_channels_in_turn_as_packets_do() {
     // does: so every message is delivered when its packet is. Were the port taken in the order
     // the heads arrived, the first meeting of two channels would already differ.
     let spec = crate::common::tracerp_torus_4x8x8();
-    let topo = topo_with(&spec, &|_| LinkParams {
-        bandwidth_bps: 10_000_000_000,
-        latency_ps: 10 * NS,
-    });
-    let p = FabricParams {
-        buffer_bytes: 65536,
-        switch_latency_ps: 100 * NS,
-        ..params(4096, Switching::CutThrough)
-    };
+    let (topo, p) = tracerp_machine(&spec);
     let n: u32 = 256;
     let sends: Vec<Send> = (1..32)
         .flat_map(|k| (0..n).map(move |i| (0, i, (i + k * 37) % n, 4096, false)))
