@@ -1390,6 +1390,21 @@ fn tracerp_machine(spec: &TopologySpec) -> (Topology, FabricParams) {
     (topo, p)
 }
 
+/// Delivery times of `sends` by token, in the flow model and in the packet model.
+fn deliveries_in_both(
+    spec: &TopologySpec,
+    topo: Topology,
+    p: FabricParams,
+    sends: &[Send],
+) -> (Vec<Ps>, Vec<Ps>) {
+    let mut f = flow_fabric(spec, topo.clone(), p);
+    let notices = run_flows(&mut f, sends, &mut Recorder::default(), Ps::MAX);
+    let flow = (0..sends.len() as u32)
+        .map(|t| delivered(&notices, t))
+        .collect();
+    (flow, packet_deliveries(topo, p, sends))
+}
+
 #[test]
 fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
     // TraceRP's fat-tree (10 Gb/s links of 10 ns, switches of 100 ns, 4 KiB packets, 64 KiB
@@ -1403,12 +1418,7 @@ fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
         .flat_map(|k| (0..n).map(move |i| (0, i, (i * 7 + k * 13) % n, 1024, false)))
         .filter(|&(_, src, dst, _, _)| src != dst)
         .collect();
-    let mut f = flow_fabric(&spec, topo.clone(), p);
-    let notices = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-    let flow: Vec<Ps> = (0..sends.len() as u32)
-        .map(|t| delivered(&notices, t))
-        .collect();
-    let packet = packet_deliveries(topo, p, &sends);
+    let (flow, packet) = deliveries_in_both(&spec, topo, p, &sends);
     // Per destination, the same arrival instants; of two messages reaching a port at the same
     // picosecond, which goes first is each model's own tie-break (a few pairs swap).
     let by_dst = |times: &[Ps]| -> Vec<Vec<Ps>> {
@@ -1443,12 +1453,7 @@ fn a_busy_port_serves_the_virtual_channels_in_turn_as_packets_do() {
     let sends: Vec<Send> = (1..32)
         .flat_map(|k| (0..n).map(move |i| (0, i, (i + k * 37) % n, 4096, false)))
         .collect();
-    let mut f = flow_fabric(&spec, topo.clone(), p);
-    let notices = run_flows(&mut f, &sends, &mut Recorder::default(), Ps::MAX);
-    let flow: Vec<Ps> = (0..sends.len() as u32)
-        .map(|t| delivered(&notices, t))
-        .collect();
-    let packet = packet_deliveries(topo, p, &sends);
+    let (flow, packet) = deliveries_in_both(&spec, topo, p, &sends);
     assert_eq!(flow, packet);
     // The crowd is real: some message waits behind others on its way, beyond its NIC's queue
     // (alone, a message crosses at most 2 + 4 + 4 switch-to-switch links: 12 links of 10 ns,
