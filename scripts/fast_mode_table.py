@@ -65,8 +65,12 @@ BENCHMARKS = ["near_neighbor", "permutation", "stencil4d", "qbox", "a2a"]
 #: The main job's benchmarks whose messages (1 MiB, 10 MiB) are more than 16 segments: the
 #: longest train changes their runs alone.
 LARGE = ["near_neighbor", "permutation", "stencil4d"]
-#: The flow model's default `machine.flow_train_segments`.
-TRAIN_SEGMENTS = 16
+#: The flow model's defaults of `machine.flow_train_segments` and `machine.flow_segment_packets`
+#: (a resolved configuration leaves them out).
+TRAIN_SEGMENTS = 32
+SEGMENT_PACKETS = 4
+#: A flow sweep's trains: its longest train and the packets of a segment.
+Trains = tuple[int, int]
 TS = "power.links.idle_timeout_us"
 NET = "machine.network"
 SWITCH = "machine.switch_latency_ns"
@@ -309,26 +313,38 @@ FIG2_KEEP = [
 ]
 
 
-def main_job_segments() -> int:
-    """The main job's `machine.flow_train_segments`, from its spec's base."""
+def trains_of(machine: dict[str, Any]) -> Trains:
+    """The trains a `[machine]` table sends: its longest train and its segment's packets."""
+    return (
+        int(machine.get("flow_train_segments", TRAIN_SEGMENTS)),
+        int(machine.get("flow_segment_packets", SEGMENT_PACKETS)),
+    )
+
+
+def described(trains: Trains) -> str:
+    return f"machine.flow_train_segments = {trains[0]}, machine.flow_segment_packets = {trains[1]}"
+
+
+def main_job_trains() -> Trains:
+    """The main job's trains, from its spec's base."""
     try:
         with STUDY.open("rb") as f:
             machine = tomllib.load(f)["base"]["machine"]
     except (OSError, ValueError, KeyError) as e:
         raise TableError(f"{STUDY}: not the main job's spec: {e}") from None
-    return int(machine.get("flow_train_segments", TRAIN_SEGMENTS))
+    return trains_of(machine)
 
 
 def fig2_kept(
-    flow: pd.DataFrame, packet: pd.DataFrame, sources: tuple[str, str], segments: int
+    flow: pd.DataFrame, packet: pd.DataFrame, sources: tuple[str, str], trains: Trains
 ) -> pd.DataFrame:
     """The main job's runs on both models, checked: every run finished, each sweep on its model,
-    the flow sweep with the main job's trains (`segments`), the same cells in both."""
-    main = main_job_segments()
-    if segments != main:
+    the flow sweep with the main job's `trains`, the same cells in both."""
+    main = main_job_trains()
+    if trains != main:
         raise TableError(
-            f"{sources[0]}: expected the main job's machine.flow_train_segments = {main}, "
-            f"found {segments}"
+            f"{sources[0]}: expected the main job's trains ({described(main)}), "
+            f"found {described(trains)}"
         )
     frames = []
     for df, source, net in ((flow, sources[0], "flow"), (packet, sources[1], "packet")):
@@ -370,21 +386,24 @@ def fig2_table(df: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
-def flows_kept(flows: pd.DataFrame, segments: int, fig2: pd.DataFrame, source: str) -> pd.DataFrame:
-    """The main job's runs with shorter trains (`segments`), so that its large messages are
-    flows, checked: every run finished on flows, the main job's cells, and the benchmarks whose
-    messages stay within 16 segments exactly the main job's runs."""
+def flows_kept(
+    flows: pd.DataFrame, trains: Trains, fig2: pd.DataFrame, source: str
+) -> pd.DataFrame:
+    """The main job's runs with shorter trains (`trains`, the main job's segments), so that its
+    large messages are flows, checked: every run finished on flows, the main job's cells, and the
+    benchmarks whose messages stay within 16 segments exactly the main job's runs."""
     missing = [c for c in FIG2_KEEP if c not in flows.columns]
     if missing:
         raise TableError(f"{source}: not a `default` study dataset: no {', '.join(missing)}")
     if set(flows["network"]) != {"flow"} or (flows["status"] != "ok").any():
         raise TableError(f"{source}: expected every run finished on the flow model")
-    main = main_job_segments()
-    if segments >= main:
+    main = main_job_trains()
+    if trains[0] >= main[0] or trains[1] != main[1]:
         raise TableError(
-            f"{source}: expected machine.flow_train_segments below the main job's {main}, "
-            f"found {segments}"
+            f"{source}: expected machine.flow_train_segments below the main job's {main[0]} and "
+            f"its machine.flow_segment_packets = {main[1]}, found {described(trains)}"
         )
+    segments = trains[0]
     keys = ["machine.preset", "jobs[0]", "variant"]
     trains = fig2[fig2["network"] == "flow"].set_index(keys)
     got = flows[FIG2_KEEP].drop(columns=["status"]).set_index(keys)
@@ -480,15 +499,15 @@ def with_tables(text: str, tables: dict[str, str]) -> str:
     return text
 
 
-def train_segments(sweep_dir: Path) -> int:
-    """The `machine.flow_train_segments` every run of a sweep has (its base's, as
-    `--set` puts it there), from its sweep.json."""
+def sweep_trains(sweep_dir: Path) -> Trains:
+    """The trains every run of a sweep sends (its base's, as `--set` puts them there), from its
+    sweep.json."""
     path = sweep_dir / "sweep.json"
     try:
         machine = json.loads(path.read_text(encoding="utf-8"))["base"]["config"]["machine"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise TableError(f"{path}: not a sweep's description: {e}") from None
-    return int(machine.get("flow_train_segments", TRAIN_SEGMENTS))
+    return trains_of(machine)
 
 
 def load(path: Path) -> pd.DataFrame:
@@ -534,14 +553,12 @@ def main(argv: list[str] | None = None) -> int:
         if a.fig2_from is not None:
             flow, packet = (d / "sweep.parquet" for d in a.fig2_from)
             fig2 = fig2_kept(
-                load(flow), load(packet), (str(flow), str(packet)), train_segments(a.fig2_from[0])
+                load(flow), load(packet), (str(flow), str(packet)), sweep_trains(a.fig2_from[0])
             )
             fig2.to_parquet(FIG2_DATA, index=False)
         if a.flows_from is not None:
             sweep = a.flows_from / "sweep.parquet"
-            flows = flows_kept(
-                load(sweep), train_segments(a.flows_from), load(FIG2_DATA), str(sweep)
-            )
+            flows = flows_kept(load(sweep), sweep_trains(a.flows_from), load(FIG2_DATA), str(sweep))
             flows.to_parquet(FLOWS_DATA, index=False)
         tables = rendered(load(DATA), load(FIG2_DATA), load(FLOWS_DATA))
         text = PAGE.read_text(encoding="utf-8")

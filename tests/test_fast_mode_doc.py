@@ -173,7 +173,9 @@ def fig2_synthetic() -> pd.DataFrame:
 def test_main_job_comparison_by_hand() -> None:
     s = script()
     df = fig2_synthetic()
-    kept = s.fig2_kept(df[df["network"] == "flow"], df[df["network"] == "packet"], ("f", "p"), 320)
+    kept = s.fig2_kept(
+        df[df["network"] == "flow"], df[df["network"] == "packet"], ("f", "p"), (320, 8)
+    )
     lines = s.fig2_table(kept).splitlines()
     # (1.9 - 2.0) / 2.0 = -5 %; CPU time of the two runs: 60 s and 0.5 s.
     assert lines[2] == (
@@ -190,14 +192,16 @@ def test_main_job_comparison_refuses_mismatched_sweeps() -> None:
     with pytest.raises(
         s.TableError, match=r"flow\.parquet: expected every run finished on the flow"
     ):
-        s.fig2_kept(packet, packet, ("flow.parquet", "p"), 320)
+        s.fig2_kept(packet, packet, ("flow.parquet", "p"), (320, 8))
     with pytest.raises(s.TableError, match="do not hold the same runs"):
-        s.fig2_kept(flow.iloc[2:], packet.iloc[:-2], ("f", "p"), 320)
-    # The main job's spec sends messages of up to 320 segments as trains.
-    with pytest.raises(
-        s.TableError, match=r"expected the main job's machine\.flow_train_segments = 320, found 16"
-    ):
-        s.fig2_kept(flow, packet, ("f", "p"), 16)
+        s.fig2_kept(flow.iloc[2:], packet.iloc[:-2], ("f", "p"), (320, 8))
+    # The main job's spec sends messages of up to 320 segments of 8 packets as trains.
+    want = r"machine\.flow_train_segments = 320, machine\.flow_segment_packets = 8"
+    for trains, found in (((16, 8), "= 16, "), ((320, 4), "= 4$")):
+        with pytest.raises(
+            s.TableError, match=rf"expected the main job's trains \({want}\), found .*{found}"
+        ):
+            s.fig2_kept(flow, packet, ("f", "p"), trains)
 
 
 def flows_synthetic(fig2: pd.DataFrame) -> pd.DataFrame:
@@ -209,7 +213,7 @@ def flows_synthetic(fig2: pd.DataFrame) -> pd.DataFrame:
     large = df["jobs[0]"].isin(s.LARGE)
     df.loc[large, "makespan_s"] *= 1.6 / 1.9
     df.loc[large, "run_cpu_s"] = 0.1
-    return s.flows_kept(df, 16, fig2, "flows.parquet")
+    return s.flows_kept(df, (16, 8), fig2, "flows.parquet")
 
 
 def test_main_job_with_flows_by_hand() -> None:
@@ -232,14 +236,16 @@ def test_main_job_with_flows_refuses_what_shorter_trains_cannot_change() -> None
     s = script()
     fig2 = fig2_synthetic()
     flow = fig2[fig2["network"] == "flow"].copy()
-    with pytest.raises(s.TableError, match="below the main job's 320, found 320"):
-        s.flows_kept(flow, 320, fig2, "t.parquet")
+    with pytest.raises(s.TableError, match=r"below the main job's 320 .*found .*= 320, "):
+        s.flows_kept(flow, (320, 8), fig2, "t.parquet")
+    with pytest.raises(s.TableError, match=r"flow_segment_packets = 8, found .*= 4$"):
+        s.flows_kept(flow, (16, 4), fig2, "t.parquet")
     # qbox's messages are at most 64 KiB, 2 segments: shorter trains leave its runs as they are.
     flow.loc[flow["jobs[0]"] == "qbox", "makespan_s"] *= 1.01
     with pytest.raises(s.TableError, match=r"t\.parquet: tracerp-fattree-288 qbox eee differs"):
-        s.flows_kept(flow, 16, fig2, "t.parquet")
+        s.flows_kept(flow, (16, 8), fig2, "t.parquet")
     with pytest.raises(s.TableError, match="expected the main job's runs, 30 of them"):
-        s.flows_kept(flow.iloc[2:], 16, fig2, "t.parquet")
+        s.flows_kept(flow.iloc[2:], (16, 8), fig2, "t.parquet")
 
 
 def test_an_unfinished_run_is_refused_by_name() -> None:

@@ -79,25 +79,29 @@ def test_network_option_overrides_the_configuration(run_cli: Run, ping_pong: Pat
 def test_the_printed_summary_says_flows(run_cli: Run, ping_pong: Path) -> None:
     r = run_cli("run", ping_pong, "--network", "flow")
     assert r.code == 0, r.err
-    # The model named with its longest train, the default's 16 segments (docs/config.md).
+    # The model named with its trains, the defaults' 32 segments of 4 packets (docs/config.md).
     assert (
-        "network model         flow (messages of up to half a buffer switch by switch, up to 16 "
-        in r.out
+        "network model         flow (messages of up to half a buffer switch by switch, up to 32 "
+        "segments of 4 packets as trains, " in r.out
     )
     # Two messages, one flow each.
     assert "flows                 2" in r.out
-    assert "packets" not in r.out
+    assert not any(line.startswith("packets") for line in r.out.splitlines())
     c = run_cli("compare", ping_pong, "--network", "flow", "--json")
     assert c.code == 0, c.err
     assert json.loads(c.out)["config"]["machine"]["network"] == "flow"
 
 
-def test_pages_name_the_flow_model_with_its_longest_train() -> None:
-    # The main job's spec (python/tracewatt/studies/default.toml) sends up to 320 segments.
-    assert network_model({"network": "flow", "flow_train_segments": 320}) == (
-        "flow (messages of up to half a buffer switch by switch, up to 320 half-buffer segments "
+def test_pages_name_the_flow_model_with_its_trains() -> None:
+    # The main job's spec (python/tracewatt/studies/default.toml) sends up to 320 segments of
+    # 8 packets.
+    main = {"network": "flow", "flow_train_segments": 320, "flow_segment_packets": 8}
+    assert network_model(main) == (
+        "flow (messages of up to half a buffer switch by switch, up to 320 segments of 8 packets "
         "as trains, larger ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
     )
+    # The defaults, which a resolved configuration leaves out: 32 segments of 4 packets.
+    assert "up to 32 segments of 4 packets as trains" in network_model({"network": "flow"})
     assert network_model({"network": "flow", "flow_train_segments": 0}) == (
         "flow (messages of up to half a buffer switch by switch, larger ones as flows sharing "
         "link bandwidth max-min fairly; docs/fast-mode.md)"
@@ -189,15 +193,16 @@ def test_packet_runs_share_their_hash_whatever_the_flow_settings(tmp_path: Path)
     spec = tmp_path / "spec.toml"
     spec.write_text(
         'base = "pp.toml"\n[axes]\n"machine.network" = ["packet", "flow"]\n'
-        '"machine.flow_train_segments" = [16, 0, 320]\n'
+        '"machine.flow_train_segments" = [16, 0, 320]\n"machine.flow_segment_packets" = [4, 1]\n'
     )
     runs = sweep.SweepSpec.load(spec).runs()
-    hashes = {(r.values["machine.network"], r.values["machine.flow_train_segments"]): r.hash
-              for r in runs}  # fmt: skip
-    # The packet model has no trains: its three runs are one; each flow run is its own.
-    assert len({hashes["packet", n] for n in (16, 0, 320)}) == 1
-    assert len({hashes["flow", n] for n in (16, 0, 320)}) == 3
-    assert hashes["packet", 16] not in {hashes["flow", n] for n in (16, 0, 320)}
+    v = "machine.network", "machine.flow_train_segments", "machine.flow_segment_packets"
+    hashes = {tuple(r.values[k] for k in v): r.hash for r in runs}
+    cells = [(n, k) for n in (16, 0, 320) for k in (4, 1)]
+    # The packet model has no trains: its six runs are one; each flow run is its own.
+    assert len({hashes["packet", n, k] for n, k in cells}) == 1
+    assert len({hashes["flow", n, k] for n, k in cells}) == 6
+    assert hashes["packet", 16, 4] not in {hashes["flow", n, k] for n, k in cells}
 
 
 def test_the_ping_pong_check_is_exact_on_flows_and_coalescing_says_why() -> None:

@@ -288,8 +288,10 @@ def test_default_study_is_tracerp_fig2_on_flows() -> None:
         variant = {"eee": "on_off"}.get(r.variant, r.variant)
         want = tracerp[(r.values["machine.preset"], r.values["jobs[0]"], variant)]
         want["machine"]["network"] = "flow"
-        # The largest message, 10 MiB, in segments of half a 64 KiB buffer: 10240 / 32 = 320.
+        # The largest message, 10 MiB, in segments of half a 64 KiB buffer (8 packets of
+        # 4 KiB): 10240 / 32 = 320.
         want["machine"]["flow_train_segments"] = 320
+        want["machine"]["flow_segment_packets"] = 8
         if r.values["jobs[0]"] == "a2a":
             want["jobs"][0]["workload"]["algo"] = "full_lane"
         got = r.config.resolved()

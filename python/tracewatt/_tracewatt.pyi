@@ -7,6 +7,7 @@ __version__: str
 DIMM_LIMITS: dict[str, tuple[int, int] | tuple[float, float]]
 DIMM_GIB_RANGE: str
 FLOW_TRAIN_SEGMENTS: int
+FLOW_SEGMENT_PACKETS: int
 
 class TracewattError(Exception): ...
 class ConfigError(TracewattError): ...

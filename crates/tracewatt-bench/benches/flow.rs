@@ -101,6 +101,7 @@ fn params() -> FabricParams {
         switching: Switching::CutThrough,
         credits: Credits::OutOfBand,
         train_segments: tracewatt_net::flow::TRAIN_SEGMENTS,
+        segment_packets: tracewatt_net::flow::SEGMENT_PACKETS,
     }
 }
 

@@ -54,6 +54,9 @@ pub struct FabricParams {
     /// a larger message is a flow that shares bandwidth, 0 makes every message above
     /// `short_bytes` one. The packet model ignores it.
     pub train_segments: u32,
+    /// The flow model's segment of a train in packets, at most `short_bytes` of them
+    /// ([`crate::flow::FlowFabric::segment_bytes`]). The packet model ignores it.
+    pub segment_packets: u32,
 }
 
 /// How a switch's input buffer tells the sender upstream that space has freed.

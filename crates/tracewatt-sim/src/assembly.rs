@@ -201,6 +201,7 @@ fn fabric_params(m: &MachineSpec) -> FabricParams {
         switching: m.switching,
         credits: m.credits,
         train_segments: m.flow_train_segments,
+        segment_packets: m.flow_segment_packets,
     }
 }
 

@@ -79,6 +79,21 @@ pub struct MachineSpec {
         skip_serializing_if = "is_default_train_segments"
     )]
     pub flow_train_segments: u32,
+    /// Flow mode: the packets of a train's segment (at least 1, at most half a buffer's); the
+    /// packet model ignores it. Written out only when it is not the default, as `network` is.
+    #[serde(
+        default = "default_segment_packets",
+        skip_serializing_if = "is_default_segment_packets"
+    )]
+    pub flow_segment_packets: u32,
+}
+
+fn default_segment_packets() -> u32 {
+    tracewatt_net::flow::SEGMENT_PACKETS
+}
+
+fn is_default_segment_packets(n: &u32) -> bool {
+    *n == tracewatt_net::flow::SEGMENT_PACKETS
 }
 
 fn default_train_segments() -> u32 {
@@ -578,6 +593,9 @@ impl Config {
         }
         if m.ranks_per_node == 0 {
             return err("machine.ranks_per_node", "must be at least 1".into());
+        }
+        if m.flow_segment_packets == 0 {
+            return err("machine.flow_segment_packets", "must be at least 1".into());
         }
         let bandwidth = |field: &str, gbps: f64| bandwidth(source, field, gbps, m.packet_bytes);
         bandwidth("machine.links.bandwidth_gbps", m.links.bandwidth_gbps)?;

@@ -30,8 +30,11 @@ use engine::Stop;
 pub use error::SimError;
 pub use results::{Column, Results, Table};
 use serde_json::json;
-/// The default `[machine] flow_train_segments`: the longest train the flow model sends.
-pub use tracewatt_net::flow::TRAIN_SEGMENTS as FLOW_TRAIN_SEGMENTS;
+/// The defaults of `[machine] flow_segment_packets` and `flow_train_segments`: the flow model's
+/// segment of a train, in packets, and its longest train.
+pub use tracewatt_net::flow::{
+    SEGMENT_PACKETS as FLOW_SEGMENT_PACKETS, TRAIN_SEGMENTS as FLOW_TRAIN_SEGMENTS,
+};
 use tracewatt_workload::generators::Workload;
 
 /// A description of the machine: sizes, diameter, links by class.

@@ -6,7 +6,10 @@
 //! at `B - r` ns (`r` its bytes) and its tail is in at `B` ns + 2 x 50 ns + 100 ns, so one way
 //! takes `B + 200` ns in either model.
 
-use tracewatt_sim::{simulate, simulate_with, Column, Config, Format, Results};
+use tracewatt_sim::{
+    simulate, simulate_with, Column, Config, Format, Results, FLOW_SEGMENT_PACKETS,
+    FLOW_TRAIN_SEGMENTS,
+};
 use tracewatt_workload::Op;
 
 mod script;
@@ -245,13 +248,13 @@ fn an_unknown_network_model_is_an_error_naming_the_field() {
 fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
     // Buffers of 8,000 B: messages of up to 4,000 B are short, 8,000 B ones two segments.
     // Ranks 0 and 1 each send 8,000 B to rank 2 at t = 0, and node 2's link takes them:
-    // - as trains (the default, up to 16 segments), segment by segment, rank 0's first, from
+    // - as trains (of up to 2 segments or more), segment by segment, rank 0's first, from
     //   150 ns, 4,000 ns each: rank 0's message is in at 150 + 3 x 4,000 + 50 = 12,200 ns,
     //   rank 1's at 16,200 ns;
     // - as flows (trains of up to 1 segment, or none), sharing the link at 0.5 B/ns: both in
     //   at 150 + 16,000 + 50 = 16,200 ns;
     // - the packet model alternates the two inputs packet by packet: rank 0's eighth packet
-    //   ends at 150 + 15 x 1,000 ns, in at 15,200 ns.
+    //   ends at 150 + 15 x 1,000 ns, in at 15,200 ns; so do segments of one packet.
     let programs = || {
         vec![
             vec![send(2, 8000)],
@@ -259,9 +262,10 @@ fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
             vec![recv(0, 8000), recv(1, 8000)],
         ]
     };
-    let latencies_ns = |network: &str, train_segments: u32| {
+    let latencies_ns = |network: &str, train_segments: u32, segment_packets: u32| {
         let mut c = config(network, 3, "");
         c.machine.flow_train_segments = train_segments;
+        c.machine.flow_segment_packets = segment_packets;
         c.output.messages = true;
         let r = run(&c, programs());
         let t = r.table("messages").expect("messages");
@@ -272,16 +276,21 @@ fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
         ns.sort_unstable();
         (ns, r.summary["config"]["machine"].clone())
     };
-    let (trains, machine) = latencies_ns("flow", 16);
+    let defaults = (FLOW_TRAIN_SEGMENTS, FLOW_SEGMENT_PACKETS);
+    let (trains, machine) = latencies_ns("flow", defaults.0, defaults.1);
     assert_eq!(trains, [12_200, 16_200]);
     assert!(machine.get("flow_train_segments").is_none(), "{machine}");
-    assert_eq!(latencies_ns("flow", 2).0, trains);
+    assert!(machine.get("flow_segment_packets").is_none(), "{machine}");
+    assert_eq!(latencies_ns("flow", 2, defaults.1).0, trains);
     for k in [0, 1] {
-        let (flows, machine) = latencies_ns("flow", k);
+        let (flows, machine) = latencies_ns("flow", k, defaults.1);
         assert_eq!(flows, [16_200, 16_200], "trains of up to {k}");
         assert_eq!(machine["flow_train_segments"], k);
     }
-    assert_eq!(latencies_ns("packet", 16).0, [15_200, 16_200]);
+    let (packets, machine) = latencies_ns("flow", defaults.0, 1);
+    assert_eq!(packets, [15_200, 16_200]);
+    assert_eq!(machine["flow_segment_packets"], 1);
+    assert_eq!(latencies_ns("packet", 16, 1).0, [15_200, 16_200]);
 }
 
 #[test]
@@ -293,4 +302,15 @@ fn a_negative_train_length_is_an_error_naming_the_field() {
     );
     let c = with_machine("network = \"flow\"\nflow_train_segments = 4").unwrap();
     assert_eq!(c.machine.flow_train_segments, 4);
+}
+
+#[test]
+fn a_segment_of_no_packets_is_an_error_naming_the_field() {
+    let msg = with_machine("network = \"flow\"\nflow_segment_packets = 0").unwrap_err();
+    assert_eq!(
+        msg,
+        "c.toml: machine.flow_segment_packets: must be at least 1"
+    );
+    let c = with_machine("network = \"flow\"\nflow_segment_packets = 8").unwrap();
+    assert_eq!(c.machine.flow_segment_packets, 8);
 }

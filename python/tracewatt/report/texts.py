@@ -72,14 +72,15 @@ def summary_text(
 
 def network_model(machine: Mapping[str, Any]) -> str:
     """How a page names the network model of a run's `[machine]` table; for the flow model with
-    the longest train it sends, which decides how close large messages come to the packet
-    model (docs/fast-mode.md). Named on every page so that a flow result is never taken for a
-    packet one."""
+    the trains it sends (the longest, and its segment), which decide how close large messages
+    come to the packet model (docs/fast-mode.md). Named on every page so that a flow result is
+    never taken for a packet one."""
     if machine.get("network", "packet") != "flow":
         return "packet (every packet through every switch)"
-    # A resolved configuration leaves the default out.
+    # A resolved configuration leaves the defaults out.
     segments = int(machine.get("flow_train_segments", _tracewatt.FLOW_TRAIN_SEGMENTS))
-    trains = f"up to {segments} half-buffer segments as trains, " if segments else ""
+    packets = int(machine.get("flow_segment_packets", _tracewatt.FLOW_SEGMENT_PACKETS))
+    trains = f"up to {segments} segments of {packets} packets as trains, " if segments else ""
     return (
         "flow (messages of up to half a buffer switch by switch, "
         f"{trains}larger ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"

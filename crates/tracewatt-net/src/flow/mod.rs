@@ -108,11 +108,16 @@ const WORK_PER_BYTE: i128 = 8 * PS_PER_S as i128;
 /// documentation.
 pub const SLACK_DIVISOR: u64 = 64;
 /// The default of [`FabricParams::train_segments`], the most segments a message is sent as
-/// ([`FlowFabric::segment_bytes`]). The number is an assumption, measured in docs/fast-mode.md
-/// ("Trains up to 16 segments"): trains bring the torus permutation of up to 512 KiB closer to
-/// the packet model at 2-3 times less CPU than its packets, and leave 1 MiB and larger messages
-/// flows, whose cost does not grow with their size.
-pub const TRAIN_SEGMENTS: u32 = 16;
+/// ([`FlowFabric::segment_bytes`]): 512 KiB with the defaults. The number is an assumption,
+/// measured in docs/fast-mode.md ("Trains up to 512 KiB"): trains bring the torus permutation
+/// of up to 512 KiB closer to the packet model at 2-4 times less CPU than its packets, and leave
+/// 1 MiB and larger messages flows, whose cost does not grow with their size.
+pub const TRAIN_SEGMENTS: u32 = 32;
+/// The default of [`FabricParams::segment_packets`]: a train's segment is 4 packets (16 KiB,
+/// a quarter of a buffer, with the defaults). An assumption, measured in docs/fast-mode.md
+/// ("Segments of 4 packets"): closer to the packet model than segments of half a buffer, at
+/// twice their events, and no further than smaller ones.
+pub const SEGMENT_PACKETS: u32 = 4;
 
 /// One channel of a flow's path.
 #[derive(Debug, Clone, Copy)]
@@ -478,15 +483,16 @@ impl FlowFabric {
         u64::from(self.params.packet_bytes.max(self.params.buffer_bytes / 2))
     }
 
-    /// The size of the segments a mid-size message is sent as: `short_bytes` in whole packets.
-    /// A message larger than `short_bytes` and of at most `train_segments` segments is a train
-    /// of short messages of this size (the last one the remainder), one after another from the
-    /// NIC, each routed, buffered and held back as the packet model's packets are; so such
-    /// messages fill the input buffers and feel head-of-line blocking, which a flow that shares
-    /// bandwidth does not.
+    /// The size of the segments a mid-size message is sent as: `segment_packets` packets, at
+    /// most `short_bytes` in whole packets, at least one packet. A message larger than
+    /// `short_bytes` and of at most `train_segments` segments is a train of short messages of
+    /// this size (the last one the remainder), one after another from the NIC, each routed,
+    /// buffered and held back as the packet model's packets are; so such messages fill the input
+    /// buffers and feel head-of-line blocking, which a flow that shares bandwidth does not.
     pub fn segment_bytes(&self) -> u64 {
         let packet = u64::from(self.params.packet_bytes).max(1);
-        self.short_bytes() / packet * packet
+        let most = (self.short_bytes() / packet).max(1);
+        u64::from(self.params.segment_packets).clamp(1, most) * packet
     }
 
     /// Hands a message to `src`'s NIC at `now`, as [`crate::fabric::Fabric::send`] does: its

@@ -9,7 +9,7 @@ use tracewatt_core::{EventQueue, Ps, Rng, Schedule};
 use tracewatt_net::fabric::{
     Credits, Fabric, FabricParams, LinkObserver, NetEvent, Notice, Switching,
 };
-use tracewatt_net::flow::{FlowEvent, FlowFabric, SLACK_DIVISOR, TRAIN_SEGMENTS};
+use tracewatt_net::flow::{FlowEvent, FlowFabric, SEGMENT_PACKETS, SLACK_DIVISOR};
 use tracewatt_net::topology::build;
 use tracewatt_net::{
     make_router, ChannelId, DragonflyArrangement, LinkClass, LinkParams, NodeId, RoutingAlgorithm,
@@ -17,6 +17,9 @@ use tracewatt_net::{
 };
 
 const NS: Ps = 1_000;
+/// The longest train in these tests: with [`params`]' buffers of two packets (segments of one),
+/// a message of more than 16 packets is a flow that shares bandwidth.
+const TRAINS: u32 = 16;
 const US: Ps = 1_000_000;
 
 /// A message to send: at, src, dst, bytes, notify_injected.
@@ -96,7 +99,8 @@ fn params(packet_bytes: u32, switching: Switching) -> FabricParams {
         switch_latency_ps: 50 * NS,
         switching,
         credits: Credits::OutOfBand,
-        train_segments: TRAIN_SEGMENTS,
+        train_segments: TRAINS,
+        segment_packets: SEGMENT_PACKETS,
     }
 }
 
@@ -727,6 +731,7 @@ fn a_lone_message_takes_exactly_the_packet_models_time() {
 fn trains(switching: Switching) -> FabricParams {
     FabricParams {
         buffer_bytes: 64_000,
+        segment_packets: 32,
         ..params(1000, switching)
     }
 }
@@ -815,6 +820,33 @@ fn a_lone_segmented_message_pays_one_wake_per_sleeping_link() {
 }
 
 #[test]
+fn a_segment_is_its_packets_at_most_half_a_buffer() {
+    // Segments of `segment_packets` packets, capped at half a buffer in whole packets (the
+    // largest short message), and never less than one packet.
+    let (spec, topo) = single_switch(2, GBPS_8);
+    for (packet, buffer, packets, want) in [
+        (4096, 65_536, SEGMENT_PACKETS, 16_384),
+        (4096, 65_536, 8, 32_768),
+        (4096, 65_536, 100, 32_768),
+        (1000, 64_000, 3, 3_000),
+        (1000, 2_000, SEGMENT_PACKETS, 1_000),
+        (1000, 1_000, 2, 1_000),
+    ] {
+        let p = FabricParams {
+            buffer_bytes: buffer,
+            segment_packets: packets,
+            ..params(packet, Switching::CutThrough)
+        };
+        let f = flow_fabric(&spec, topo.clone(), p);
+        assert_eq!(
+            f.segment_bytes(),
+            want,
+            "{packets} of {packet} B, buffer {buffer} B"
+        );
+    }
+}
+
+#[test]
 fn a_segment_waits_for_the_space_of_the_one_before() {
     // One switch, 1 B/ns links of 100 ns, switch 50 ns, packets and input buffers of 32,768 B:
     // node 0's 65,536 B go as two segments of one packet, and the switch's buffer holds one.
@@ -898,7 +930,7 @@ fn a_segmented_message_behind_a_full_buffer_holds_back_its_nic() {
 fn up_to_the_longest_train_a_message_is_a_train_above_it_a_flow() {
     // Packets of 1,000 B, buffers of two, so segments of one packet. Nodes 0 and 1 send to
     // node 2 at t = 0 (1 B/ns links, 100 ns, switch 50 ns).
-    // - 16,000 B each, trains of up to 16 (the default): 16 segments. They take node 2's link
+    // - 16,000 B each, trains of up to 16 (these tests'): 16 segments. They take node 2's link
     //   in turn from 150 ns, 1,000 ns each, node 0's first: node 0's last one ends at
     //   150 + 31 x 1,000 = 31,150 ns (delivered 31,250 ns), node 1's at 32,150 ns (delivered
     //   32,250 ns), as the packet model's packets do.
@@ -910,8 +942,8 @@ fn up_to_the_longest_train_a_message_is_a_train_above_it_a_flow() {
     //   and delivered at 4,250 ns.
     let (spec, topo) = single_switch(3, GBPS_8);
     for (train_segments, bytes, want, as_packets) in [
-        (TRAIN_SEGMENTS, 16_000, [31_250, 32_250], true),
-        (TRAIN_SEGMENTS, 16_001, [32_252, 32_252], false),
+        (TRAINS, 16_000, [31_250, 32_250], true),
+        (TRAINS, 16_001, [32_252, 32_252], false),
         (2, 2_000, [3_250, 4_250], true),
         (1, 2_000, [4_250, 4_250], false),
         (0, 2_000, [4_250, 4_250], false),

@@ -47,7 +47,8 @@ fn network<N: Network>() -> N {
             switch_latency_ps: 50 * NS,
             switching: Switching::CutThrough,
             credits: Credits::OutOfBand,
-            train_segments: tracewatt_net::flow::TRAIN_SEGMENTS,
+            train_segments: 16,
+            segment_packets: tracewatt_net::flow::SEGMENT_PACKETS,
         },
     )
 }
