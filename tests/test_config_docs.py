@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tracewatt import Config
+from tracewatt import Config, _tracewatt
 from tracewatt.analysis.joblog import JoblogSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +164,9 @@ LEFT_OUT = {
     ("machine", "network"): "written out only when not the default, so that a packet run's "
     "results and sweep hash are those of the same configuration without it",
     ("machine", "flow_train_segments"): "written out only when not the default, as `network` "
-    "(its default, 16, is checked by the flow tests' sixteen-segment train)",
+    "(its default is checked against the engine's below)",
+    ("machine", "flow_segment_packets"): "written out only when not the default, as `network` "
+    "(its default is checked against the engine's below)",
 }
 # Fields the reference lists for some kinds of a shared table only.
 ONLY_FOR = {
@@ -219,6 +221,18 @@ def test_a_literal_default_is_what_the_simulator_resolves(row: Row) -> None:
     assert got is not MISSING, f"docs/config.md:{row.line}: {row.section}.{row.field} not resolved"
     want = literal(row)
     assert got == want, f"docs/config.md:{row.line}: {row.section}.{row.field}: {got!r} != {want!r}"
+
+
+def test_the_flow_models_defaults_are_the_engines() -> None:
+    # Left out of a resolved configuration, these two defaults come from the engine itself.
+    engine = {
+        "flow_train_segments": _tracewatt.FLOW_TRAIN_SEGMENTS,
+        "flow_segment_packets": _tracewatt.FLOW_SEGMENT_PACKETS,
+    }
+    documented = {
+        r.field: literal(r) for r in rows() if r.section == "machine" and r.field in engine
+    }
+    assert documented == engine
 
 
 PER_POLICY = re.compile(r"`([a-z]+)`: `([^`]+)`")
