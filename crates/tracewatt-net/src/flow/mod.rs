@@ -195,10 +195,10 @@ struct Flow {
 }
 
 impl Flow {
-    /// Schedules `ev`, one of its `Done` events, at `at`, counted in `pending`.
-    fn book<S: Schedule<FlowEvent>>(&mut self, at: Ps, ev: FlowEvent, q: &mut S) {
+    /// Schedules its `Done` event (it is `flow`) at `due`, counted in `pending`.
+    fn book_done<S: Schedule<FlowEvent>>(&mut self, flow: u32, q: &mut S) {
         self.pending += 1;
-        q.schedule(at, ev);
+        q.schedule(self.due, FlowEvent::Done { flow });
     }
 }
 
@@ -946,7 +946,7 @@ impl FlowFabric {
                     let r = i128::from(f.rate);
                     f.due = now + ((f.rem.max(0) + r - 1) / r) as Ps;
                     f.alarm = f.due;
-                    f.book(f.due, FlowEvent::Done { flow }, q);
+                    f.book_done(flow, q);
                     let src = f.src;
                     self.nic_next(src, now, q, obs);
                 } else if f.due == now {
@@ -955,7 +955,7 @@ impl FlowFabric {
                 } else if f.alarm == now {
                     f.alarm = f.due;
                     if f.due != NEVER {
-                        f.book(f.due, FlowEvent::Done { flow }, q);
+                        f.book_done(flow, q);
                     }
                 }
             }
@@ -1226,7 +1226,7 @@ impl FlowFabric {
             }
             f.due = now + at_rate;
             f.alarm = f.due;
-            f.book(f.due, FlowEvent::Done { flow }, q);
+            f.book_done(flow, q);
             return;
         }
         for i in 0..f.path.len() {

@@ -310,7 +310,7 @@ impl FlowFabric {
         };
         if fl.due < fl.alarm {
             fl.alarm = fl.due;
-            fl.book(fl.due, FlowEvent::Done { flow: f }, q);
+            fl.book_done(f, q);
         }
     }
 
