@@ -89,7 +89,8 @@ pub enum FlowEvent {
     /// The flow's tail reaches its destination node: it is delivered.
     Deliver { flow: u32 },
     /// The port of channel `ch` may start a short message waiting for it (see
-    /// `FlowFabric::serve`). A channel keeps one such event in force (`Chan::port_at`); any
+    /// `FlowFabric::serve`). A channel keeps at most two such events in force, as the packet
+    /// model keeps a port's `LinkFree` and `Credit` (`Chan::free_turn`, `Chan::port_at`); any
     /// other is stale and ignored.
     Port { ch: ChannelId },
     /// Rates are recomputed for the flows that started or ended at this instant, all at once.
@@ -218,8 +219,15 @@ struct Chan {
     waiting: u16,
     /// The virtual channel the port served last.
     rr: u8,
-    /// The time of the `Port` event in force (`NEVER` if none).
+    /// The time of the `Port` event in force for when a waiting message has room (`NEVER` if
+    /// none).
     port_at: Ps,
+    /// The time of the `Port` event in force for when the port frees, booked while it is busy
+    /// for a message that will have room then (`NEVER` if none).
+    free_turn: Ps,
+    /// Messages wait for the port and none had room when it last looked: space coming back
+    /// books a turn ([`FlowFabric::room_filed`]).
+    blocked: bool,
     /// Flows sharing the channel's bandwidth, with the index of this channel in their path.
     flows: Vec<(u32, u32)>,
     /// Sum of their rates.
@@ -357,6 +365,8 @@ struct Nic {
     /// When the message being sent has left the NIC; `NEVER` while that depends on the rate its
     /// transfer gets (its flow's `due_rem` is then not 0).
     free_at: Ps,
+    /// When its `Nic` event in force is due, `NEVER` for none: the others are stale.
+    turn: Ps,
 }
 
 /// What adaptive routing compares in flow mode: the bytes still to cross a channel, summed over
@@ -395,6 +405,7 @@ impl FlowFabric {
                 to_node: matches!(c.dst, Device::Node(_)),
                 reverse: c.reverse,
                 port_at: NEVER,
+                free_turn: NEVER,
                 ..Chan::default()
             })
             .collect();
@@ -415,7 +426,13 @@ impl FlowFabric {
             sharing_flows: 0,
             update_at: NEVER,
             solver: share::Scratch::default(),
-            nics: vec![Nic::default(); nodes],
+            nics: vec![
+                Nic {
+                    turn: NEVER,
+                    ..Nic::default()
+                };
+                nodes
+            ],
             vcs,
             bufs,
         }
@@ -615,13 +632,50 @@ impl FlowFabric {
             return;
         }
         let nic = &mut self.nics[src as usize];
-        if nic.queue.is_empty() && nic.free_at <= now {
-            self.nic_start(src, message, now, q, obs);
+        if nic.free_at <= now && (nic.queue.is_empty() || nic.turn == now) {
+            // A free NIC sends its oldest message on the spot, as the packet model's does, even
+            // when the `Nic` event that would start it is still due at `now` (it is then stale).
+            let next = match nic.queue.pop_front() {
+                Some(oldest) => {
+                    nic.queue.push_back(message);
+                    oldest
+                }
+                None => message,
+            };
+            self.nic_start(src, next, now, q, obs);
         } else {
             nic.queue.push_back(message);
-            if nic.queue.len() == 1 && nic.free_at != NEVER {
-                q.schedule(nic.free_at, FlowEvent::Nic { node: src });
+            if nic.queue.len() == 1 {
+                self.book_nic(src, now, q);
             }
+        }
+    }
+
+    /// Books the `Nic` event that starts the next message waiting at `node`'s NIC, if it is
+    /// sooner than the one in force: when the NIC is free and, for a short message, the first
+    /// switch has room for it. None while that room needs messages still to move on: the space
+    /// they free books it ([`Self::room_filed`]). So the NIC's next start is booked as soon as
+    /// it is known, as the packet model's NIC books its next packet for when its credit is back.
+    fn book_nic<S: Schedule<FlowEvent>>(&mut self, node: NodeId, now: Ps, q: &mut S) {
+        let nic = &self.nics[node as usize];
+        let (Some(next), free_at) = (nic.queue.front(), nic.free_at) else {
+            return;
+        };
+        if free_at == NEVER {
+            return;
+        }
+        let mut at = free_at;
+        if next.bytes <= self.short_bytes() {
+            let b = self.topo.node_injection[node as usize] as usize * self.vcs;
+            match self.room_at(b, next.bytes, now) {
+                Some(room) => at = at.max(room),
+                None => return,
+            }
+        }
+        let nic = &mut self.nics[node as usize];
+        if at < nic.turn {
+            nic.turn = at;
+            q.schedule(at, FlowEvent::Nic { node });
         }
     }
 
@@ -638,7 +692,9 @@ impl FlowFabric {
         let flow = self.new_flow(src, message);
         self.flows[flow].from_nic = true;
         // Until its head starts on the injection channel (it may wait for room downstream).
-        self.nics[src as usize].free_at = NEVER;
+        let nic = &mut self.nics[src as usize];
+        nic.free_at = NEVER;
+        nic.turn = NEVER;
         // A train's next segment goes right behind this one.
         if message.train != NIL {
             if let Some(next) = self.next_segment(message.train, message.token, message.dst) {
@@ -650,7 +706,7 @@ impl FlowFabric {
 
     /// The NIC's current message `flow` started on the injection channel at `start`: books when
     /// the NIC is free again, and when the next message waiting there is to start.
-    fn nic_started<S: Schedule<FlowEvent>>(&mut self, flow: u32, start: Ps, q: &mut S) {
+    fn nic_started<S: Schedule<FlowEvent>>(&mut self, flow: u32, start: Ps, now: Ps, q: &mut S) {
         let f = &mut self.flows[flow];
         let ahead = u64::from(self.params.buffer_bytes);
         // A short message crosses the injection channel at its rate, whatever its size.
@@ -665,9 +721,7 @@ impl FlowFabric {
         let node = f.src;
         let nic = &mut self.nics[node as usize];
         nic.free_at = free_at;
-        if !nic.queue.is_empty() && free_at != NEVER {
-            q.schedule(free_at, FlowEvent::Nic { node });
-        }
+        self.book_nic(node, now, q);
     }
 
     /// The NIC of `node` has sent its message at `now`: it starts the next one waiting, if any.
@@ -696,12 +750,20 @@ impl FlowFabric {
     ) {
         let inj = self.topo.node_injection[self.flows[flow].src as usize];
         if let Some(start) = self.enter(flow, inj, now, q, obs) {
-            self.started(flow, inj, start, q);
+            self.started(flow, inj, start, now, q, obs);
         }
     }
 
-    /// The head of `flow` started on `ch`, a channel into a switch, at `start`.
-    fn started<S: Schedule<FlowEvent>>(&mut self, flow: u32, ch: ChannelId, start: Ps, q: &mut S) {
+    /// The head of `flow` started on `ch` at `start` (`now` or later).
+    fn started<O: LinkObserver, S: Schedule<FlowEvent>>(
+        &mut self,
+        flow: u32,
+        ch: ChannelId,
+        start: Ps,
+        now: Ps,
+        q: &mut S,
+        obs: &mut O,
+    ) {
         let f = &mut self.flows[flow];
         if f.path.len() == 1 {
             f.born = start;
@@ -726,10 +788,10 @@ impl FlowFabric {
             }
             let f = &self.flows[flow];
             if f.from_nic {
-                self.nic_started(flow, start, q);
+                self.nic_started(flow, start, now, q);
             }
         }
-        self.advance_head(flow, ch, start, q);
+        self.advance_head(flow, ch, start, now, q, obs);
     }
 
     /// The head of `flow` is ready to take `ch` at `now`. A short message takes it only if the
@@ -749,7 +811,7 @@ impl FlowFabric {
         if f.short {
             let b = ch as usize * self.vcs + usize::from(f.route.vc);
             let free = c.reported <= now && c.waiting == 0;
-            if !(free && (c.to_node || self.room_at(b, flow, now).is_some_and(|t| t <= now))) {
+            if !(free && (c.to_node || self.room_at(b, f.bytes, now).is_some_and(|t| t <= now))) {
                 self.wait(flow, b);
                 self.serve(ch, now, q, obs);
                 return None;
@@ -782,13 +844,12 @@ impl FlowFabric {
         c.work += rem;
     }
 
-    /// The earliest start on buffer `b`'s channel at which `b` has room for short message `flow`,
-    /// from the space known to come back: room for its first packet as it starts, and for all of
-    /// it by the time its last packet starts, as the packet model's credits let its packets go
-    /// one by one. `None` while that needs messages still to move on.
-    fn room_at(&mut self, b: usize, flow: u32, now: Ps) -> Option<Ps> {
+    /// The earliest start on buffer `b`'s channel at which `b` has room for a short message of
+    /// `bytes`, from the space known to come back: room for its first packet as it starts, and
+    /// for all of it by the time its last packet starts, as the packet model's credits let its
+    /// packets go one by one. `None` while that needs messages still to move on.
+    fn room_at(&mut self, b: usize, bytes: u64, now: Ps) -> Option<Ps> {
         let cap = u64::from(self.params.buffer_bytes);
-        let bytes = self.flows[flow].bytes;
         let first = bytes.min(u64::from(self.params.packet_bytes));
         // Room for `need` bytes: at most `cap - need` taken, or none at all for a message larger
         // than the buffer.
@@ -825,16 +886,21 @@ impl FlowFabric {
         Some(first_at.max(all_at.saturating_sub(lead)))
     }
 
-    /// Space of buffer `b` is known to come back: books the port's next turn for when the first
-    /// message waiting there has room (none while that needs messages still to move on: each
-    /// calls this again as it does).
-    fn room_filed<S: Schedule<FlowEvent>>(&mut self, b: usize, now: Ps, q: &mut S) {
-        let Some(&flow) = self.bufs[b].waiting.front() else {
-            return;
-        };
-        if let Some(at) = self.room_at(b, flow, now) {
-            let ch = b / self.vcs;
-            self.turn_at(ch as ChannelId, at.max(self.ch[ch].reported), q);
+    /// Space of buffer `b` is known to come back, from `back` on. If messages wait for its port
+    /// and none had room, the port looks again then, whatever their virtual channel, as the
+    /// packet model's returning credit wakes a port blocked for want of it ([`Self::serve`] books
+    /// the turn after that if they still have no room). With none waiting, its NIC's next start
+    /// is booked (none while that needs messages still to move on: each calls this again as it
+    /// does).
+    fn room_filed<S: Schedule<FlowEvent>>(&mut self, b: usize, back: Ps, now: Ps, q: &mut S) {
+        let ch = b / self.vcs;
+        if self.ch[ch].waiting != 0 {
+            if self.ch[ch].blocked {
+                let at = back.max(self.ch[ch].reported);
+                self.turn_at(ch as ChannelId, at, q);
+            }
+        } else if let Device::Node(node) = self.topo.channels[ch].src {
+            self.book_nic(node, now, q);
         }
     }
 
@@ -851,7 +917,7 @@ impl FlowFabric {
     /// taking the virtual channels in turn from the one after the last served, and skipping one
     /// whose next message has no room in the buffer it feeds, as the packet model's port serves
     /// its packets (`next_queued_packet`). Books its next turn when it is busy or no waiting
-    /// message has room.
+    /// message has room, as that model's port books its `LinkFree` or `Credit`.
     fn serve<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
         ch: ChannelId,
@@ -860,6 +926,20 @@ impl FlowFabric {
         obs: &mut O,
     ) {
         let c = ch as usize;
+        // A turn booked for `now` is this one: its event, still to come, is then stale, and the
+        // port books its next turn as it serves, as the packet model's port does.
+        let o = &mut self.ch[c];
+        if o.port_at <= now {
+            o.port_at = NEVER;
+        }
+        if o.free_turn <= now {
+            o.free_turn = NEVER;
+        }
+        if o.free_turn != NEVER {
+            // Busy, with its turn booked for when it frees: a message arriving meanwhile waits
+            // for that turn.
+            return;
+        }
         loop {
             let (waiting, reported, rr, to_node) = {
                 let o = &self.ch[c];
@@ -868,10 +948,8 @@ impl FlowFabric {
             if waiting == 0 {
                 return;
             }
-            if reported > now {
-                self.turn_at(ch, reported, q);
-                return;
-            }
+            // A busy port books its next turn for when it is free and a message has room.
+            let from = reported.max(now);
             let after = !((2u32 << rr) - 1);
             let mut pick = None;
             let mut soonest = NEVER;
@@ -885,25 +963,32 @@ impl FlowFabric {
                     match if to_node {
                         Some(now)
                     } else {
-                        self.room_at(b, flow, now)
+                        self.room_at(b, self.flows[flow].bytes, now)
                     } {
-                        Some(t) if t <= now => {
+                        Some(t) if t.max(from) <= now => {
                             pick = Some((vc, b, flow));
                             break 'turns;
                         }
-                        Some(t) => soonest = soonest.min(t),
+                        Some(t) => soonest = soonest.min(t.max(from)),
                         None => {}
                     }
                 }
             }
             let Some((vc, b, flow)) = pick else {
-                if soonest != NEVER {
-                    self.turn_at(ch, soonest, q);
+                if soonest == from && from > now {
+                    self.ch[c].free_turn = from;
+                    q.schedule(from, FlowEvent::Port { ch });
+                } else {
+                    self.ch[c].blocked = true;
+                    if soonest != NEVER {
+                        self.turn_at(ch, soonest, q);
+                    }
                 }
                 return;
             };
             self.bufs[b].waiting.pop_front();
             let o = &mut self.ch[c];
+            o.blocked = false;
             if self.bufs[b].waiting.is_empty() {
                 o.waiting &= !(1 << vc);
             }
@@ -911,7 +996,7 @@ impl FlowFabric {
             // Its claim counts it on the channel again.
             o.work -= self.flows[flow].rem;
             let start = self.claim(flow, ch, now, q, obs);
-            self.started(flow, ch, start, q);
+            self.started(flow, ch, start, now, q, obs);
         }
     }
 
@@ -925,7 +1010,13 @@ impl FlowFabric {
         rng: &mut Rng,
     ) {
         match ev {
-            FlowEvent::Nic { node } => self.nic_next(node, now, q, obs),
+            FlowEvent::Nic { node } => {
+                let nic = &mut self.nics[node as usize];
+                if nic.turn == now {
+                    nic.turn = NEVER;
+                    self.nic_next(node, now, q, obs);
+                }
+            }
             FlowEvent::Head { flow } => {
                 if self.flows[flow].at == NIL {
                     self.begin_transfer(flow, now, q, obs);
@@ -961,9 +1052,8 @@ impl FlowFabric {
             }
             FlowEvent::Deliver { flow } => self.deliver(flow, now),
             FlowEvent::Port { ch } => {
-                let c = &mut self.ch[ch as usize];
-                if c.port_at == now {
-                    c.port_at = NEVER;
+                let c = &self.ch[ch as usize];
+                if c.port_at == now || c.free_turn == now {
                     self.serve(ch, now, q, obs);
                 }
             }
@@ -1009,31 +1099,33 @@ impl FlowFabric {
         let (out, vc) = self.router.route(sw, src, dst, &mut route, &view, rng);
         route.vc = vc;
         self.flows[flow].route = route;
-        let Some(start) = self.enter(flow, out, now, q, obs) else {
-            return;
-        };
-        if start == now && self.ch[out as usize].to_node {
-            self.flows[flow].at = NIL;
-            self.begin_transfer(flow, now, q, obs);
-        } else {
-            self.advance_head(flow, out, start, q);
+        if let Some(start) = self.enter(flow, out, now, q, obs) {
+            self.advance_head(flow, out, start, now, q, obs);
         }
     }
 
-    /// The head started on `ch` at `start`: schedules its arrival at the next switch, or, on the
-    /// last channel, the start of the transfer.
-    fn advance_head<S: Schedule<FlowEvent>>(
+    /// The head started on `ch` at `start` (`now` or later): schedules its arrival at the next
+    /// switch, or, on the last channel, the start of the transfer. A transfer that starts `now`
+    /// begins at once, so that messages whose last channels a port serves one after another
+    /// end in that order, as the packet model's packets arrive in the order they were sent.
+    fn advance_head<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
         flow: u32,
         ch: ChannelId,
         start: Ps,
+        now: Ps,
         q: &mut S,
+        obs: &mut O,
     ) {
         let c = &self.ch[ch as usize];
         let f = &mut self.flows[flow];
         if c.to_node {
             f.at = NIL;
-            q.schedule(start, FlowEvent::Head { flow });
+            if start == now {
+                self.begin_transfer(flow, now, q, obs);
+            } else {
+                q.schedule(start, FlowEvent::Head { flow });
+            }
         } else {
             f.at = match self.topo.channels[ch as usize].dst {
                 Device::Switch(s) => s,
@@ -1158,7 +1250,7 @@ impl FlowFabric {
                     packet.min(bytes - first - (k - 1) * packet),
                 );
             }
-            self.room_filed(b, now, q);
+            self.room_filed(b, from, now, q);
         }
         let c = &self.ch[ch as usize];
         let f = &mut self.flows[flow];
