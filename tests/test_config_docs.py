@@ -167,6 +167,8 @@ LEFT_OUT = {
     "(its default is checked against the engine's below)",
     ("machine", "flow_segment_packets"): "written out only when not the default, as `network` "
     "(its default is checked against the engine's below)",
+    ("machine", "flow_short_unit_packets"): "written out only when not the default (0), as "
+    "`network`",
 }
 # Fields the reference lists for some kinds of a shared table only.
 ONLY_FOR = {

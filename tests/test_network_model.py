@@ -106,6 +106,12 @@ def test_pages_name_the_flow_model_with_its_trains() -> None:
         "flow (messages of up to half a buffer switch by switch, larger ones as flows sharing "
         "link bandwidth max-min fairly; docs/fast-mode.md)"
     )
+    # Short messages in units of one packet are named; whole ones (the default, 0) are not.
+    units = {"network": "flow", "flow_train_segments": 0, "flow_short_unit_packets": 1}
+    assert network_model(units) == (
+        "flow (messages of up to half a buffer switch by switch in units of 1 packet, larger "
+        "ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
+    )
     # The packet model has no trains, whatever the table says of them.
     assert network_model({"flow_train_segments": 320}) == (
         "packet (every packet through every switch)"

@@ -102,6 +102,7 @@ fn params() -> FabricParams {
         credits: Credits::OutOfBand,
         train_segments: tracewatt_net::flow::TRAIN_SEGMENTS,
         segment_packets: tracewatt_net::flow::SEGMENT_PACKETS,
+        short_unit_packets: 0,
     }
 }
 

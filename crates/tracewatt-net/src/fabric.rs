@@ -57,6 +57,10 @@ pub struct FabricParams {
     /// The flow model's segment of a train in packets, at most `short_bytes` of them
     /// ([`crate::flow::FlowFabric::segment_bytes`]). The packet model ignores it.
     pub segment_packets: u32,
+    /// The flow model's unit of a short message in packets: a short message of more packets
+    /// goes as a train of units of this many ([`crate::flow::FlowFabric::unit_bytes`]); 0 moves
+    /// every short message whole. The packet model ignores it.
+    pub short_unit_packets: u32,
 }
 
 /// How a switch's input buffer tells the sender upstream that space has freed.

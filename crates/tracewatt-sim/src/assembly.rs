@@ -202,6 +202,7 @@ fn fabric_params(m: &MachineSpec) -> FabricParams {
         credits: m.credits,
         train_segments: m.flow_train_segments,
         segment_packets: m.flow_segment_packets,
+        short_unit_packets: m.flow_short_unit_packets,
     }
 }
 

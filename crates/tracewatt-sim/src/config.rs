@@ -86,6 +86,14 @@ pub struct MachineSpec {
         skip_serializing_if = "is_default_segment_packets"
     )]
     pub flow_segment_packets: u32,
+    /// Flow mode: the packets of a short message's units (0: a short message moves whole); the
+    /// packet model ignores it. Written out only when it is not the default, as `network` is.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flow_short_unit_packets: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn default_segment_packets() -> u32 {

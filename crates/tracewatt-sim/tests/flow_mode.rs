@@ -244,6 +244,20 @@ fn an_unknown_network_model_is_an_error_naming_the_field() {
     assert!(msg.contains("packet") && msg.contains("flow"), "{msg}");
 }
 
+/// The messages' latencies of `programs` on `c`, in ns, sorted, and the machine as the summary
+/// writes it out.
+fn latencies_and_machine(mut c: Config, programs: Vec<Vec<Op>>) -> (Vec<u64>, serde_json::Value) {
+    c.output.messages = true;
+    let r = run(&c, programs);
+    let t = r.table("messages").expect("messages");
+    let Column::F64(v) = &t.columns.iter().find(|c| c.0 == "latency_s").unwrap().1 else {
+        panic!("latency_s is not a float column");
+    };
+    let mut ns: Vec<u64> = v.iter().map(|s| (s * 1e9).round() as u64).collect();
+    ns.sort_unstable();
+    (ns, r.summary["config"]["machine"].clone())
+}
+
 #[test]
 fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
     // Buffers of 8,000 B: messages of up to 4,000 B are short, 8,000 B ones two segments.
@@ -266,15 +280,7 @@ fn the_longest_train_is_a_machine_field_written_out_only_when_set() {
         let mut c = config(network, 3, "");
         c.machine.flow_train_segments = train_segments;
         c.machine.flow_segment_packets = segment_packets;
-        c.output.messages = true;
-        let r = run(&c, programs());
-        let t = r.table("messages").expect("messages");
-        let Column::F64(v) = &t.columns.iter().find(|c| c.0 == "latency_s").unwrap().1 else {
-            panic!("latency_s is not a float column");
-        };
-        let mut ns: Vec<u64> = v.iter().map(|s| (s * 1e9).round() as u64).collect();
-        ns.sort_unstable();
-        (ns, r.summary["config"]["machine"].clone())
+        latencies_and_machine(c, programs())
     };
     let defaults = (FLOW_TRAIN_SEGMENTS, FLOW_SEGMENT_PACKETS);
     let (trains, machine) = latencies_ns("flow", defaults.0, defaults.1);
@@ -313,4 +319,49 @@ fn a_segment_of_no_packets_is_an_error_naming_the_field() {
     );
     let c = with_machine("network = \"flow\"\nflow_segment_packets = 8").unwrap();
     assert_eq!(c.machine.flow_segment_packets, 8);
+}
+
+#[test]
+fn the_short_unit_is_a_machine_field_written_out_only_when_set() {
+    // The machine of the test above (1,000 B packets, 8,000 B buffers: messages of up to
+    // 4,000 B are short). Ranks 0 and 1 each send 4,000 B to rank 2 at t = 0, and node 2's link
+    // takes them:
+    // - whole (the default), one after the other, rank 0's first, from 150 ns, 4,000 ns each:
+    //   in at 150 + 4,000 + 50 = 4,200 ns and 8,200 ns;
+    // - in units of one packet (`flow_short_unit_packets = 1`), as the packet model does,
+    //   alternately: rank 0's fourth packet ends at 150 + 7 x 1,000 ns, in at 7,200 ns;
+    // - in units of two packets, two by two: rank 0's second unit ends at 150 + 6,000 ns.
+    let programs = || {
+        vec![
+            vec![send(2, 4000)],
+            vec![send(2, 4000)],
+            vec![recv(0, 4000), recv(1, 4000)],
+        ]
+    };
+    let latencies_ns = |network: &str, units: u32| {
+        let mut c = config(network, 3, "");
+        c.machine.flow_short_unit_packets = units;
+        latencies_and_machine(c, programs())
+    };
+    let (whole, machine) = latencies_ns("flow", 0);
+    assert_eq!(whole, [4_200, 8_200]);
+    assert!(
+        machine.get("flow_short_unit_packets").is_none(),
+        "{machine}"
+    );
+    let (packets, machine) = latencies_ns("flow", 1);
+    assert_eq!(packets, [7_200, 8_200]);
+    assert_eq!(machine["flow_short_unit_packets"], 1);
+    assert_eq!(latencies_ns("flow", 2).0, [6_200, 8_200]);
+    // Units of a whole short message or more are the whole message.
+    assert_eq!(latencies_ns("flow", 4).0, whole);
+    assert_eq!(latencies_ns("flow", 9).0, whole);
+    assert_eq!(latencies_ns("packet", 0).0, packets);
+    let c = with_machine("network = \"flow\"\nflow_short_unit_packets = 2").unwrap();
+    assert_eq!(c.machine.flow_short_unit_packets, 2);
+    let msg = with_machine("network = \"flow\"\nflow_short_unit_packets = -1").unwrap_err();
+    assert_eq!(
+        msg,
+        "c.toml: machine.flow_short_unit_packets: expected a non-negative integer, got -1"
+    );
 }

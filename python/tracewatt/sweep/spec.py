@@ -368,7 +368,7 @@ _SLEEP_FIELDS = (
 
 
 #: The fields of `[machine]` that only the flow network model uses.
-_FLOW_FIELDS = ("flow_train_segments", "flow_segment_packets")
+_FLOW_FIELDS = ("flow_train_segments", "flow_segment_packets", "flow_short_unit_packets")
 
 
 def _effective(resolved: dict[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,10 @@
 //! packets: so it fills input buffers and holds the ports behind it, which a flow sharing
 //! bandwidth never does. It is delivered once every segment is; its last segment's tail is the
 //! whole message's time alone less the segments before it at the bottleneck's rate, so a train
-//! alone is delivered when the packet model delivers the message.
+//! alone is delivered when the packet model delivers the message. With `short_unit_packets` set,
+//! a short message of more packets is a train too, of units of that many packets
+//! ([`FlowFabric::unit_bytes`]); with units of one packet, short messages move exactly as the
+//! packet model's packets do.
 //!
 //! Power and statistics see a channel as busy while any flow holds it (from its head's claim to
 //! the end of its transfer), or a short message crosses it: one busy stretch per such
@@ -512,13 +515,27 @@ impl FlowFabric {
         u64::from(self.params.segment_packets).clamp(1, most) * packet
     }
 
+    /// The size of the units a short message moves as: `short_unit_packets` packets, or the
+    /// whole of `short_bytes` if that is 0. A short message of more is a train of units of this
+    /// size, one after another from the NIC as [`FlowFabric::segment_bytes`]'s are; with units of
+    /// one packet, short messages move exactly as the packet model's packets do, at the cost of
+    /// an event per packet and hop.
+    pub fn unit_bytes(&self) -> u64 {
+        let packet = u64::from(self.params.packet_bytes).max(1);
+        match u64::from(self.params.short_unit_packets) {
+            0 => self.short_bytes(),
+            n => (n * packet).min(self.short_bytes()),
+        }
+    }
+
     /// Hands a message to `src`'s NIC at `now`, as [`crate::fabric::Fabric::send`] does: its
     /// head claims the injection channel when the NIC comes to it ([`Nic`]), at once if it is
     /// `urgent`. A zero-byte message still sends its head. Routing happens at each switch its head
     /// reaches, with [`QueueView::queued_bytes`] the bytes still to cross a channel: so the
     /// whole message takes one route, chosen from the load when its head passes (once, at the
     /// source router, for UGAL). A mid-size message goes as a train of segments
-    /// ([`FlowFabric::segment_bytes`]), each routed on its own.
+    /// ([`FlowFabric::segment_bytes`]), each routed on its own; so does a short one of more
+    /// than a unit ([`FlowFabric::unit_bytes`]), in units.
     #[allow(clippy::too_many_arguments)]
     pub fn send<O: LinkObserver, S: Schedule<FlowEvent>>(
         &mut self,
@@ -531,9 +548,15 @@ impl FlowFabric {
         q: &mut S,
         obs: &mut O,
     ) {
-        let segment = self.segment_bytes();
+        let segment = if bytes <= self.short_bytes() {
+            self.unit_bytes()
+        } else {
+            self.segment_bytes()
+        };
         let segments = bytes.div_ceil(segment);
-        if bytes <= self.short_bytes() || segments > u64::from(self.params.train_segments) {
+        if segments <= 1
+            || bytes > self.short_bytes() && segments > u64::from(self.params.train_segments)
+        {
             let message = Message {
                 token,
                 dst,

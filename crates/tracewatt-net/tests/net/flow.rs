@@ -101,6 +101,7 @@ fn params(packet_bytes: u32, switching: Switching) -> FabricParams {
         credits: Credits::OutOfBand,
         train_segments: TRAINS,
         segment_packets: SEGMENT_PACKETS,
+        short_unit_packets: 0,
     }
 }
 
@@ -732,6 +733,7 @@ fn trains(switching: Switching) -> FabricParams {
     FabricParams {
         buffer_bytes: 64_000,
         segment_packets: 32,
+        short_unit_packets: 0,
         ..params(1000, switching)
     }
 }
@@ -835,6 +837,7 @@ fn a_segment_is_its_packets_at_most_half_a_buffer() {
         let p = FabricParams {
             buffer_bytes: buffer,
             segment_packets: packets,
+            short_unit_packets: 0,
             ..params(packet, Switching::CutThrough)
         };
         let f = flow_fabric(&spec, topo.clone(), p);
@@ -1456,6 +1459,35 @@ fn one_packet_messages_crowding_a_fat_tree_arrive_when_packets_do() {
     // each), so the last is delivered no sooner than 62 x 819.2 ns plus its time alone
     // (5 links of 10 ns, 4 switches of 100 ns, 819.2 ns: 1,269.2 ns).
     assert!(*packet.iter().max().unwrap() >= 62 * 819_200 + 1_269_200);
+}
+
+#[test]
+fn short_messages_in_one_packet_units_arrive_when_packets_do() {
+    // TraceRP's fat-tree, 256 nodes each handing their NIC 15 messages of 10 KiB at once (two
+    // and a half packets: short, at most half a 64 KiB buffer), to scattered destinations. With
+    // units of one packet (`short_unit_packets = 1`) each message is a train of three units, the
+    // last of 2 KiB, that move as the packet model's packets do: every message is delivered at
+    // the packet model's picosecond. Moving whole (the default), a message crosses each port in
+    // one piece, so messages that meet at a port do not interleave packet by packet, and
+    // deliveries differ.
+    let spec = crate::common::tracerp_fattree_288();
+    let (topo, whole) = tracerp_machine(&spec);
+    let n: u32 = 256;
+    let sends: Vec<Send> = (1..16)
+        .flat_map(|k| (0..n).map(move |i| (0, i, (i * 7 + k * 13) % n, 10 * 1024, false)))
+        .filter(|&(_, src, dst, _, _)| src != dst)
+        .collect();
+    let units = FabricParams {
+        short_unit_packets: 1,
+        ..whole
+    };
+    let (flow, packet) = deliveries_in_both(&spec, topo.clone(), units, &sends);
+    assert_eq!(flow, packet);
+    let (flow_whole, _) = deliveries_in_both(&spec, topo, whole, &sends);
+    assert_ne!(flow_whole, packet);
+    // The crowd is real: a node's 15 messages leave its NIC one after the other (8,192 ns
+    // each), so the last is delivered no sooner than 14 x 8,192 ns plus its time alone.
+    assert!(*packet.iter().max().unwrap() >= 14 * 8_192_000 + 8_192_000);
 }
 
 #[test]

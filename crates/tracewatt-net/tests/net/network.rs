@@ -49,6 +49,7 @@ fn network<N: Network>() -> N {
             credits: Credits::OutOfBand,
             train_segments: 16,
             segment_packets: tracewatt_net::flow::SEGMENT_PACKETS,
+            short_unit_packets: 0,
         },
     )
 }
