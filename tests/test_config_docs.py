@@ -167,8 +167,8 @@ LEFT_OUT = {
     "(its default is checked against the engine's below)",
     ("machine", "flow_segment_packets"): "written out only when not the default, as `network` "
     "(its default is checked against the engine's below)",
-    ("machine", "flow_short_unit_packets"): "written out only when not the default (0), as "
-    "`network`",
+    ("machine", "flow_short_unit_packets"): "written out only when not the default, as "
+    "`network` (its default is checked against the engine's below)",
 }
 # Fields the reference lists for some kinds of a shared table only.
 ONLY_FOR = {
@@ -226,10 +226,11 @@ def test_a_literal_default_is_what_the_simulator_resolves(row: Row) -> None:
 
 
 def test_the_flow_models_defaults_are_the_engines() -> None:
-    # Left out of a resolved configuration, these two defaults come from the engine itself.
+    # Left out of a resolved configuration, these defaults come from the engine itself.
     engine = {
         "flow_train_segments": _tracewatt.FLOW_TRAIN_SEGMENTS,
         "flow_segment_packets": _tracewatt.FLOW_SEGMENT_PACKETS,
+        "flow_short_unit_packets": _tracewatt.FLOW_SHORT_UNIT_PACKETS,
     }
     documented = {
         r.field: literal(r) for r in rows() if r.section == "machine" and r.field in engine

@@ -79,10 +79,11 @@ def test_network_option_overrides_the_configuration(run_cli: Run, ping_pong: Pat
 def test_the_printed_summary_says_flows(run_cli: Run, ping_pong: Path) -> None:
     r = run_cli("run", ping_pong, "--network", "flow")
     assert r.code == 0, r.err
-    # The model named with its trains, the defaults' 32 segments of 4 packets (docs/config.md).
+    # The model named with its trains, the defaults' 32 segments of 4 packets, and short
+    # messages packet by packet (docs/config.md).
     assert (
-        "network model         flow (messages of up to half a buffer switch by switch, up to 32 "
-        "segments of 4 packets as trains, " in r.out
+        "network model         flow (messages of up to half a buffer switch by switch packet by "
+        "packet, up to 32 segments of 4 packets as trains, " in r.out
     )
     # Two messages, one flow each.
     assert "flows                 2" in r.out
@@ -94,22 +95,27 @@ def test_the_printed_summary_says_flows(run_cli: Run, ping_pong: Path) -> None:
 
 def test_pages_name_the_flow_model_with_its_trains() -> None:
     # The main job's spec (python/tracewatt/studies/default.toml) sends up to 320 segments of
-    # 8 packets.
-    main = {"network": "flow", "flow_train_segments": 320, "flow_segment_packets": 8}
+    # 8 packets, and its short messages whole.
+    main = {
+        "network": "flow",
+        "flow_train_segments": 320,
+        "flow_segment_packets": 8,
+        "flow_short_unit_packets": 0,
+    }
     assert network_model(main) == (
-        "flow (messages of up to half a buffer switch by switch, up to 320 segments of 8 packets "
-        "as trains, larger ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
+        "flow (messages of up to half a buffer switch by switch whole, up to 320 segments of 8 "
+        "packets as trains, larger ones as flows sharing link bandwidth max-min fairly; "
+        "docs/fast-mode.md)"
     )
     # The defaults, which a resolved configuration leaves out: 32 segments of 4 packets.
     assert "up to 32 segments of 4 packets as trains" in network_model({"network": "flow"})
     assert network_model({"network": "flow", "flow_train_segments": 0}) == (
-        "flow (messages of up to half a buffer switch by switch, larger ones as flows sharing "
-        "link bandwidth max-min fairly; docs/fast-mode.md)"
+        "flow (messages of up to half a buffer switch by switch packet by packet, larger ones as "
+        "flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
     )
-    # Short messages in units of one packet are named; whole ones (the default, 0) are not.
-    units = {"network": "flow", "flow_train_segments": 0, "flow_short_unit_packets": 1}
+    units = {"network": "flow", "flow_train_segments": 0, "flow_short_unit_packets": 2}
     assert network_model(units) == (
-        "flow (messages of up to half a buffer switch by switch in units of 1 packet, larger "
+        "flow (messages of up to half a buffer switch by switch in units of 2 packets, larger "
         "ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"
     )
     # The packet model has no trains, whatever the table says of them.

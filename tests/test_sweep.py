@@ -275,8 +275,8 @@ def test_shipped_default_study_is_a_sweep(run_cli: Run) -> None:
 
 def test_default_study_is_tracerp_fig2_on_flows() -> None:
     """The main job is the `tracerp` spec's Fig. 2 group, cell for cell, run on the flow model
-    with every message a train at most and the all-to-all's full-lane algorithm: nothing else
-    differs."""
+    with every message a train at most, short messages whole and the all-to-all's full-lane
+    algorithm: nothing else differs."""
     tracerp = {
         (r.values["machine.preset"], r.values["jobs[0]"], r.variant): r.config.resolved()
         for r in sweep.SweepSpec.load(sweep.shipped_spec_path("tracerp")).runs()
@@ -292,6 +292,8 @@ def test_default_study_is_tracerp_fig2_on_flows() -> None:
         # 4 KiB): 10240 / 32 = 320.
         want["machine"]["flow_train_segments"] = 320
         want["machine"]["flow_segment_packets"] = 8
+        # Short messages whole, for the study's ten minutes (docs/fast-mode.md).
+        want["machine"]["flow_short_unit_packets"] = 0
         if r.values["jobs[0]"] == "a2a":
             want["jobs"][0]["workload"]["algo"] = "full_lane"
         got = r.config.resolved()

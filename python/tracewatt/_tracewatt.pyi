@@ -8,6 +8,7 @@ DIMM_LIMITS: dict[str, tuple[int, int] | tuple[float, float]]
 DIMM_GIB_RANGE: str
 FLOW_TRAIN_SEGMENTS: int
 FLOW_SEGMENT_PACKETS: int
+FLOW_SHORT_UNIT_PACKETS: int
 
 class TracewattError(Exception): ...
 class ConfigError(TracewattError): ...

@@ -745,6 +745,10 @@ fn _tracewatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DIMM_GIB_RANGE", DIMM_GIB_RANGE)?;
     m.add("FLOW_TRAIN_SEGMENTS", tracewatt_sim::FLOW_TRAIN_SEGMENTS)?;
     m.add("FLOW_SEGMENT_PACKETS", tracewatt_sim::FLOW_SEGMENT_PACKETS)?;
+    m.add(
+        "FLOW_SHORT_UNIT_PACKETS",
+        tracewatt_sim::FLOW_SHORT_UNIT_PACKETS,
+    )?;
     m.add_function(wrap_pyfunction!(screen_idle, m)?)?;
     m.add("TracewattError", py.get_type::<TracewattError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;

@@ -88,12 +88,19 @@ pub struct MachineSpec {
     pub flow_segment_packets: u32,
     /// Flow mode: the packets of a short message's units (0: a short message moves whole); the
     /// packet model ignores it. Written out only when it is not the default, as `network` is.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(
+        default = "default_short_unit_packets",
+        skip_serializing_if = "is_default_short_unit_packets"
+    )]
     pub flow_short_unit_packets: u32,
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn default_short_unit_packets() -> u32 {
+    tracewatt_net::flow::SHORT_UNIT_PACKETS
+}
+
+fn is_default_short_unit_packets(n: &u32) -> bool {
+    *n == tracewatt_net::flow::SHORT_UNIT_PACKETS
 }
 
 fn default_segment_packets() -> u32 {

@@ -30,10 +30,12 @@ use engine::Stop;
 pub use error::SimError;
 pub use results::{Column, Results, Table};
 use serde_json::json;
-/// The defaults of `[machine] flow_segment_packets` and `flow_train_segments`: the flow model's
-/// segment of a train, in packets, and its longest train.
+/// The defaults of `[machine] flow_segment_packets`, `flow_train_segments` and
+/// `flow_short_unit_packets`: the flow model's segment of a train, in packets, its longest train,
+/// and the unit of a short message, in packets.
 pub use tracewatt_net::flow::{
-    SEGMENT_PACKETS as FLOW_SEGMENT_PACKETS, TRAIN_SEGMENTS as FLOW_TRAIN_SEGMENTS,
+    SEGMENT_PACKETS as FLOW_SEGMENT_PACKETS, SHORT_UNIT_PACKETS as FLOW_SHORT_UNIT_PACKETS,
+    TRAIN_SEGMENTS as FLOW_TRAIN_SEGMENTS,
 };
 use tracewatt_workload::generators::Workload;
 

@@ -8,7 +8,7 @@
 
 use tracewatt_sim::{
     simulate, simulate_with, Column, Config, Format, Results, FLOW_SEGMENT_PACKETS,
-    FLOW_TRAIN_SEGMENTS,
+    FLOW_SHORT_UNIT_PACKETS, FLOW_TRAIN_SEGMENTS,
 };
 use tracewatt_workload::Op;
 
@@ -326,11 +326,11 @@ fn the_short_unit_is_a_machine_field_written_out_only_when_set() {
     // The machine of the test above (1,000 B packets, 8,000 B buffers: messages of up to
     // 4,000 B are short). Ranks 0 and 1 each send 4,000 B to rank 2 at t = 0, and node 2's link
     // takes them:
-    // - whole (the default), one after the other, rank 0's first, from 150 ns, 4,000 ns each:
-    //   in at 150 + 4,000 + 50 = 4,200 ns and 8,200 ns;
-    // - in units of one packet (`flow_short_unit_packets = 1`), as the packet model does,
-    //   alternately: rank 0's fourth packet ends at 150 + 7 x 1,000 ns, in at 7,200 ns;
-    // - in units of two packets, two by two: rank 0's second unit ends at 150 + 6,000 ns.
+    // - in units of one packet (the default), as the packet model does, alternately: rank 0's
+    //   fourth packet ends at 150 + 7 x 1,000 ns, in at 7,200 ns; rank 1's at 8,200 ns;
+    // - in units of two packets, two by two: rank 0's second unit ends at 150 + 6,000 ns;
+    // - whole (`flow_short_unit_packets = 0`), one after the other, rank 0's first, from
+    //   150 ns, 4,000 ns each: in at 150 + 4,000 + 50 = 4,200 ns and 8,200 ns.
     let programs = || {
         vec![
             vec![send(2, 4000)],
@@ -343,20 +343,20 @@ fn the_short_unit_is_a_machine_field_written_out_only_when_set() {
         c.machine.flow_short_unit_packets = units;
         latencies_and_machine(c, programs())
     };
-    let (whole, machine) = latencies_ns("flow", 0);
-    assert_eq!(whole, [4_200, 8_200]);
+    let (packets, machine) = latencies_ns("flow", FLOW_SHORT_UNIT_PACKETS);
+    assert_eq!(packets, [7_200, 8_200]);
     assert!(
         machine.get("flow_short_unit_packets").is_none(),
         "{machine}"
     );
-    let (packets, machine) = latencies_ns("flow", 1);
-    assert_eq!(packets, [7_200, 8_200]);
-    assert_eq!(machine["flow_short_unit_packets"], 1);
+    assert_eq!(latencies_ns("packet", 0).0, packets);
     assert_eq!(latencies_ns("flow", 2).0, [6_200, 8_200]);
+    let (whole, machine) = latencies_ns("flow", 0);
+    assert_eq!(whole, [4_200, 8_200]);
+    assert_eq!(machine["flow_short_unit_packets"], 0);
     // Units of a whole short message or more are the whole message.
     assert_eq!(latencies_ns("flow", 4).0, whole);
     assert_eq!(latencies_ns("flow", 9).0, whole);
-    assert_eq!(latencies_ns("packet", 0).0, packets);
     let c = with_machine("network = \"flow\"\nflow_short_unit_packets = 2").unwrap();
     assert_eq!(c.machine.flow_short_unit_packets, 2);
     let msg = with_machine("network = \"flow\"\nflow_short_unit_packets = -1").unwrap_err();

@@ -81,8 +81,8 @@ def network_model(machine: Mapping[str, Any]) -> str:
     segments = int(machine.get("flow_train_segments", _tracewatt.FLOW_TRAIN_SEGMENTS))
     packets = int(machine.get("flow_segment_packets", _tracewatt.FLOW_SEGMENT_PACKETS))
     trains = f"up to {segments} segments of {packets} packets as trains, " if segments else ""
-    units = int(machine.get("flow_short_unit_packets", 0))
-    short = f" in units of {units} packet{'s' if units > 1 else ''}" if units else ""
+    units = int(machine.get("flow_short_unit_packets", _tracewatt.FLOW_SHORT_UNIT_PACKETS))
+    short = {0: " whole", 1: " packet by packet"}.get(units, f" in units of {units} packets")
     return (
         f"flow (messages of up to half a buffer switch by switch{short}, "
         f"{trains}larger ones as flows sharing link bandwidth max-min fairly; docs/fast-mode.md)"

@@ -117,6 +117,12 @@ pub const SLACK_DIVISOR: u64 = 64;
 /// of up to 512 KiB closer to the packet model at 2-4 times less CPU than its packets, and leave
 /// 1 MiB and larger messages flows, whose cost does not grow with their size.
 pub const TRAIN_SEGMENTS: u32 = 32;
+/// The default of [`FabricParams::short_unit_packets`]: a short message moves packet by packet,
+/// exactly as the packet model moves it. An assumption, measured in docs/fast-mode.md ("Short
+/// messages packet by packet"): the study's benchmarks of short messages then end at the packet
+/// model's picosecond, for little more CPU where the MPI layer's work per message dominates;
+/// where the network's does (an all-to-all of 32 KiB messages), whole messages (0) cost a third.
+pub const SHORT_UNIT_PACKETS: u32 = 1;
 /// The default of [`FabricParams::segment_packets`]: a train's segment is 4 packets (16 KiB,
 /// a quarter of a buffer, with the defaults). An assumption, measured in docs/fast-mode.md
 /// ("Segments of 4 packets"): closer to the packet model than segments of half a buffer, at
